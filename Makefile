@@ -1,0 +1,40 @@
+# fwdoctor: the two commands a newcomer needs are `make doctor` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# The CUDA 13.0 build of torch: imports without a GPU and still reports cuDNN, NCCL and
+# its arch list, which the live tests judge. Override for another machine.
+TEST_TORCH ?= torch==2.14.1
+PYTEST_ARGS ?=
+
+.PHONY: doctor test venv test-venv lint bench dockerfiles lockfiles clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.base: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+$(VENV)/.torch: $(VENV)/.base
+	$(BIN)/pip install -q '$(TEST_TORCH)'
+	touch $@
+
+venv: $(VENV)/.base
+
+test-venv: $(VENV)/.torch
+
+## doctor: set up a venv and inspect this machine (exit 1 means error findings were found)
+doctor: venv
+	$(BIN)/fwdoctor check; rc=$$?; [ $$rc -le 1 ] || exit $$rc
+
+## test: set up the test venv (with torch) and run the whole suite
+test: test-venv
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: test-venv
+	$(BIN)/python benchmarks/check_speed.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,74 @@
+"""The finding vocabulary (shared/FINDINGS.md): stable ids, short codes, default severities.
+
+An id never changes meaning and is never reused; users script against them. The order
+here is the order of `fwdoctor list` and of areas in the text report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from doctor.model import Severity
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    id: str
+    code: str
+    severity: Severity
+    area: str
+    title: str
+
+
+AREAS: tuple[str, ...] = ("driver", "toolkit", "cudnn", "nccl", "python", "torch", "runtime")
+
+AREA_TITLES = {
+    "driver": "Driver and GPUs",
+    "toolkit": "CUDA toolkit and compilers",
+    "cudnn": "cuDNN",
+    "nccl": "NCCL",
+    "python": "Python environment",
+    "torch": "PyTorch",
+    "runtime": "Runtime and the doctor itself",
+}
+
+FINDING_KINDS: tuple[FindingKind, ...] = (
+    FindingKind("driver-missing", "FWD101", E, "driver", "NVIDIA GPU present but no NVIDIA driver loaded"),
+    FindingKind("nouveau-loaded", "FWD102", E, "driver", "the nouveau driver holds the GPU"),
+    FindingKind("driver-library-mismatch", "FWD103", E, "driver", "kernel module and user-space driver libraries differ"),
+    FindingKind("driver-too-old-for-torch", "FWD104", E, "driver", "driver cannot run the CUDA torch was built for"),
+    FindingKind("driver-too-old-for-toolkit", "FWD105", E, "driver", "driver cannot run the active toolkit's programs"),
+    FindingKind("gpu-arch-unsupported-by-torch", "FWD106", E, "driver", "torch has no kernels for a GPU"),
+    FindingKind("gpu-arch-unsupported-by-toolkit", "FWD107", E, "driver", "nvcc cannot compile for a GPU"),
+    FindingKind("no-gpu", "FWD108", I, "driver", "no NVIDIA GPU on this host"),
+    FindingKind("toolkit-missing", "FWD201", I, "toolkit", "CUDA torch installed but no nvcc anywhere"),
+    FindingKind("multiple-toolkits", "FWD202", I, "toolkit", "several CUDA toolkits installed"),
+    FindingKind("cuda-path-inconsistent", "FWD203", W, "toolkit", "PATH, CUDA_HOME, the link and LD_LIBRARY_PATH disagree"),
+    FindingKind("torch-toolkit-mismatch", "FWD204", E, "toolkit", "active toolkit's CUDA differs from torch's"),
+    FindingKind("host-compiler-unsupported", "FWD205", E, "toolkit", "default gcc outside the range nvcc accepts"),
+    FindingKind("cudnn-cuda-mismatch", "FWD301", E, "cudnn", "cuDNN built for another CUDA major"),
+    FindingKind("cudnn-shadowed", "FWD302", E, "cudnn", "another libcudnn shadows torch's"),
+    FindingKind("cudnn-header-library-mismatch", "FWD303", W, "cudnn", "cudnn_version.h and libcudnn disagree"),
+    FindingKind("multiple-cudnn", "FWD304", I, "cudnn", "several cuDNN versions installed"),
+    FindingKind("nccl-cuda-mismatch", "FWD401", E, "nccl", "NCCL built for another CUDA major"),
+    FindingKind("nccl-shadowed", "FWD402", E, "nccl", "another libnccl shadows torch's"),
+    FindingKind("nccl-header-library-mismatch", "FWD403", W, "nccl", "nccl.h and libnccl disagree"),
+    FindingKind("multiple-nccl", "FWD404", I, "nccl", "several NCCL versions installed"),
+    FindingKind("python-env-mismatch", "FWD501", W, "python", "first python on PATH is not the active environment's"),
+    FindingKind("user-site-shadowing", "FWD502", W, "python", "user site shadows the environment's packages"),
+    FindingKind("torch-cpu-build-on-gpu-host", "FWD601", W, "torch", "CPU-only torch on a GPU host"),
+    FindingKind("torch-not-installed", "FWD602", I, "torch", "no torch in the inspected environment"),
+    FindingKind("shm-too-small", "FWD701", W, "runtime", "/dev/shm too small for NCCL"),
+    FindingKind("probe-failed", "FWD702", W, "runtime", "a probe could not finish"),
+)
+
+BY_ID: dict[str, FindingKind] = {kind.id: kind for kind in FINDING_KINDS}
+
+
+def kind(finding_id: str) -> FindingKind:
+    try:
+        return BY_ID[finding_id]
+    except KeyError:
+        raise KeyError(f"unknown finding id {finding_id!r}; see `fwdoctor list`") from None

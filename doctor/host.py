@@ -1,0 +1,245 @@
+"""The machine being inspected: the live host, or a folder treated as `/` (`--root DIR`).
+
+Probes only see a machine through `Host`. Paths they pass and receive are *host-view*
+paths ("/usr/local/cuda/bin/nvcc"), whatever folder they really live in. For a root
+folder, every path is resolved inside it, absolute symlink targets included, and `..`
+never climbs above it; no program is run (`run` returns None), and the environment comes
+only from an env file.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from doctor import runner
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+MAX_READ_BYTES = 4 * 1024 * 1024  # no probe needs more; protects against /dev/zero-like files
+MAX_SYMLINK_HOPS = 40  # the kernel's own limit (ELOOP)
+
+
+class UnreadableError(OSError):
+    """A file exists but cannot be read (permission, not a regular file, I/O error)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class EnvFileError(ValueError):
+    """An --env-file that cannot be used; the message names the file and line."""
+
+
+@dataclass
+class Host:
+    """A view of one machine. Use `Host.live()` or `Host.at_root(DIR, env)`."""
+
+    root: Path
+    env: Mapping[str, str]
+    live: bool
+    command_timeout: float = runner.DEFAULT_TIMEOUT_S
+    _resolve_cache: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def live_host(cls, env: Mapping[str, str] | None = None, command_timeout: float = runner.DEFAULT_TIMEOUT_S) -> "Host":
+        # A snapshot: nothing in the doctor mutates its own os.environ.
+        return cls(Path("/"), dict(os.environ if env is None else env), live=True, command_timeout=command_timeout)
+
+    @classmethod
+    def at_root(cls, root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> "Host":
+        real = Path(root).resolve()
+        if not real.is_dir():
+            raise NotADirectoryError(f"--root {root}: not a directory")
+        merged = {"PATH": DEFAULT_PATH}
+        merged.update(env or {})
+        return cls(real, merged, live=False)
+
+    # ---------------------------------------------------------------- paths
+    def resolve(self, path: str) -> str:
+        """The host-view path with every symlink resolved, confined to the root.
+
+        Dangling links resolve as far as they can (like `realpath -m`)."""
+        path = posixpath.normpath("/" + path) if not path.startswith("/") else posixpath.normpath(path)
+        cached = self._resolve_cache.get(path)
+        if cached is not None:
+            return cached
+        result = self._resolve(path)
+        self._resolve_cache[path] = result
+        return result
+
+    def _resolve(self, path: str) -> str:
+        parts = [p for p in path.split("/") if p]
+        resolved: list[str] = []
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part in (".", ""):
+                continue
+            if part == "..":
+                if resolved:
+                    resolved.pop()  # never above the root
+                continue
+            candidate = self._real("/" + "/".join(resolved + [part]))
+            try:
+                st = os.lstat(candidate)
+            except OSError:
+                resolved.append(part)
+                resolved.extend(p for p in parts if p not in (".", ""))
+                return posixpath.normpath("/" + "/".join(resolved))
+            if stat.S_ISLNK(st.st_mode):
+                hops += 1
+                if hops > MAX_SYMLINK_HOPS:
+                    raise UnreadableError(path, "too many levels of symbolic links")
+                target = os.readlink(candidate)
+                if target.startswith("/"):
+                    resolved = []
+                parts = [p for p in target.split("/") if p] + parts
+                continue
+            resolved.append(part)
+        return "/" + "/".join(resolved)
+
+    def _real(self, host_path: str) -> str:
+        """The real filesystem path for an already-resolved host-view path."""
+        if self.live:
+            return host_path
+        return str(self.root) + host_path if host_path != "/" else str(self.root)
+
+    def real_path(self, path: str) -> str:
+        """The real path to open for a host-view path (symlinks resolved in the root)."""
+        return self._real(self.resolve(path))
+
+    # ---------------------------------------------------------------- queries
+    def exists(self, path: str) -> bool:
+        return os.path.exists(self.real_path(path))
+
+    def is_file(self, path: str) -> bool:
+        return os.path.isfile(self.real_path(path))
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(self.real_path(path))
+
+    def is_symlink(self, path: str) -> bool:
+        parent = self.resolve(posixpath.dirname(path) or "/")
+        return os.path.islink(self._real(posixpath.join(parent, posixpath.basename(path))))
+
+    def readlink(self, path: str) -> str | None:
+        """The raw link target, or None if `path` is not a symlink."""
+        parent = self.resolve(posixpath.dirname(path) or "/")
+        try:
+            return os.readlink(self._real(posixpath.join(parent, posixpath.basename(path))))
+        except OSError:
+            return None
+
+    def is_executable(self, path: str) -> bool:
+        real = self.real_path(path)
+        return os.path.isfile(real) and os.access(real, os.X_OK)
+
+    def listdir(self, path: str) -> list[str]:
+        """Sorted names in a directory; [] when absent or unreadable."""
+        try:
+            return sorted(os.listdir(self.real_path(path)))
+        except OSError:
+            return []
+
+    def glob(self, directory: str, pattern: str) -> list[str]:
+        """Host-view paths of entries of `directory` whose names match a fnmatch `pattern`."""
+        import fnmatch
+
+        return [posixpath.join(directory, n) for n in self.listdir(directory) if fnmatch.fnmatchcase(n, pattern)]
+
+    def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes | None:
+        """The file's bytes, None when absent. Raises UnreadableError otherwise."""
+        real = self.real_path(path)
+        try:
+            if not os.path.exists(real):
+                return None
+            if os.path.isdir(real):
+                raise UnreadableError(path, "is a directory")
+            with open(real, "rb") as handle:
+                return handle.read(limit)
+        except UnreadableError:
+            raise
+        except PermissionError:
+            raise UnreadableError(path, "permission denied") from None
+        except OSError as exc:
+            raise UnreadableError(path, exc.strerror or str(exc)) from None
+
+    def read_text(self, path: str, limit: int = MAX_READ_BYTES) -> str | None:
+        data = self.read_bytes(path, limit)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def stat(self, path: str) -> os.stat_result | None:
+        try:
+            return os.stat(self.real_path(path))
+        except OSError:
+            return None
+
+    # ---------------------------------------------------------------- environment
+    def path_list(self, var: str) -> list[str]:
+        """A colon-separated variable as a list, empty entries dropped."""
+        return [p for p in self.env.get(var, "").split(":") if p]
+
+    def which(self, name: str, path: str | None = None) -> str | None:
+        """The first executable `name` on PATH (host-view, unresolved), like `command -v`."""
+        for directory in (path if path is not None else self.env.get("PATH", "")).split(":"):
+            if not directory:
+                continue
+            candidate = posixpath.join(directory, name)
+            if self.is_executable(candidate):
+                return candidate
+        return None
+
+    def which_all(self, name: str) -> list[str]:
+        found = []
+        for directory in self.path_list("PATH"):
+            candidate = posixpath.join(directory, name)
+            if self.is_executable(candidate) and candidate not in found:
+                found.append(candidate)
+        return found
+
+    # ---------------------------------------------------------------- commands
+    def run(self, argv: Sequence[str], timeout: float | None = None) -> runner.CommandResult | None:
+        """Run a program on a live host; None for a root folder, where nothing runs."""
+        if not self.live:
+            return None
+        return runner.run(argv, timeout=timeout or self.command_timeout, env=self.env)
+
+
+def parse_env_file(text: str, name: str = "env file") -> dict[str, str]:
+    """KEY=VALUE lines, `#` comments, optional `export `, optional matching quotes.
+
+    No shell expansion happens: `$HOME` stays `$HOME`. Raises EnvFileError naming the line.
+    """
+    env: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export "):].lstrip()
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not key or not (key[0].isalpha() or key[0] == "_") or not all(c.isalnum() or c == "_" for c in key):
+            raise EnvFileError(f"{name}:{number}: expected KEY=VALUE, got {raw.strip()[:80]!r}")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        env[key] = value
+    return env
+
+
+def load_env_file(path: str) -> dict[str, str]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise EnvFileError(f"--env-file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise EnvFileError(f"--env-file {path}: not UTF-8 text") from None
+    return parse_env_file(text, name=path)

@@ -1,0 +1,179 @@
+"""The compatibility knowledge base: YAML files in this folder, one fact per row.
+
+Every row carries `source:` naming one or more keys of sources.yaml, where each key expands
+to the public document it came from. Files are validated on load; a malformed KB raises
+`KBError` naming the file and the row, and the CLI exits 2 with that line.
+
+Each area (cuda, gpus, torch, libs, docker, build) has its own module here with a
+`from_yaml(data, ctx)` constructor and the small query functions rules use; `KB` loads
+them lazily so `fwdoctor explain` never pays for parsing the torch matrix.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import yaml
+
+KB_DIR = Path(__file__).resolve().parent
+
+
+class KBError(ValueError):
+    """The knowledge base is malformed. The message names the file and row."""
+
+
+class Ctx:
+    """Where a value sits in the KB, for error messages: `torch.yaml: releases[3].variants`."""
+
+    def __init__(self, file: str, path: str = "", sources: Mapping[str, str] | None = None) -> None:
+        self.file = file
+        self.path = path
+        self.sources = sources or {}
+
+    def at(self, part: str | int) -> "Ctx":
+        sep = "" if isinstance(part, int) or not self.path else "."
+        piece = f"[{part}]" if isinstance(part, int) else part
+        return Ctx(self.file, f"{self.path}{sep}{piece}", self.sources)
+
+    def error(self, message: str) -> KBError:
+        where = f"{self.file}: {self.path}" if self.path else self.file
+        return KBError(f"{where}: {message}")
+
+    # -------------------------------------------------------------- row helpers
+    def mapping(self, value: Any) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.error(f"expected a mapping, got {type(value).__name__}")
+        return value
+
+    def rows(self, value: Any) -> list[Mapping[str, Any]]:
+        if not isinstance(value, list):
+            raise self.error(f"expected a list of rows, got {type(value).__name__}")
+        for i, row in enumerate(value):
+            self.at(i).mapping(row)
+        return value
+
+    def field(self, row: Mapping[str, Any], name: str, kind: type | tuple[type, ...] = object, optional: bool = False) -> Any:
+        if name not in row or row[name] is None:
+            if optional:
+                return None
+            raise self.error(f"missing field {name!r}")
+        value = row[name]
+        if kind is not object and not isinstance(value, kind):
+            want = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+            raise self.at(name).error(f"expected {want}, got {type(value).__name__} {value!r}")
+        return value
+
+    def version(self, row: Mapping[str, Any], name: str, optional: bool = False) -> str | None:
+        """A version string that `packaging.version.Version` accepts (YAML may give a float)."""
+        from packaging.version import InvalidVersion, Version
+
+        value = self.field(row, name, (str, int, float), optional)
+        if value is None:
+            return None
+        text = str(value)
+        try:
+            Version(text)
+        except InvalidVersion:
+            raise self.at(name).error(f"not a version: {text!r}") from None
+        return text
+
+    def source(self, row: Mapping[str, Any]) -> tuple[str, ...]:
+        """The row's source keys; every key must exist in sources.yaml."""
+        value = row.get("source")
+        if value is None:
+            raise self.error("missing field 'source' (every KB fact needs one)")
+        keys = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, list) else None
+        if not keys or not all(isinstance(k, str) and k for k in keys):
+            raise self.at("source").error(f"expected a source key or a list of them, got {value!r}")
+        for key in keys:
+            if self.sources and key not in self.sources:
+                raise self.at("source").error(f"unknown source key {key!r} (add it to sources.yaml)")
+        return keys
+
+
+def load_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise KBError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise KBError(f"{path.name}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+
+
+class KB:
+    """The whole knowledge base. Area views load on first use and are validated then;
+    `KB.load(validate_all=True)` (the CLI's default for `check`) loads them all up front."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.directory = Path(directory) if directory else KB_DIR
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str] | None = None, validate_all: bool = True) -> "KB":
+        kb = cls(directory)
+        if validate_all:
+            for name in AREAS:
+                getattr(kb, name)
+        return kb
+
+    def _area(self, filename: str, build: Callable[[Any, Ctx], Any]) -> Any:
+        path = self.directory / filename
+        if not path.exists():
+            raise KBError(f"{filename}: missing from {self.directory}")
+        data = load_yaml(path)
+        ctx = Ctx(filename, "", self.sources)
+        return build(ctx.mapping(data), ctx)
+
+    @cached_property
+    def sources(self) -> Mapping[str, str]:
+        path = self.directory / "sources.yaml"
+        data = load_yaml(path)
+        if not isinstance(data, Mapping) or not isinstance(data.get("sources"), Mapping):
+            raise KBError("sources.yaml: expected a top-level 'sources' mapping of key -> citation")
+        for key, value in data["sources"].items():
+            if not isinstance(value, str) or not value.strip():
+                raise KBError(f"sources.yaml: sources.{key}: expected a citation string")
+        return dict(data["sources"])
+
+    @cached_property
+    def cuda(self):  # -> doctor.kb.cuda.CudaKB
+        from doctor.kb import cuda
+
+        return self._area("cuda.yaml", cuda.from_yaml)
+
+    @cached_property
+    def gpus(self):  # -> doctor.kb.gpus.GpuKB
+        from doctor.kb import gpus
+
+        return self._area("gpus.yaml", gpus.from_yaml)
+
+    @cached_property
+    def torch(self):  # -> doctor.kb.torch.TorchKB
+        from doctor.kb import torch
+
+        return self._area("torch.yaml", torch.from_yaml)
+
+    @cached_property
+    def libs(self):  # -> doctor.kb.libs.LibsKB (cuDNN and NCCL)
+        from doctor.kb import libs
+
+        return self._area("libs.yaml", libs.from_yaml)
+
+
+# The areas `KB.load` validates. Helpers for docker images and source builds add theirs.
+AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs")
+
+
+def iter_sources(rows: Iterable[Mapping[str, Any]]) -> Iterable[str]:
+    for row in rows:
+        src = row.get("source")
+        if isinstance(src, str):
+            yield src
+        elif isinstance(src, list):
+            yield from src

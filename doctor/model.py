@@ -1,0 +1,230 @@
+"""The data that flows through fwdoctor: facts about a host, and findings about those facts.
+
+Everything here is plain, frozen, JSON-serialisable data. Probes produce `Fact`s, the
+engine collects them into `Facts`, rules turn `Facts` + the KB into `Finding`s, renderers
+print them. Nothing in this module touches the machine.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is. The order matters: `error` sorts first."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+# A sentinel for "this fact could not be established"; never confused with None,
+# which is a legitimate value ("no torch CUDA version: a CPU build").
+class _Unknown:
+    _instance: "_Unknown | None" = None
+
+    def __new__(cls) -> "_Unknown":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNKNOWN: Any = _Unknown()
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One observation: `key` is `area.attribute` (see doctor/FACTS.md for every key).
+
+    `source` says where the value came from (a path, a command, "NVML") so a reader can
+    check it by hand. An unknown fact carries `why` instead of a value.
+    """
+
+    key: str
+    value: Any
+    source: str = ""
+    why: str = ""
+
+    @classmethod
+    def unknown(cls, key: str, why: str) -> "Fact":
+        return cls(key, UNKNOWN, source="", why=why)
+
+    @property
+    def is_known(self) -> bool:
+        return self.value is not UNKNOWN
+
+
+@dataclass(frozen=True)
+class ProbeFailure:
+    """A probe that could not finish: reported as the `probe-failed` finding."""
+
+    probe: str
+    reason: str
+
+
+class Facts(Mapping[str, Any]):
+    """Every fact about one host, by key. Missing and unknown keys both read as UNKNOWN.
+
+    `facts["driver.version"]` returns the value; `facts.known("driver.version")` says if
+    it was established; `facts.why("driver.version")` says why not.
+    """
+
+    def __init__(
+        self,
+        facts: Iterable[Fact] = (),
+        failures: Iterable[ProbeFailure] = (),
+    ) -> None:
+        self._facts: dict[str, Fact] = {}
+        for fact in facts:
+            self._facts[fact.key] = fact
+        self.failures: list[ProbeFailure] = list(failures)
+
+    def __getitem__(self, key: str) -> Any:
+        fact = self._facts.get(key)
+        return UNKNOWN if fact is None else fact.value
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        fact = self._facts.get(key)
+        if fact is None or not fact.is_known:
+            return default
+        return fact.value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._facts)
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._facts
+
+    def known(self, key: str) -> bool:
+        fact = self._facts.get(key)
+        return fact is not None and fact.is_known
+
+    def why(self, key: str) -> str:
+        fact = self._facts.get(key)
+        if fact is None:
+            return "not probed"
+        return fact.why or ("known" if fact.is_known else "unknown")
+
+    def source(self, key: str) -> str:
+        fact = self._facts.get(key)
+        return "" if fact is None else fact.source
+
+    def fact(self, key: str) -> Fact | None:
+        return self._facts.get(key)
+
+    def with_facts(self, *extra: Fact) -> "Facts":
+        """A copy with `extra` added or replaced (used by `select torch --driver ...`)."""
+        return Facts([*self._facts.values(), *extra], self.failures)
+
+    # --- serialisation: `fwdoctor facts > host.json` and `check --facts host.json` ---
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in sorted(self._facts):
+            fact = self._facts[key]
+            if fact.is_known:
+                out[key] = {"value": fact.value, "source": fact.source}
+            else:
+                out[key] = {"unknown": True, "why": fact.why}
+        return {
+            "facts": out,
+            "probe_failures": [{"probe": f.probe, "reason": f.reason} for f in self.failures],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Facts":
+        """Inverse of to_json. Raises ValueError naming the first malformed entry."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("facts"), Mapping):
+            raise ValueError('expected an object with a "facts" object (the output of `fwdoctor facts`)')
+        facts: list[Fact] = []
+        for key, entry in data["facts"].items():
+            if not isinstance(entry, Mapping):
+                raise ValueError(f"fact {key!r}: expected an object, got {type(entry).__name__}")
+            if entry.get("unknown"):
+                facts.append(Fact.unknown(key, str(entry.get("why", "unknown"))))
+            elif "value" in entry:
+                facts.append(Fact(key, entry["value"], source=str(entry.get("source", ""))))
+            else:
+                raise ValueError(f'fact {key!r}: needs "value" or "unknown"')
+        failures = []
+        for item in data.get("probe_failures", []) or []:
+            if not isinstance(item, Mapping) or "probe" not in item:
+                raise ValueError(f"probe_failures: malformed entry {item!r}")
+            failures.append(ProbeFailure(str(item["probe"]), str(item.get("reason", ""))))
+        return cls(facts, failures)
+
+
+@dataclass(frozen=True)
+class FixRef:
+    """How to fix a finding: a recipe id with its options, and/or literal commands.
+
+    `commands` are argv lists or plain shell lines meant for a human to read and run; the
+    recipe (if any) is what `fwdoctor fix` plans from.
+    """
+
+    recipe: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    commands: tuple[str, ...] = ()
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "recipe": self.recipe,
+            "options": dict(self.options),
+            "commands": list(self.commands),
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem (or notable fact) about the host.
+
+    `id` is from shared/FINDINGS.md and never changes meaning. `message` is one line with
+    the observed values and the requirement. `evidence` holds the facts used, by key.
+    """
+
+    id: str
+    severity: Severity
+    message: str
+    area: str = ""
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    fix: FixRef | None = None
+    code: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "code": self.code,
+            "severity": self.severity.value,
+            "area": self.area,
+            "message": self.message,
+            "evidence": dict(self.evidence),
+            "fix": self.fix.to_json() if self.fix else None,
+        }
+
+
+@dataclass(frozen=True)
+class NotChecked:
+    """A rule that could not be evaluated, and why (never a silent pass)."""
+
+    rule: str
+    area: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"rule": self.rule, "area": self.area, "reason": self.reason}

@@ -1,0 +1,20 @@
+"""Every probe, in the order they run (later probes may read earlier facts)."""
+
+from __future__ import annotations
+
+from doctor.probes import compilers, cuda, cudnn, driver, gpus, ldpath, nccl, python, system, torch, torch_deep
+from doctor.probes.base import Probe
+
+PROBES: tuple[Probe, ...] = (
+    *system.PROBES,
+    *driver.PROBES,
+    *gpus.PROBES,
+    *cuda.PROBES,
+    *compilers.PROBES,
+    *ldpath.PROBES,
+    *cudnn.PROBES,
+    *nccl.PROBES,
+    *python.PROBES,
+    *torch.PROBES,
+    *torch_deep.PROBES,
+)

@@ -1,0 +1,129 @@
+"""One report, three renderers: text (for people), JSON (for scripts), markdown (for bug reports)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from doctor import __version__
+from doctor.engine import Report
+from doctor.findings import AREA_TITLES, AREAS
+from doctor.model import Finding, Severity
+
+MARK = {Severity.ERROR: "error", Severity.WARNING: "warn ", Severity.INFO: "info "}
+
+
+def _fix_lines(finding: Finding) -> list[str]:
+    if finding.fix is None:
+        return []
+    lines = []
+    if finding.fix.note:
+        lines.append(f"      fix: {finding.fix.note}")
+    for command in finding.fix.commands:
+        lines.append(f"        $ {command}")
+    if finding.fix.recipe:
+        lines.append(f"        $ fwdoctor fix {finding.id}    # recipe {finding.fix.recipe}")
+    return lines
+
+
+def render_text(report: Report, verbose: bool = False, color: bool = False) -> str:
+    def paint(text: str, severity: Severity | None) -> str:
+        if not color or severity is None:
+            return text
+        code = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}[severity]
+        return f"\x1b[{code}m{text}\x1b[0m"
+
+    out: list[str] = [f"fwdoctor {__version__}: {_summary_line(report)}"]
+    by_area: dict[str, list[Finding]] = {}
+    for finding in report.findings:
+        by_area.setdefault(finding.area, []).append(finding)
+    skipped_by_area: dict[str, list] = {}
+    for item in report.not_checked:
+        skipped_by_area.setdefault(item.area, []).append(item)
+    for area in AREAS:
+        findings = by_area.get(area, [])
+        skipped = skipped_by_area.get(area, [])
+        worst = min((f.severity for f in findings), key=lambda s: s.rank, default=None)
+        status = "ok" if worst is None else worst.value
+        out.append("")
+        out.append(paint(f"[{status}] {AREA_TITLES[area]}", worst))
+        for finding in findings:
+            out.append(paint(f"  {MARK[finding.severity]} {finding.id}: {finding.message}", finding.severity))
+            if verbose and finding.evidence:
+                for key, value in finding.evidence.items():
+                    out.append(f"      evidence {key} = {_short(value)}")
+            out.extend(_fix_lines(finding))
+        if verbose:
+            for item in skipped:
+                out.append(f"  not checked {item.rule}: {item.reason}")
+        elif skipped:
+            out.append(f"  ({len(skipped)} check(s) not run for lack of facts; -v lists them)")
+    out.append("")
+    if not report.findings:
+        out.append("No problems found.")
+    else:
+        out.append("`fwdoctor explain ID` explains a finding; `--json` gives machine-readable output.")
+    return "\n".join(out) + "\n"
+
+
+def _summary_line(report: Report) -> str:
+    counts = {s: 0 for s in Severity}
+    for finding in report.findings:
+        counts[finding.severity] += 1
+    return f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} info"
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    facts = report.facts.to_json()
+    return {
+        "fwdoctor": __version__,
+        "exit_code": report.exit_code,
+        "facts": facts["facts"],
+        "probe_failures": facts["probe_failures"],
+        "findings": [f.to_json() for f in report.findings],
+        "not_checked": [n.to_json() for n in report.not_checked],
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(to_json(report), indent=2, sort_keys=False, default=str) + "\n"
+
+
+_UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b|\b[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
+_HOME = re.compile(r"(/home/|/Users/)[^/\s\"']+")
+
+
+def scrub(text: str) -> str:
+    """Strip GPU/MIG UUIDs and home-folder user names from shareable output."""
+    text = _UUID.sub("<uuid>", text)
+    text = _HOME.sub(lambda m: m.group(1) + "<user>", text)
+    return re.sub(r"/root(?=/)", "~", text)
+
+
+def render_markdown(report: Report) -> str:
+    lines = [f"### fwdoctor {__version__} report", "", f"**{_summary_line(report)}**", ""]
+    if report.findings:
+        lines += ["| severity | id | message |", "|---|---|---|"]
+        for f in report.findings:
+            lines.append(f"| {f.severity.value} | `{f.id}` | {f.message.replace('|', '/')} |")
+        lines.append("")
+    key_facts = [
+        "system.os", "driver.version", "driver.cuda_version", "gpus.list", "cuda.active",
+        "cudnn.installs", "nccl.installs", "python.version", "torch.version", "torch.cuda",
+    ]
+    lines += ["<details><summary>key facts</summary>", "", "```"]
+    for key in key_facts:
+        if key in report.facts:
+            value = report.facts[key] if report.facts.known(key) else f"unknown ({report.facts.why(key)})"
+            lines.append(f"{key}: {_short(value, 500)}")
+    lines += ["```", "</details>", ""]
+    if report.not_checked:
+        lines.append("Not checked: " + "; ".join(f"`{n.rule}` ({n.reason})" for n in report.not_checked))
+        lines.append("")
+    return scrub("\n".join(lines))

@@ -1,0 +1,102 @@
+"""How a rule is declared and how the engine evaluates it.
+
+A rule is a small pure function of (Facts, KB) that returns None when healthy, or one or
+more `Hit`s. The engine turns hits into `Finding`s with the rule's id, severity and area,
+and turns missing inputs into `NotChecked` so an unknown never looks healthy.
+
+    @rule("no-gpu", needs=("gpus.list",))
+    def no_gpu(facts, kb):
+        '''What it does: ... / Why is this bad? ... / Fix: ...'''
+        if facts["gpus.list"]:
+            return None
+        return Hit("no NVIDIA GPU found", evidence={"gpus.list": []})
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from doctor.findings import kind
+from doctor.model import Facts, Finding, FixRef, NotChecked, Severity
+
+
+@dataclass(frozen=True)
+class Hit:
+    """What a rule returns when it fires. `severity` overrides the id's default (e.g. a
+    `torch-toolkit-mismatch` on the minor version is a warning, not an error)."""
+
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    fix: FixRef | None = None
+    severity: Severity | None = None
+
+
+class NotCheckable(Exception):
+    """Raised by a rule whose question the KB cannot answer ("no data for CUDA 13.5")."""
+
+
+RuleFunc = Callable[[Facts, Any], "Hit | Iterable[Hit] | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    needs: tuple[str, ...]
+    func: RuleFunc
+    # Facts that may be UNKNOWN without blocking the rule (it handles them itself).
+    optional: tuple[str, ...] = ()
+
+    @property
+    def severity(self) -> Severity:
+        return kind(self.id).severity
+
+    @property
+    def area(self) -> str:
+        return kind(self.id).area
+
+    @property
+    def doc(self) -> str:
+        return inspect.cleandoc(self.func.__doc__ or "")
+
+    def evaluate(self, facts: Facts, kb: Any) -> tuple[list[Finding], NotChecked | None]:
+        missing = [key for key in self.needs if not facts.known(key)]
+        if missing:
+            reasons = "; ".join(f"{key} unknown ({facts.why(key)})" for key in missing)
+            return [], NotChecked(self.id, self.area, reasons)
+        try:
+            result = self.func(facts, kb)
+        except NotCheckable as exc:
+            return [], NotChecked(self.id, self.area, str(exc))
+        hits: list[Hit]
+        if result is None:
+            hits = []
+        elif isinstance(result, Hit):
+            hits = [result]
+        else:
+            hits = [h for h in result if h is not None]
+        code = kind(self.id).code
+        findings = [
+            Finding(
+                id=self.id,
+                severity=hit.severity or self.severity,
+                message=hit.message,
+                area=self.area,
+                evidence=dict(hit.evidence),
+                fix=hit.fix,
+                code=code,
+            )
+            for hit in hits
+        ]
+        return findings, None
+
+
+def rule(finding_id: str, needs: Iterable[str] = (), optional: Iterable[str] = ()) -> Callable[[RuleFunc], Rule]:
+    """Declare a rule for a finding id from doctor/findings.py (checked at import)."""
+    kind(finding_id)  # fail loudly on a typo in an id
+
+    def wrap(func: RuleFunc) -> Rule:
+        return Rule(finding_id, tuple(needs), func, tuple(optional))
+
+    return wrap
