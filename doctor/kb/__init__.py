@@ -126,9 +126,17 @@ class KB:
         path = self.directory / filename
         if not path.exists():
             raise KBError(f"{filename}: missing from {self.directory}")
-        data = load_yaml(path)
-        ctx = Ctx(filename, "", self.sources)
-        return build(ctx.mapping(data), ctx)
+        data = Ctx(filename).mapping(load_yaml(path))
+        # An area file may cite sources of its own in a top-level `sources:` mapping;
+        # they extend (never override) sources.yaml for that file's rows.
+        local = data.get("sources") or {}
+        if not isinstance(local, Mapping) or not all(isinstance(v, str) and v.strip() for v in local.values()):
+            raise KBError(f"{filename}: sources: expected a mapping of key -> citation string")
+        clash = sorted(k for k in local if k in self.sources and local[k] != self.sources[k])
+        if clash:
+            raise KBError(f"{filename}: sources: {', '.join(clash)} already defined differently in sources.yaml")
+        ctx = Ctx(filename, "", {**self.sources, **local})
+        return build(data, ctx)
 
     @cached_property
     def sources(self) -> Mapping[str, str]:
