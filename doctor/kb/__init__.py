@@ -174,8 +174,21 @@ class KB:
         return self._area("libs.yaml", libs.from_yaml)
 
 
-# The areas `KB.load` validates. Helpers for docker images and source builds add theirs.
-AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs")
+    @cached_property
+    def docker(self):  # -> doctor.kb.docker.DockerKB (nvidia/cuda base tags)
+        from doctor.kb import docker
+
+        return self._area("docker.yaml", docker.from_yaml)
+
+    @cached_property
+    def build(self):  # -> doctor.kb.build.BuildKB (PyTorch source-build variables)
+        from doctor.kb import build
+
+        return self._area("build.yaml", build.from_yaml)
+
+
+# The areas `KB.load` validates up front.
+AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build")
 
 
 def iter_sources(rows: Iterable[Mapping[str, Any]]) -> Iterable[str]:
