@@ -1,7 +1,121 @@
-"""Placeholder: the owner of this feature defines its click commands here."""
+"""`fwdoctor build ...`: build frameworks from source against chosen libraries.
+
+    fwdoctor build torch --version 2.9.1 --cuda 12.8 --nccl 2.27.5 --cudnn 9.10.2.21 \\
+        --arch "8.0;9.0+PTX" --python ~/venvs/t/bin/python            # prints the plan
+    ... --apply                                                         # runs it
+    ... --cmake-only --source ~/src/pytorch --apply                     # configure only
+
+Exit codes: 0 planned/built, 1 the pre-flight refused (findings printed) or the build
+failed, 2 unusable options.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+
 import click
 
-COMMANDS: tuple[click.Command, ...] = ()
+from doctor.model import Severity
+
+MARK = {Severity.ERROR: "error", Severity.WARNING: "warn ", Severity.INFO: "info "}
+
+
+@click.group("build")
+def build_group() -> None:
+    """Build a framework from source with a chosen CUDA, cuDNN, NCCL and Python."""
+
+
+@build_group.command("torch")
+@click.option("--version", "version", metavar="X.Y.Z", help="The PyTorch release to build (tag vX.Y.Z). Default with --source: its version.txt.")
+@click.option("--cuda", required=True, metavar="VERSION|PATH", help="An installed CUDA toolkit: its version (12.8) or its root (/usr/local/cuda-12.8).")
+@click.option("--nccl", default="bundled", show_default=True, metavar="VERSION|PATH|bundled",
+              help="NCCL: a version (fetched as nvidia-nccl-cuXX into the build prefix), an install's path, or bundled (third_party/nccl).")
+@click.option("--cudnn", default="bundled", show_default=True, metavar="VERSION|PATH|bundled|none",
+              help="cuDNN: a version (nvidia-cudnn-cuXX), an install's path, bundled (whatever CMake finds) or none.")
+@click.option("--arch", required=True, metavar='auto|"8.0;9.0+PTX"', help="TORCH_CUDA_ARCH_LIST; auto: this host's GPUs.")
+@click.option("--python", "python", required=True, metavar="PATH", help="The interpreter that builds and receives the wheel (a venv's bin/python).")
+@click.option("--source", type=click.Path(file_okay=False), help="An existing PyTorch checkout (submodules included) instead of cloning.")
+@click.option("--git", metavar="URL", help="Clone from this URL instead of https://github.com/pytorch/pytorch.git.")
+@click.option("--workdir", type=click.Path(file_okay=False), help="Where the checkout, build prefix, wheel and log go (default ./fwdoctor-build/torch-VER-cuXY).")
+@click.option("--jobs", default="auto", show_default=True, help="MAX_JOBS; auto: cores, capped by available RAM.")
+@click.option("--ccache", is_flag=True, help="Use ccache as the C, C++ and CUDA compiler launcher.")
+@click.option("--debug", is_flag=True, help="DEBUG=1: -O0 -g.")
+@click.option("--cmake-only", is_flag=True, help="Configure the source tree with CMake and stop (no compiling).")
+@click.option("--docker", "docker_image", metavar="IMAGE", help="Plan the same build inside this CUDA devel image (printed only; needs Docker).")
+@click.option("--dry-run/--apply", "dry_run", default=True, help="Print the plan (default) or run it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the pre-flight findings and the plan as JSON.")
+def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir, jobs, ccache, debug, cmake_only, docker_image, dry_run, as_json) -> None:
+    """Build a PyTorch wheel from source with exactly the chosen CUDA, NCCL, cuDNN and Python.
+
+    \b
+    Before anything runs, a pre-flight checks the host compiler against nvcc's
+    host_config.h, every target arch against nvcc, the CUDA major of NCCL/cuDNN, the
+    Python environment, cmake/ninja, free disk and RAM; errors stop it (exit 1).
+    \b
+    Examples:
+      fwdoctor build torch --version 2.9.1 --cuda 12.8 --nccl 2.27.5 --cudnn 9.10.2.21 \\
+          --arch "8.0;9.0+PTX" --python ~/venvs/t/bin/python
+      fwdoctor build torch --source ~/pytorch --cuda 13.0 --arch auto --python .venv/bin/python --cmake-only --apply
+    """
+    from doctor.cli import DoctorError
+    from doctor.kb import KB, KBError
+    from recipes import torch_source as ts
+
+    try:
+        kb = KB.load()
+    except KBError as exc:
+        raise DoctorError(f"knowledge base: {exc}") from None
+    opts = ts.Options(version=version, cuda=cuda, nccl=nccl, cudnn=cudnn, arch=arch, python=python, source=source, git=git,
+                      workdir=workdir, jobs=jobs, ccache=ccache, debug=debug, cmake_only=cmake_only)
+    try:
+        if docker_image:
+            from recipes import torch_docker
+
+            pf, bp = torch_docker.docker_plan(opts, docker_image, kb)
+        else:
+            req, host = ts.gather(opts, kb, toolkits_fact=_toolkits_fact())
+            pf, bp = ts.make_plan(req, host, kb, cmake_only=cmake_only)
+    except ts.InputError as exc:
+        raise DoctorError(str(exc)) from None
+
+    if as_json:
+        click.echo(json.dumps({"findings": [f.to_json() for f in pf.findings], "plan": bp.to_plan().to_json() if bp else None}, indent=2))
+    else:
+        for finding in pf.findings:
+            click.echo(f"{MARK[finding.severity]} {finding.id}: {finding.message}", err=True)
+            if finding.fix and finding.fix.note:
+                click.echo(f"      fix: {finding.fix.note}", err=True)
+            for command in finding.fix.commands if finding.fix else ():
+                click.echo(f"        $ {command}", err=True)
+    if bp is None:
+        click.echo(f"fwdoctor: build refused: {len(pf.errors)} pre-flight error(s); nothing was run", err=True)
+        sys.exit(1)
+    if as_json:
+        return
+    if dry_run or docker_image:
+        click.echo(bp.to_plan().to_shell(), nl=False)
+        if docker_image and not dry_run:
+            click.echo("fwdoctor: --docker plans are printed, not run: run the script above on a host with Docker and the NVIDIA container toolkit", err=True)
+        return
+    result = ts.execute(bp, progress=lambda line: click.echo(f"fwdoctor: {line}", err=True))
+    click.echo(result.message)
+    sys.exit(0 if result.ok else 1)
+
+
+def _toolkits_fact():
+    """cuda.toolkits from the cuda probe (the same discovery `fwdoctor check` uses), or
+    None when it cannot run; torch_source also scans the usual places itself."""
+    try:
+        from doctor.engine import collect
+        from doctor.host import Host
+        from doctor.probes import cuda
+
+        facts = collect(Host.live_host(), cuda.PROBES)
+        value = facts.get("cuda.toolkits")
+        return value if isinstance(value, list) else None
+    except Exception:  # the probe being broken must not stop a build
+        return None
+
+
+COMMANDS: tuple[click.Command, ...] = (build_group,)

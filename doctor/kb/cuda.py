@@ -1,11 +1,309 @@
-"""Placeholder: the owner of this area defines the typed view and its queries."""
+"""CUDA toolkit knowledge (cuda.yaml): driver floors, the driver each toolkit release ships
+for, which compute capabilities each nvcc compiles for, the newest gcc each nvcc accepts.
+
+Queries take version strings as facts hold them ("12.4", "12.4.131", "11.8.20220929",
+"580.95.05"), answer None when the KB has no data, and raise ValueError naming the input
+when it is not a version at all. Every comparison goes through `packaging.version`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from packaging.version import InvalidVersion, Version
 
 from doctor.kb import Ctx
 
+CONFIDENCE = ("C", "S", "I")  # confirmed / secondary / inferred (see shared/kb-facts.md)
+_CUDA = re.compile(r"^\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+_CC = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 
-def from_yaml(data: Any, ctx: Ctx) -> Any:
-    return data
+
+# --------------------------------------------------------------------------- parsing
+def cuda_parts(cuda: str) -> tuple[int, int | None, int | None]:
+    """'12.4.131' -> (12, 4, 131); '13' -> (13, None, None). ValueError for garbage."""
+    m = _CUDA.match(str(cuda)) if cuda is not None else None
+    if not m:
+        raise ValueError(f"not a CUDA version: {cuda!r} (expected e.g. 12.4 or 12.4.1)")
+    major, minor, patch = m.groups()
+    return int(major), None if minor is None else int(minor), None if patch is None else int(patch)
+
+
+def major_minor(cuda: str) -> str:
+    """'12.4.131' -> '12.4'. ValueError when the minor is missing or the text is no version."""
+    major, minor, _ = cuda_parts(cuda)
+    if minor is None:
+        raise ValueError(f"not a CUDA major.minor version: {cuda!r} (expected e.g. 12.4)")
+    return f"{major}.{minor}"
+
+
+def driver_version(driver: str) -> Version:
+    try:
+        return Version(str(driver).strip())
+    except InvalidVersion:
+        raise ValueError(f"not a driver version: {driver!r} (expected e.g. 580.95.05)") from None
+
+
+def cc_version(cc: str) -> Version:
+    m = _CC.match(str(cc))
+    if not m:
+        raise ValueError(f"not a compute capability: {cc!r} (expected MAJOR.MINOR, e.g. 8.6)")
+    return Version(f"{int(m.group(1))}.{int(m.group(2))}")
+
+
+# --------------------------------------------------------------------------- rows
+@dataclass(frozen=True)
+class MinorCompat:
+    cuda_major: int
+    min_driver: str
+    latest_minor: str
+    confidence: str
+    source: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ToolkitDriver:
+    cuda: str  # release version: "12.4.1" (Update 1); 10.x rows per minor ("10.2")
+    release: str  # "GA", "Update N", "RC"
+    driver: str
+    confidence: str
+    source: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Architecture:
+    cc: str
+    name: str
+    first_cuda: str
+    first_at_or_before: bool  # the true first release is first_cuda or earlier
+    last_cuda: str | None  # None: still supported at the horizon
+    confidence: str
+    source: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HostGcc:
+    cuda: str  # major.minor
+    gcc_max: int
+    confidence: str
+    source: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- the view
+@dataclass(frozen=True)
+class CudaKB:
+    horizon: str
+    minor_compat: tuple[MinorCompat, ...]
+    toolkit_drivers: tuple[ToolkitDriver, ...]
+    architectures: tuple[Architecture, ...]
+    host_gcc: tuple[HostGcc, ...]
+
+    # ---------------------------------------------------------------- drivers
+    def minor_compat_row(self, cuda: str) -> MinorCompat | None:
+        major, _, _ = cuda_parts(cuda)
+        return next((r for r in self.minor_compat if r.cuda_major == major), None)
+
+    def driver_floor(self, cuda: str) -> str | None:
+        """The lowest Linux driver that runs programs of `cuda`'s major by minor-version
+        compatibility (11.x 450.80.02, 12.x 525.60.13, 13.x 580.65.06); None for a major
+        without it (10.x and older) or one the KB does not know."""
+        row = self.minor_compat_row(cuda)
+        return row.min_driver if row else None
+
+    def toolkit_driver_row(self, cuda: str) -> ToolkitDriver | None:
+        major, minor, patch = cuda_parts(cuda)
+        if minor is None:
+            return None
+        # A small third part is an update number ("12.4.1" = 12.4 Update 1); a large one is
+        # a component build ("12.4.131" from nvcc) or a date ("11.8.20220929"), which says
+        # only the minor: answer with that minor's GA row, the lowest driver of the minor.
+        if patch is not None and patch < 10:
+            exact = Version(f"{major}.{minor}.{patch}")
+            for row in self.toolkit_drivers:
+                if Version(row.cuda) == exact:
+                    return row
+        for row in self.toolkit_drivers:
+            rmajor, rminor, _ = cuda_parts(row.cuda)
+            if (rmajor, rminor) == (major, minor) and row.release == "GA":
+                return row
+        return None
+
+    def toolkit_driver(self, cuda: str) -> str | None:
+        """Table 3: the driver for full compatibility with that toolkit release; None when
+        the KB has no row (13.4 ships no driver; 13.5 has no published row)."""
+        row = self.toolkit_driver_row(cuda)
+        return row.driver if row else None
+
+    def newest_cuda_for_driver(self, driver: str) -> str | None:
+        """The highest CUDA major.minor whose programs `driver` runs: by Table 3, or by
+        minor-version compatibility within a major. None when older than every row."""
+        have = driver_version(driver)
+        best: Version | None = None
+        for row in self.toolkit_drivers:
+            if Version(row.driver) <= have and row.release != "RC":
+                v = Version(major_minor(row.cuda))
+                best = v if best is None or v > best else best
+        for row in self.minor_compat:
+            if Version(row.min_driver) <= have:
+                v = Version(row.latest_minor)
+                best = v if best is None or v > best else best
+        return None if best is None else f"{best.major}.{best.minor}"
+
+    # ---------------------------------------------------------------- architectures
+    def architecture(self, cc: str) -> Architecture | None:
+        want = cc_version(cc)
+        return next((a for a in self.architectures if Version(a.cc) == want), None)
+
+    def arch_first_last(self, cc: str) -> tuple[str, str | None] | None:
+        """(first CUDA that compiles for `cc`, last one or None if still supported); None
+        for a compute capability the KB does not list."""
+        row = self.architecture(cc)
+        return None if row is None else (row.first_cuda, row.last_cuda)
+
+    def nvcc_supports(self, cuda: str, cc: str) -> bool | None:
+        """Whether nvcc of `cuda` compiles for `cc` (sm_86 needs 11.1; sm_35/37 removed in
+        12.0; sm_50..72 removed in 13.0). None when the KB cannot say: unknown `cc`, a CUDA
+        past the horizon for a still-supported arch, or before a 'first at or before' bound."""
+        row = self.architecture(cc)
+        if row is None:
+            return None
+        have = Version(major_minor(cuda))
+        if have < Version(row.first_cuda):
+            return None if row.first_at_or_before else False
+        if row.last_cuda is not None:
+            return have <= Version(row.last_cuda)
+        if have > Version(self.horizon):
+            return None
+        return True
+
+    # ---------------------------------------------------------------- host compiler
+    def host_gcc_max(self, cuda: str) -> str | None:
+        """The newest gcc major nvcc of `cuda` accepts (crt/host_config.h `__GNUC__ > N`);
+        None without a row."""
+        want = Version(major_minor(cuda))
+        row = next((r for r in self.host_gcc if Version(r.cuda) == want), None)
+        return None if row is None else str(row.gcc_max)
+
+
+# --------------------------------------------------------------------------- loading
+def _confidence(ctx: Ctx, row: Mapping[str, Any]) -> str:
+    value = ctx.field(row, "confidence", str)
+    if value not in CONFIDENCE:
+        raise ctx.at("confidence").error(f"expected one of {', '.join(CONFIDENCE)}, got {value!r}")
+    return value
+
+
+def _cuda_field(ctx: Ctx, row: Mapping[str, Any], name: str, optional: bool = False) -> str | None:
+    text = ctx.version(row, name, optional)
+    if text is None:
+        return None
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", text):
+        raise ctx.at(name).error(f"expected a CUDA version like 12.4 or 12.4.1, got {text!r} (quote it in YAML)")
+    return text
+
+
+def _unique(ctx: Ctx, seen: dict[Any, int], key: Any, index: int, what: str) -> None:
+    if key in seen:
+        raise ctx.error(f"duplicate {what} {key} (also at row {seen[key]})")
+    seen[key] = index
+
+
+def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
+    data = ctx.mapping(data)
+    known = {"sources", "horizon", "minor_compat", "toolkit_drivers", "architectures", "host_gcc"}
+    extra = sorted(set(data) - known)
+    if extra:
+        raise ctx.error(f"unknown section(s) {', '.join(map(str, extra))} (expected {', '.join(sorted(known))})")
+
+    hctx = ctx.at("horizon")
+    horizon_row = hctx.mapping(data.get("horizon"))
+    hctx.source(horizon_row)
+    _confidence(hctx, horizon_row)
+    horizon = _cuda_field(hctx, horizon_row, "cuda")
+
+    compat: list[MinorCompat] = []
+    seen: dict[Any, int] = {}
+    sctx = ctx.at("minor_compat")
+    for i, row in enumerate(sctx.rows(data.get("minor_compat"))):
+        rc = sctx.at(i)
+        major = rc.field(row, "cuda_major", int)
+        _unique(rc, seen, major, i, "cuda_major")
+        min_driver = rc.version(row, "min_driver")
+        latest = _cuda_field(rc, row, "latest_minor")
+        if cuda_parts(latest)[0] != major:
+            raise rc.at("latest_minor").error(f"{latest} is not a CUDA {major}.x version")
+        compat.append(MinorCompat(major, min_driver, latest, _confidence(rc, row), rc.source(row)))
+    # Floors rise with the major: a newer major never runs on an older driver.
+    for a, b in zip(sorted(compat, key=lambda r: r.cuda_major), sorted(compat, key=lambda r: r.cuda_major)[1:]):
+        if Version(b.min_driver) <= Version(a.min_driver):
+            raise sctx.error(f"CUDA {b.cuda_major}.x floor {b.min_driver} is not above CUDA {a.cuda_major}.x floor {a.min_driver}")
+
+    drivers: list[ToolkitDriver] = []
+    seen = {}
+    ga_seen: dict[str, int] = {}
+    tctx = ctx.at("toolkit_drivers")
+    for i, row in enumerate(tctx.rows(data.get("toolkit_drivers"))):
+        rc = tctx.at(i)
+        cuda = _cuda_field(rc, row, "cuda")
+        _unique(rc, seen, Version(cuda), i, "toolkit release")
+        release = rc.field(row, "release", str)
+        if not re.fullmatch(r"GA|RC|Update \d+", release):
+            raise rc.at("release").error(f"expected GA, RC or 'Update N', got {release!r}")
+        if release == "GA":
+            _unique(rc, ga_seen, major_minor(cuda), i, "GA row for CUDA")
+        drivers.append(ToolkitDriver(cuda, release, rc.version(row, "driver"), _confidence(rc, row), rc.source(row)))
+    # Table 3 never asks less of the driver for a newer release: a decrease is a typo.
+    ordered = sorted(drivers, key=lambda r: Version(r.cuda))
+    for a, b in zip(ordered, ordered[1:]):
+        if Version(b.driver) < Version(a.driver):
+            raise tctx.error(f"CUDA {b.cuda} needs driver {b.driver}, lower than {a.driver} for the older CUDA {a.cuda}")
+
+    archs: list[Architecture] = []
+    seen = {}
+    actx = ctx.at("architectures")
+    for i, row in enumerate(actx.rows(data.get("architectures"))):
+        rc = actx.at(i)
+        cc_text = rc.field(row, "cc", str)
+        try:
+            cc = cc_version(cc_text)
+        except ValueError as exc:
+            raise rc.at("cc").error(str(exc)) from None
+        _unique(rc, seen, cc, i, "compute capability")
+        first = _cuda_field(rc, row, "first_cuda")
+        last = _cuda_field(rc, row, "last_cuda", optional=True)
+        if last is not None and Version(last) < Version(first):
+            raise rc.error(f"last_cuda {last} is before first_cuda {first}")
+        archs.append(
+            Architecture(
+                cc_text,
+                str(rc.field(row, "name", str)),
+                first,
+                bool(rc.field(row, "first_at_or_before", bool, optional=True) or False),
+                last,
+                _confidence(rc, row),
+                rc.source(row),
+            )
+        )
+
+    gccs: list[HostGcc] = []
+    seen = {}
+    gctx = ctx.at("host_gcc")
+    for i, row in enumerate(gctx.rows(data.get("host_gcc"))):
+        rc = gctx.at(i)
+        cuda = _cuda_field(rc, row, "cuda")
+        if cuda.count(".") != 1:
+            raise rc.at("cuda").error(f"expected major.minor, got {cuda!r}")
+        _unique(rc, seen, Version(cuda), i, "CUDA")
+        gcc_max = rc.field(row, "gcc_max", int)
+        if isinstance(gcc_max, bool) or not 1 <= gcc_max <= 99:
+            raise rc.at("gcc_max").error(f"expected a gcc major version, got {gcc_max!r}")
+        gccs.append(HostGcc(cuda, gcc_max, _confidence(rc, row), rc.source(row)))
+    # nvcc never drops support for a newer gcc in a later release.
+    ordered_g = sorted(gccs, key=lambda r: Version(r.cuda))
+    for a, b in zip(ordered_g, ordered_g[1:]):
+        if b.gcc_max < a.gcc_max:
+            raise gctx.error(f"CUDA {b.cuda} gcc_max {b.gcc_max} is below CUDA {a.cuda}'s {a.gcc_max}")
+
+    return CudaKB(horizon, tuple(compat), tuple(drivers), tuple(archs), tuple(gccs))

@@ -1,11 +1,244 @@
-"""Placeholder: the owner of this area defines the typed view and its queries."""
+"""cuDNN and NCCL knowledge (libs.yaml): CUDA majors per cuDNN release, pip wheel names,
+version-code formulas and NCCL's documented bugs, with the small queries rules ask.
+
+Every query answers from rows only; a question no row answers returns None (or raises
+`NoData` where the caller must say "not checked"), never a guess.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from doctor.kb import Ctx
 
+LIBRARIES = ("cudnn", "nccl")
 
-def from_yaml(data: Any, ctx: Ctx) -> Any:
-    return data
+
+class NoData(LookupError):
+    """The KB has no row for this question; the message names the input."""
+
+
+@dataclass(frozen=True)
+class CudnnCudaRow:
+    versions: SpecifierSet
+    cuda_majors: tuple[int, ...]
+    source: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PipPackage:
+    package: str
+    library: str
+    cuda_major: int
+    first: Version
+    last: Version
+    source: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VersionCode:
+    old_if_major_at_most: int
+    old_if_minor_at_most: int
+    old_major_factor: int
+    major_factor: int
+    minor_factor: int
+    source: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NcclBug:
+    id: str
+    summary: str
+    affected: SpecifierSet
+    fixed: str | None
+    source: tuple[str, ...]
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "summary": self.summary, "affected": str(self.affected), "fixed": self.fixed}
+
+
+@dataclass(frozen=True)
+class LibsKB:
+    cudnn_cuda: tuple[CudnnCudaRow, ...]
+    pip_packages: tuple[PipPackage, ...]
+    version_codes: Mapping[str, VersionCode]
+    nccl_bugs: tuple[NcclBug, ...]
+
+    # ------------------------------------------------------------------ cuDNN <-> CUDA
+    def cudnn_cuda_majors(self, cudnn_version: str) -> tuple[int, ...]:
+        """The CUDA majors cuDNN `cudnn_version` ("8.9.7", "9.24.0.43") is built for.
+        Raises NoData for a version no row covers (older than 7, newer than the KB)."""
+        version = _version(cudnn_version, "cuDNN version")
+        for row in self.cudnn_cuda:
+            if row.versions.contains(version, prereleases=True):
+                return row.cuda_majors
+        raise NoData(f"no data for cuDNN {cudnn_version} in libs.yaml cudnn_cuda")
+
+    # ------------------------------------------------------------------ pip wheels
+    def pip_package(self, name: str) -> PipPackage | None:
+        wanted = _canonical(name)
+        for row in self.pip_packages:
+            if row.package == wanted:
+                return row
+        return None
+
+    def cuda_major_of_pip_package(self, name: str) -> int | None:
+        """nvidia-cudnn-cu12 -> 12 (also nvidia_cudnn_cu12); None for a name the KB lacks."""
+        row = self.pip_package(name)
+        return row.cuda_major if row else None
+
+    def pip_package_for(self, library: str, cuda_major: int) -> str | None:
+        """The wheel that ships `library` ("cudnn"/"nccl") for a CUDA major, or None."""
+        for row in self.pip_packages:
+            if row.library == library and row.cuda_major == cuda_major:
+                return row.package
+        return None
+
+    # ------------------------------------------------------------------ version codes
+    def version_code(self, library: str, version: str) -> int:
+        """NCCL_VERSION_CODE / CUDNN_VERSION for "2.30.7" (23007) or "8.9.3" (8903)."""
+        rule = self.version_codes.get(library)
+        if rule is None:
+            raise NoData(f"no version-code formula for {library!r}")
+        parts = [int(p) for p in _version(version, f"{library} version").release[:3]] + [0, 0]
+        major, minor, patch = parts[:3]
+        old = major <= rule.old_if_major_at_most and minor <= rule.old_if_minor_at_most
+        return major * (rule.old_major_factor if old else rule.major_factor) + minor * rule.minor_factor + patch
+
+    def version_from_code(self, library: str, code: int) -> str:
+        """The inverse: 23007 -> "2.30.7", 90300 -> "9.3.0", 8903 -> "8.9.3"."""
+        rule = self.version_codes.get(library)
+        if rule is None:
+            raise NoData(f"no version-code formula for {library!r}")
+        for factor in (rule.major_factor, rule.old_major_factor):
+            major, rest = divmod(code, factor)
+            minor, patch = divmod(rest, rule.minor_factor)
+            if major and self.version_code(library, f"{major}.{minor}.{patch}") == code:
+                return f"{major}.{minor}.{patch}"
+        raise NoData(f"{library} version code {code} fits no formula")
+
+    # ------------------------------------------------------------------ NCCL bugs
+    def nccl_known_bugs(self, version: str) -> list[NcclBug]:
+        """Documented bugs that affect NCCL `version`, oldest fix first. An unparseable
+        version gives [] (the caller already reports the version itself)."""
+        try:
+            parsed = Version(version)
+        except InvalidVersion:
+            return []
+        return [bug for bug in self.nccl_bugs if bug.affected.contains(parsed, prereleases=True)]
+
+
+# ----------------------------------------------------------------------------- loading
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _version(text: str, what: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise NoData(f"{what} {text!r} is not a version") from None
+
+
+def _specifier(ctx: Ctx, row: Mapping[str, Any], name: str) -> SpecifierSet:
+    value = ctx.field(row, name, str)
+    try:
+        spec = SpecifierSet(value)
+    except InvalidSpecifier:
+        raise ctx.at(name).error(f"not a version specifier: {value!r}") from None
+    if not str(spec):
+        raise ctx.at(name).error("empty specifier")
+    return spec
+
+
+def _int_list(ctx: Ctx, row: Mapping[str, Any], name: str) -> tuple[int, ...]:
+    value = ctx.field(row, name, list)
+    if not value or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
+        raise ctx.at(name).error(f"expected a non-empty list of CUDA majors, got {value!r}")
+    return tuple(value)
+
+
+# Probe versions to test ranges for overlap: every bound named in any row, plus neighbours.
+def _overlaps(specs: list[SpecifierSet]) -> tuple[int, int, str] | None:
+    points: set[Version] = set()
+    for spec in specs:
+        for item in spec:
+            base = Version(item.version)
+            release = list(base.release) + [0, 0]
+            points.add(base)
+            points.add(Version(f"{release[0]}.{release[1]}.{release[2]}.999"))
+            if release[1] > 0:
+                points.add(Version(f"{release[0]}.{release[1] - 1}.999"))
+    for point in sorted(points):
+        hits = [i for i, spec in enumerate(specs) if spec.contains(point, prereleases=True)]
+        if len(hits) > 1:
+            return hits[0], hits[1], str(point)
+    return None
+
+
+def from_yaml(data: Any, ctx: Ctx) -> LibsKB:
+    data = ctx.mapping(data)
+
+    cudnn_rows = []
+    rows_ctx = ctx.at("cudnn_cuda")
+    for i, row in enumerate(rows_ctx.rows(data.get("cudnn_cuda"))):
+        at = rows_ctx.at(i)
+        cudnn_rows.append(CudnnCudaRow(_specifier(at, row, "versions"), _int_list(at, row, "cuda_majors"), at.source(row), str(row.get("note", ""))))
+    clash = _overlaps([r.versions for r in cudnn_rows])
+    if clash:
+        raise rows_ctx.error(f"rows {clash[0]} and {clash[1]} overlap (both contain cuDNN {clash[2]})")
+
+    packages = []
+    seen: set[str] = set()
+    rows_ctx = ctx.at("pip_packages")
+    for i, row in enumerate(rows_ctx.rows(data.get("pip_packages"))):
+        at = rows_ctx.at(i)
+        name = _canonical(at.field(row, "package", str))
+        if name in seen:
+            raise at.error(f"duplicate package {name!r}")
+        seen.add(name)
+        library = at.field(row, "library", str)
+        if library not in LIBRARIES:
+            raise at.at("library").error(f"expected one of {', '.join(LIBRARIES)}, got {library!r}")
+        major = at.field(row, "cuda_major", int)
+        suffix = re.search(r"-cu(\d+)$", name)
+        if not suffix or int(suffix.group(1)) != major:
+            raise at.error(f"package {name!r} does not end in -cu{major}")
+        first, last = Version(at.version(row, "first") or ""), Version(at.version(row, "last") or "")
+        if first > last:
+            raise at.error(f"first {first} is after last {last}")
+        packages.append(PipPackage(name, library, major, first, last, at.source(row)))
+
+    codes: dict[str, VersionCode] = {}
+    codes_ctx = ctx.at("version_codes")
+    for library, row in codes_ctx.mapping(data.get("version_codes")).items():
+        at = codes_ctx.at(str(library))
+        row = at.mapping(row)
+        if library not in LIBRARIES:
+            raise at.error(f"unknown library {library!r}")
+        ints = {k: at.field(row, k, int) for k in ("old_if_major_at_most", "old_if_minor_at_most", "old_major_factor", "major_factor", "minor_factor")}
+        codes[library] = VersionCode(**ints, source=at.source(row))
+
+    bugs = []
+    bug_ids: set[str] = set()
+    rows_ctx = ctx.at("nccl_bugs")
+    for i, row in enumerate(rows_ctx.rows(data.get("nccl_bugs"))):
+        at = rows_ctx.at(i)
+        bug_id = at.field(row, "id", str)
+        if bug_id in bug_ids:
+            raise at.error(f"duplicate bug id {bug_id!r}")
+        bug_ids.add(bug_id)
+        affected = _specifier(at, row, "affected")
+        fixed = at.version(row, "fixed", optional=True)
+        if fixed is not None and affected.contains(Version(fixed), prereleases=True):
+            raise at.error(f"fixed version {fixed} is inside affected {affected}")
+        bugs.append(NcclBug(bug_id, at.field(row, "summary", str), affected, fixed, at.source(row), str(row.get("note", ""))))
+
+    return LibsKB(tuple(cudnn_rows), tuple(packages), codes, tuple(bugs))

@@ -1,7 +1,447 @@
-"""Placeholder: filled in by the owner of this area (see doctor/FACTS.md for the keys)."""
+"""CUDA toolkit installs, which one is active, and what points where.
+
+Shell equivalents:
+    ls -d /usr/local/cuda-* /usr/local/cuda /opt/cuda* /opt/nvidia/*; echo $CUDA_HOME $CUDA_PATH
+    cat ROOT/version.json ROOT/version.txt; grep CUDA_VERSION ROOT/include/cuda.h
+    grep '__GNUC__ >' ROOT/include/crt/host_config.h; command -v nvcc; nvcc --version
+
+An install is found through any of: /usr/local/cuda-*, the /usr/local/cuda link, /opt/cuda*,
+/opt/nvidia/* (HPC SDK included), CUDA_HOME, CUDA_PATH, a conda prefix with bin/nvcc, a pip
+nvidia-cuda-nvcc wheel (site-packages/nvidia/cu13 for CUDA 13, nvidia/cuda_nvcc for cu12),
+the nvcc first on PATH, and the libcudart on LD_LIBRARY_PATH. Installs are deduplicated by
+their resolved root. The version comes from, in order: version.json (11.x+), version.txt
+(<= 10.2), the nvcc wheel's .dist-info or conda-meta record, `nvcc --version` (live host
+only), include/cuda.h CUDA_VERSION. With --root nothing runs.
+
+"Active" follows torch.utils.cpp_extension._find_cuda_home, the lookup that decides which
+nvcc builds torch extensions: CUDA_HOME, else CUDA_PATH, else the nvcc first on PATH, else
+/usr/local/cuda.
+"""
 
 from __future__ import annotations
 
-from doctor.probes.base import Probe
+import json
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
 
-PROBES: tuple[Probe, ...] = ()
+from doctor.host import Host, UnreadableError
+from doctor.model import Fact, Facts, ProbeFailure
+from doctor.probes.base import Probe, probe
+
+NAME = "cuda-toolkits"
+INCLUDE_DIRS = ("include", "targets/x86_64-linux/include", "targets/sbsa-linux/include", "targets/aarch64-linux/include")
+LIB_DIRS = ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib")
+# pip wheels: nvidia-cuda-nvcc (CUDA 13, no -cuXX suffix) installs nvidia/cu13/bin/nvcc;
+# nvidia-cuda-nvcc-cu12 installs nvidia/cuda_nvcc/... (checked by unpacking both wheels).
+PIP_ROOTS = ("nvidia/cu13", "nvidia/cu12", "nvidia/cuda_nvcc")
+# A conda env's toolkit: the cuda-nvcc package puts nvcc in $PREFIX/bin.
+SITE_GLOBS = (
+    ("/usr/local/lib", "python3*", ("dist-packages", "site-packages")),
+    ("/usr/lib", "python3*", ("dist-packages", "site-packages")),
+    ("/opt/conda/lib", "python3*", ("site-packages",)),
+)
+
+_NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+), V(\d+(?:\.\d+)*)")
+_VERSION_TXT = re.compile(r"CUDA Version (\d+\.\d+(?:\.\d+)*)")
+_CUDA_H = re.compile(r"^\s*#\s*define\s+CUDA_VERSION\s+(\d+)\b", re.MULTILINE)
+_GNUC_GUARD = re.compile(r"^\s*#\s*if\s+__GNUC__\s*>\s*(\d+)\b", re.MULTILINE)
+_GNUC_MESSAGE = re.compile(r"gcc versions later than (\d+) are not supported")
+_JSON_CUDA = re.compile(r'"cuda"\s*:\s*\{[^{}]*?"version"\s*:\s*"([^"]+)"', re.DOTALL)
+_DIST_INFO = re.compile(r"^nvidia_cuda_nvcc(?:_cu\d+)?-(\d+(?:\.\d+)+)\.dist-info$")
+_CONDA_META = re.compile(r"^cuda-nvcc-(\d+(?:\.\d+)+)-[^-]+\.json$")
+_VERSIONISH = re.compile(r"^\d+(?:\.\d+)+$")
+_WRAPPER = re.compile(r"""(/[^\s"'`;|&]+/bin/nvcc)(?=["'\s;]|$)""", re.MULTILINE)
+
+
+# ----------------------------------------------------------------------------- parsers
+def parse_version_json(text: str) -> str | None:
+    """version.json -> its "cuda" "version" ("11.5.2", "11.8.20220929"); None if absent.
+
+    Falls back to a pattern when the file is not valid JSON (hand-edited or truncated)."""
+    value: object = None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("cuda"), dict):
+        value = data["cuda"].get("version")
+    if not isinstance(value, str):
+        match = _JSON_CUDA.search(text)
+        value = match.group(1) if match else None
+    value = value.strip() if isinstance(value, str) else None
+    return value if value and _VERSIONISH.match(value) else None
+
+
+def parse_version_txt(text: str) -> str | None:
+    """version.txt ("CUDA Version 10.0.130") -> "10.0.130"."""
+    match = _VERSION_TXT.search(text)
+    return match.group(1) if match else None
+
+
+def parse_cuda_h(text: str) -> str | None:
+    """cuda.h `#define CUDA_VERSION 12040` -> "12.4" (major * 1000 + minor * 10)."""
+    match = _CUDA_H.search(text)
+    if not match:
+        return None
+    number = int(match.group(1))
+    if number < 1000:
+        return None
+    return f"{number // 1000}.{(number % 1000) // 10}"
+
+
+def parse_nvcc_version(text: str) -> tuple[str, str] | None:
+    """`nvcc --version` -> ("11.8", "11.8.89") from "release 11.8, V11.8.89"."""
+    match = _NVCC_RELEASE.search(text)
+    if not match:
+        return None
+    return f"{match.group(1)}.{match.group(2)}", match.group(3)
+
+
+def parse_host_config(text: str) -> str | None:
+    """crt/host_config.h -> the newest gcc major nvcc accepts ("15" from `#if __GNUC__ > 15`).
+
+    The guard is the first `#if __GNUC__ > N` line; the "gcc versions later than N" message
+    is the fallback for a header whose guard is formatted otherwise."""
+    match = _GNUC_GUARD.search(text) or _GNUC_MESSAGE.search(text)
+    return str(int(match.group(1))) if match else None
+
+
+def parse_dist_info_name(name: str) -> str | None:
+    """"nvidia_cuda_nvcc-13.0.88.dist-info" / "nvidia_cuda_nvcc_cu12-12.9.86.dist-info" -> version."""
+    match = _DIST_INFO.match(name)
+    return match.group(1) if match else None
+
+
+def parse_conda_meta_name(name: str) -> str | None:
+    """conda-meta "cuda-nvcc-12.4.131-0.json" -> "12.4.131"."""
+    match = _CONDA_META.match(name)
+    return match.group(1) if match else None
+
+
+def root_of_libdir(libdir: str) -> str:
+    """The toolkit root a library folder belongs to: ROOT/lib64, ROOT/lib,
+    ROOT/targets/<triplet>/lib -> ROOT; anything else is its own root."""
+    libdir = posixpath.normpath(libdir)
+    parent, base = posixpath.split(libdir)
+    if base in ("lib", "lib64"):
+        grand, mid = posixpath.split(parent)
+        if posixpath.basename(grand) == "targets" and mid:
+            return posixpath.dirname(grand) or "/"
+        return parent or "/"
+    return libdir
+
+
+# ----------------------------------------------------------------------------- discovery
+@dataclass
+class _Install:
+    root: str
+    found_via: list[str] = field(default_factory=list)
+    site_packages: str | None = None  # for a pip wheel: where its .dist-info lives
+
+
+class _Reader:
+    """File reads that turn an unreadable file into a ProbeFailure instead of an abort."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.failures: list[ProbeFailure] = []
+
+    def text(self, path: str) -> str | None:
+        try:
+            return self.host.read_text(path)
+        except UnreadableError as exc:
+            self.failures.append(ProbeFailure(NAME, f"cannot read {exc.path}: {exc.reason}"))
+            return None
+
+
+def looks_like_toolkit(host: Host, root: str) -> bool:
+    """A folder holding nvcc, a version file, the runtime headers or libcudart."""
+    if host.is_file(posixpath.join(root, "bin/nvcc")):
+        return True
+    for name in ("version.json", "version.txt"):
+        if host.is_file(posixpath.join(root, name)):
+            return True
+    for inc in INCLUDE_DIRS:
+        if host.is_file(posixpath.join(root, inc, "cuda_runtime_api.h")):
+            return True
+    return any(host.glob(posixpath.join(root, lib), "libcudart.so*") for lib in LIB_DIRS)
+
+
+def site_packages_dirs(host: Host) -> list[str]:
+    """Where pip wheels may live: the active venv/conda env, the interpreters on PATH, the
+    system and user site folders. Host-view, existing, in search order."""
+    prefixes: list[str] = []
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        if host.env.get(var):
+            prefixes.append(host.env[var])
+    for name in ("python3", "python"):
+        exe = host.which(name)
+        if exe:
+            prefixes.append(posixpath.dirname(posixpath.dirname(exe)))  # a venv: its own prefix
+            prefixes.append(posixpath.dirname(posixpath.dirname(host.resolve(exe))))
+    if host.env.get("HOME"):
+        prefixes.append(posixpath.join(host.env["HOME"], ".local"))
+    found: list[str] = []
+    for prefix in prefixes:
+        for pydir in host.glob(posixpath.join(prefix, "lib"), "python3*"):
+            for leaf in ("site-packages", "dist-packages"):
+                candidate = posixpath.join(pydir, leaf)
+                if host.is_dir(candidate) and candidate not in found:
+                    found.append(candidate)
+    for base, pattern, leaves in SITE_GLOBS:
+        for pydir in host.glob(base, pattern):
+            for leaf in leaves:
+                candidate = posixpath.join(pydir, leaf)
+                if host.is_dir(candidate) and candidate not in found:
+                    found.append(candidate)
+    if host.is_dir("/usr/lib/python3/dist-packages") and "/usr/lib/python3/dist-packages" not in found:
+        found.append("/usr/lib/python3/dist-packages")
+    return found
+
+
+def wrapper_target(text: str) -> str | None:
+    """The nvcc a small shell wrapper execs ("#!/bin/sh\nexec /usr/local/cuda-13.0/bin/nvcc "$@""),
+    None when `text` is not such a wrapper."""
+    if not text.startswith("#!"):
+        return None
+    match = _WRAPPER.search(text)
+    return match.group(1) if match else None
+
+
+def real_nvcc(host: Host, nvcc: str) -> str:
+    """`nvcc` with symlinks resolved and one level of shell wrapper followed (distribution
+    packages and wheel-built hosts put a `exec /real/bin/nvcc "$@"` script on PATH)."""
+    real = host.resolve(nvcc)
+    try:
+        st = host.stat(real)
+        head = host.read_text(real, limit=4096) if st is not None and st.st_size < 4096 else None
+    except UnreadableError:
+        head = None
+    target = wrapper_target(head) if head else None
+    if target and target != real and host.is_executable(target):
+        return host.resolve(target)
+    return real
+
+
+def path_nvcc_root(host: Host) -> tuple[str, str] | None:
+    """(nvcc first on PATH, the toolkit root its real binary lives in)."""
+    nvcc = host.which("nvcc")
+    if nvcc is None:
+        return None
+    return nvcc, posixpath.dirname(posixpath.dirname(real_nvcc(host, nvcc)))
+
+
+def ld_cudart_root(host: Host) -> tuple[str, str] | None:
+    """(the first LD_LIBRARY_PATH folder with a libcudart, the toolkit root it belongs to)."""
+    for entry in host.path_list("LD_LIBRARY_PATH"):
+        if host.glob(entry, "libcudart.so*"):
+            return entry, root_of_libdir(host.resolve(entry))
+    return None
+
+
+def discover(host: Host, failures: list[ProbeFailure] | None = None) -> list[_Install]:
+    """Every toolkit install, deduplicated by resolved root, in discovery order. A place
+    that cannot be looked at (a symlink loop) is a failure in `failures`, and skipped."""
+    by_root: dict[str, _Install] = {}
+
+    def add(root: str, via: str, site_packages: str | None = None, check: bool = True) -> None:
+        try:
+            _add(root, via, site_packages, check)
+        except UnreadableError as exc:
+            if failures is not None:
+                failures.append(ProbeFailure(NAME, f"cannot look at {root} ({via}): {exc.path}: {exc.reason}"))
+
+    def _add(root: str, via: str, site_packages: str | None, check: bool) -> None:
+        if not root or not host.is_dir(root):
+            return
+        if check and not looks_like_toolkit(host, root):
+            return
+        real = host.resolve(root)
+        install = by_root.setdefault(real, _Install(real))
+        if via not in install.found_via:
+            install.found_via.append(via)
+        if site_packages and not install.site_packages:
+            install.site_packages = site_packages
+
+    try:
+        found_path = path_nvcc_root(host)
+    except UnreadableError as exc:
+        found_path = None
+        if failures is not None:
+            failures.append(ProbeFailure(NAME, f"cannot follow the nvcc on PATH: {exc.path}: {exc.reason}"))
+    if found_path:
+        add(found_path[1], "nvcc on PATH")
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        add(host.env.get(var, ""), var)
+    if host.exists("/usr/local/cuda"):
+        add("/usr/local/cuda", "/usr/local/cuda link" if host.is_symlink("/usr/local/cuda") else "/usr/local/cuda")
+    for root in host.glob("/usr/local", "cuda-*"):
+        add(root, "/usr/local/cuda-*")
+    for root in host.glob("/opt", "cuda*"):
+        add(root, "/opt/cuda*")
+    for root in host.glob("/opt/nvidia", "*"):
+        add(root, "/opt/nvidia/*")
+    # NVIDIA HPC SDK: /opt/nvidia/hpc_sdk/Linux_x86_64/<release>/cuda/<X.Y>
+    for arch_dir in host.glob("/opt/nvidia/hpc_sdk", "Linux_*"):
+        for release in host.glob(arch_dir, "*"):
+            for root in host.glob(posixpath.join(release, "cuda"), "[0-9]*"):
+                add(root, "/opt/nvidia/*")
+    conda = host.env.get("CONDA_PREFIX", "")
+    if conda and host.is_file(posixpath.join(conda, "bin/nvcc")):
+        add(conda, "CONDA_PREFIX")
+    for site in site_packages_dirs(host):
+        for sub in PIP_ROOTS:
+            root = posixpath.join(site, sub)
+            if host.is_file(posixpath.join(root, "bin/nvcc")):
+                add(root, "pip nvidia-cuda-nvcc", site_packages=site, check=False)
+    try:
+        found_ld = ld_cudart_root(host)
+    except UnreadableError:
+        found_ld = None  # reported by pointers()
+    if found_ld:
+        add(found_ld[1], "LD_LIBRARY_PATH")
+    return list(by_root.values())
+
+
+# ----------------------------------------------------------------------------- one install
+def _first_file(host: Host, root: str, relatives: Iterable[str]) -> str | None:
+    for rel in relatives:
+        path = posixpath.join(root, rel)
+        if host.is_file(path):
+            return path
+    return None
+
+
+def describe(host: Host, install: _Install, reader: _Reader) -> dict:
+    """The cuda.toolkits entry for one install (see doctor/FACTS.md)."""
+    root = install.root
+    nvcc = posixpath.join(root, "bin/nvcc")
+    nvcc = nvcc if host.is_executable(nvcc) else None
+    version: str | None = None
+    source: str | None = None
+
+    text = reader.text(posixpath.join(root, "version.json")) if host.is_file(posixpath.join(root, "version.json")) else None
+    if text is not None:
+        version, source = parse_version_json(text), "version.json"
+    if version is None and host.is_file(posixpath.join(root, "version.txt")):
+        text = reader.text(posixpath.join(root, "version.txt"))
+        version, source = (parse_version_txt(text) if text else None), "version.txt"
+    if version is None:
+        # A wheel's .dist-info sits beside the `nvidia` folder (site-packages, or the
+        # PREFIX of `pip install --target PREFIX`); a wheel-built /usr/local/cuda-X.Y here
+        # keeps them in ROOT/dist-info.
+        beside = posixpath.dirname(posixpath.dirname(root)) if posixpath.basename(posixpath.dirname(root)) == "nvidia" else None
+        for folder in filter(None, (install.site_packages, beside, posixpath.join(root, "dist-info"))):
+            for name in host.listdir(folder):
+                found = parse_dist_info_name(name)
+                if found:
+                    version, source = found, "dist-info"
+                    break
+            if version:
+                break
+    if version is None:
+        for name in host.listdir(posixpath.join(root, "conda-meta")):
+            found = parse_conda_meta_name(name)
+            if found:
+                version, source = found, "conda-meta"
+                break
+
+    nvcc_release = None
+    if nvcc and host.live:
+        result = host.run([nvcc, "--version"])
+        if result is not None and result.ok:
+            parsed = parse_nvcc_version(result.stdout)
+            if parsed:
+                nvcc_release = parsed[0]
+                if version is None:
+                    version, source = parsed[1], "nvcc"
+            else:
+                first = (result.stdout.strip().splitlines() or [""])[-1]
+                reader.failures.append(ProbeFailure(NAME, f"{nvcc} --version: unparseable output: {first[:200]!r}"))
+        elif result is not None:
+            reader.failures.append(ProbeFailure(NAME, result.describe_failure()))
+
+    if version is None:
+        header = _first_file(host, root, (posixpath.join(d, "cuda.h") for d in INCLUDE_DIRS))
+        text = reader.text(header) if header else None
+        if text:
+            version, source = parse_cuda_h(text), "cuda.h"
+
+    gcc_max = None
+    header = _first_file(host, root, (posixpath.join(d, "crt/host_config.h") for d in INCLUDE_DIRS))
+    if header:
+        text = reader.text(header)
+        gcc_max = parse_host_config(text) if text else None
+
+    return {
+        "root": root,
+        "version": version,
+        "version_source": source if version else None,
+        "nvcc": nvcc,
+        "nvcc_release": nvcc_release,
+        "host_gcc_max": gcc_max,
+        "found_via": list(install.found_via),
+    }
+
+
+# ----------------------------------------------------------------------------- the probe
+def pointers(host: Host) -> dict[str, str | None]:
+    """The toolkit root each lookup points at (resolved), None where it points nowhere."""
+    found_path = path_nvcc_root(host)
+    found_ld = ld_cudart_root(host)
+
+    def env_root(var: str) -> str | None:
+        value = host.env.get(var, "")
+        return host.resolve(value) if value else None
+
+    return {
+        "path_nvcc": found_path[1] if found_path else None,
+        "cuda_home": env_root("CUDA_HOME"),
+        "cuda_path": env_root("CUDA_PATH"),
+        "usr_local_cuda": host.resolve("/usr/local/cuda") if host.exists("/usr/local/cuda") else None,
+        "ld_cudart": found_ld[1] if found_ld else None,
+    }
+
+
+def choose_active(toolkits: list[dict], ptrs: dict[str, str | None]) -> dict | None:
+    """The toolkit torch.utils.cpp_extension would build with, and why."""
+    for key, why in (("cuda_home", "CUDA_HOME"), ("cuda_path", "CUDA_PATH"), ("path_nvcc", "nvcc first on PATH"), ("usr_local_cuda", "/usr/local/cuda link")):
+        root = ptrs.get(key)
+        if not root:
+            continue
+        match = next((t for t in toolkits if t["root"] == root), None)
+        if match is None:
+            # CUDA_HOME set to a folder with no toolkit: torch still uses it, and fails.
+            return {"root": root, "version": None, "why": f"{why} (no toolkit there)"}
+        return {"root": root, "version": match["version"], "why": why}
+    return None
+
+
+@probe(NAME, provides=("cuda.toolkits", "cuda.active", "cuda.pointers"))
+def cuda_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    reader = _Reader(host)
+    toolkits = []
+    for install in discover(host, reader.failures):
+        try:
+            toolkits.append(describe(host, install, reader))
+        except UnreadableError as exc:  # a symlink loop inside one install: skip just it
+            reader.failures.append(ProbeFailure(NAME, f"cannot read {exc.path} in {install.root}: {exc.reason}"))
+    yield Fact("cuda.toolkits", toolkits, source=", ".join(t["root"] for t in toolkits) or "no toolkit found")
+    try:
+        ptrs = pointers(host)
+    except UnreadableError as exc:
+        reason = f"cannot follow {exc.path}: {exc.reason}"
+        reader.failures.append(ProbeFailure(NAME, reason))
+        yield from reader.failures
+        yield Fact.unknown("cuda.pointers", reason)
+        yield Fact.unknown("cuda.active", reason)
+        return
+    yield from reader.failures
+    yield Fact("cuda.pointers", ptrs, source="PATH, CUDA_HOME, CUDA_PATH, /usr/local/cuda, LD_LIBRARY_PATH")
+    active = choose_active(toolkits, ptrs)
+    yield Fact("cuda.active", active, source=active["why"] if active else "no CUDA_HOME, CUDA_PATH, nvcc on PATH or /usr/local/cuda")
+
+
+PROBES: tuple[Probe, ...] = (cuda_probe,)

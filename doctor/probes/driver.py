@@ -1,7 +1,406 @@
-"""Placeholder: filled in by the owner of this area (see doctor/FACTS.md for the keys)."""
+"""The NVIDIA driver: kernel module, user-space libraries, nouveau, and what NVML says.
+
+Shell equivalents:
+    cat /sys/module/nvidia/version /proc/driver/nvidia/version
+    ls /usr/lib/x86_64-linux-gnu/libcuda.so.* /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.*
+    grep -E '^(nvidia|nouveau) ' /proc/modules
+    python doctor/probes/nvml_child.py        # NVML, in a child process with a timeout
+    nvidia-smi --query-gpu=... --format=csv,noheader,nounits   # when NVML is unavailable
+
+NVML and nvidia-smi only run on a live host (`Host.run` returns None for --root). Their
+answer is computed once per host and shared with probes/gpus.py (`nvml_snapshot`).
+Parsers are pure and never raise: garbage in gives None, which the probe reports as a
+`probe-failed` "unparseable output".
+"""
 
 from __future__ import annotations
 
-from doctor.probes.base import Probe
+import csv
+import json
+import posixpath
+import re
+import sys
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
 
-PROBES: tuple[Probe, ...] = ()
+from doctor.host import Host
+from doctor.model import Fact, Facts, ProbeFailure
+from doctor.probes.base import Probe, probe
+
+PROC_VERSION = "/proc/driver/nvidia/version"
+SYS_VERSION = "/sys/module/nvidia/version"
+PROC_MODULES = "/proc/modules"
+
+# Where distributions, the runfile and the NVIDIA container toolkit put the user-space
+# driver libraries (libcuda.so.X.Y.Z, libnvidia-ml.so.X.Y.Z).
+LIB_DIRS: tuple[str, ...] = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/nvidia/lib64",
+    "/usr/lib/aarch64-linux-gnu",
+)
+DRIVER_LIBS: tuple[str, ...] = ("libcuda", "libnvidia-ml")
+
+CHILD = Path(__file__).resolve().with_name("nvml_child.py")
+
+# The fields asked of nvidia-smi, in order. compute_cap needs a driver from ~2021 on;
+# without it nvidia-smi refuses the whole query, so we retry without it.
+SMI_FIELDS: tuple[str, ...] = (
+    "index", "name", "uuid", "pci.bus_id", "memory.total", "compute_cap", "persistence_mode", "driver_version",
+)
+
+_VERSION = r"(\d+\.\d+(?:\.\d+)?)"
+# "NVRM version: NVIDIA UNIX x86_64 Kernel Module  515.76  Mon Sep 12 ..." (proprietary)
+# "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build ..."
+_PROC_RE = re.compile(r"NVRM version:.*?(Open )?Kernel Module(?: for \S+)?\s+" + _VERSION + r"(?!\S)")
+_LIB_RE = re.compile(r"^(libcuda|libnvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
+_SMI_HEADER_RE = re.compile(r"Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)")
+
+
+# ----------------------------------------------------------------------------- parsers
+@dataclass(frozen=True)
+class ModuleVersion:
+    version: str
+    flavor: str  # "open" or "proprietary"
+
+
+def parse_proc_version(text: str) -> ModuleVersion | None:
+    """/proc/driver/nvidia/version -> version and flavor; None when unparseable."""
+    match = _PROC_RE.search(text)
+    if not match:
+        return None
+    return ModuleVersion(match.group(2), "open" if match.group(1) else "proprietary")
+
+
+def parse_sys_version(text: str) -> str | None:
+    """/sys/module/nvidia/version holds only the version string ("580.95.05\\n")."""
+    value = text.strip()
+    return value if re.fullmatch(_VERSION, value) else None
+
+
+def parse_modules(text: str) -> set[str]:
+    """Module names from /proc/modules ("nvidia 56578048 2 nvidia_uvm, Live 0x0")."""
+    names = set()
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[1].isdigit():
+            names.add(parts[0])
+    return names
+
+
+def lib_version(filename: str) -> tuple[str, str] | None:
+    """("libcuda", "580.95.05") from "libcuda.so.580.95.05"; None for anything else."""
+    match = _LIB_RE.match(filename)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def parse_smi_header(text: str) -> tuple[str | None, str | None] | None:
+    """Plain `nvidia-smi` table -> (driver version, CUDA version); "N/A" reads as None."""
+    match = _SMI_HEADER_RE.search(text)
+    if not match:
+        return None
+    driver, cuda = (None if v in ("N/A", "") else v for v in match.groups())
+    if driver is not None and not re.fullmatch(_VERSION, driver):
+        return None
+    if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
+        return None
+    return driver, cuda
+
+
+def parse_smi_csv(text: str, fields: Sequence[str]) -> list[dict[str, Any]] | None:
+    """`nvidia-smi --query-gpu=FIELDS --format=csv,noheader[,nounits]` -> one dict per GPU
+    in the gpus.list shape (plus "driver_version"); None when any row is unparseable.
+
+    "[N/A]", "N/A" and "[Not Supported]" read as None for that field only.
+    """
+    rows: list[dict[str, Any]] = []
+    lines = [line for line in text.splitlines() if line.strip()]
+    for position, row in enumerate(csv.reader(lines, skipinitialspace=True)):
+        if len(row) != len(fields):
+            return None
+        raw = {name: _smi_value(value) for name, value in zip(fields, row)}
+        if "index" not in fields:
+            raw["index"] = str(position)  # nvidia-smi lists GPUs in index order
+        try:
+            gpu = _smi_gpu(raw)
+        except ValueError:
+            return None
+        rows.append(gpu)
+    return rows
+
+
+def _smi_value(value: str) -> str | None:
+    value = value.strip()
+    if not value or value.strip("[]") in ("N/A", "Not Supported", "Unknown Error", "Insufficient Permissions"):
+        return None
+    return value
+
+
+def _smi_gpu(raw: dict[str, str | None]) -> dict[str, Any]:
+    index = raw.get("index")
+    if index is None or not index.isdigit():
+        raise ValueError(f"index {index!r}")
+    memory = raw.get("memory.total")
+    memory_mib = None
+    if memory is not None:
+        number = memory.removesuffix("MiB").strip()
+        if not number.isdigit():
+            raise ValueError(f"memory.total {memory!r}")
+        memory_mib = int(number)
+    cc = raw.get("compute_cap")
+    if cc is not None and not re.fullmatch(r"\d+\.\d+", cc):
+        raise ValueError(f"compute_cap {cc!r}")
+    persistence = raw.get("persistence_mode")
+    if persistence not in (None, "Enabled", "Disabled"):
+        raise ValueError(f"persistence_mode {persistence!r}")
+    driver = raw.get("driver_version")
+    if driver is not None and not re.fullmatch(_VERSION, driver):
+        raise ValueError(f"driver_version {driver!r}")
+    if "name" in raw and raw["name"] is None:
+        raise ValueError("empty name")
+    return {
+        "index": int(index),
+        "name": raw.get("name"),
+        "cc": cc,
+        "memory_mib": memory_mib,
+        "uuid": raw.get("uuid"),
+        "bus_id": raw.get("pci.bus_id"),
+        "mig": None,
+        "persistence": None if persistence is None else persistence == "Enabled",
+        "driver_version": driver,
+    }
+
+
+# ----------------------------------------------------------------------------- NVML / nvidia-smi
+@dataclass
+class NvmlSnapshot:
+    """What the GPU management stack says on a live host: NVML first, nvidia-smi second.
+
+    `source` is "nvml", "nvidia-smi" or None (neither answered). `error` is the text of
+    a failed NVML initialisation ("Driver/library version mismatch"); `why` explains an
+    empty answer ("libnvidia-ml.so.1 not found").
+    """
+
+    source: str | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    gpus: list[dict[str, Any]] | None = None
+    error: str | None = None
+    why: str = ""
+    failures: list[ProbeFailure] = field(default_factory=list)
+
+
+_SNAPSHOTS: dict[int, tuple[weakref.ref, NvmlSnapshot]] = {}
+
+
+def nvml_snapshot(host: Host, child_argv: Sequence[str] | None = None) -> NvmlSnapshot | None:
+    """NVML's (or nvidia-smi's) answer for a live host, computed once per Host object;
+    None for a root folder, where nothing runs."""
+    if not host.live:
+        return None
+    cached = _SNAPSHOTS.get(id(host))
+    if cached is not None and cached[0]() is host and child_argv is None:
+        return cached[1]
+    snapshot = _take_snapshot(host, child_argv or (sys.executable, str(CHILD)))
+    if child_argv is None:
+        _SNAPSHOTS[id(host)] = (weakref.ref(host, lambda _ref, key=id(host): _SNAPSHOTS.pop(key, None)), snapshot)
+    return snapshot
+
+
+def _take_snapshot(host: Host, child_argv: Sequence[str]) -> NvmlSnapshot:
+    snap = NvmlSnapshot()
+    result = host.run(list(child_argv))
+    data: dict[str, Any] | None = None
+    if result is None:
+        snap.why = "NVML child did not run"
+    elif result.timed_out or result.error:
+        snap.failures.append(ProbeFailure("nvml", result.describe_failure()))
+        snap.why = f"NVML query failed: {result.describe_failure()}"
+    else:
+        data = _child_json(result.stdout)
+        if data is None:
+            tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
+            reason = f"NVML child: unparseable output (exit status {result.returncode}): {tail[0][:200]!r}"
+            snap.failures.append(ProbeFailure("nvml", reason))
+            snap.why = reason
+    if data is None and result is not None and result.timed_out:
+        return snap  # nvidia-smi loads the same library: it would hang the same way
+    if data is not None and data.get("ok"):
+        snap.source = "nvml"
+        snap.driver_version = data.get("driver_version")
+        snap.cuda_version = data.get("cuda_driver_version")
+        snap.gpus = [dict(g, source="nvml") for g in data.get("gpus", []) if isinstance(g, dict)]
+        for gpu in snap.gpus:
+            gpu.pop("error", None)
+        return snap
+    if data is not None:
+        kind, error = data.get("kind"), str(data.get("error") or "")
+        if kind == "no-library":
+            snap.why = ("libnvidia-ml.so.1 not found: the NVIDIA user-space driver is not installed, "
+                        "or not mounted into this container (docker run --gpus all)")
+        elif kind == "no-pynvml":
+            snap.why = f"NVML not queried: {error}"
+        else:
+            snap.error = f"NVML: {error}"
+            snap.why = f"NVML failed to initialize: {error}"
+    smi_query(host, snap)
+    return snap
+
+
+def _child_json(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        return value if isinstance(value, dict) and isinstance(value.get("ok"), bool) else None
+    return None
+
+
+def smi_query(host: Host, snap: NvmlSnapshot) -> None:
+    """Fill `snap` from nvidia-smi (the fallback when NVML cannot be used)."""
+    smi = host.which("nvidia-smi")
+    if smi is None:
+        return
+    fields: tuple[str, ...] = SMI_FIELDS
+    result = host.run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
+    if result is not None and not result.ok and "compute_cap" in (result.stdout + result.stderr) and "not a valid field" in (result.stdout + result.stderr):
+        fields = tuple(f for f in SMI_FIELDS if f != "compute_cap")
+        result = host.run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
+    if result is None:
+        return
+    if result.timed_out or result.error:
+        snap.failures.append(ProbeFailure("nvidia-smi", result.describe_failure()))
+        return
+    if not result.ok:
+        message = smi_error(result.stdout + "\n" + result.stderr)
+        if message:
+            snap.error = message
+        else:
+            snap.failures.append(ProbeFailure("nvidia-smi", result.describe_failure()))
+        return
+    gpus = parse_smi_csv(result.stdout, fields)
+    if gpus is None:
+        first = (result.stdout.strip().splitlines() or [""])[0]
+        snap.failures.append(ProbeFailure("nvidia-smi", f"{smi} --query-gpu: unparseable output: {first[:200]!r}"))
+        return
+    snap.source = "nvidia-smi"
+    snap.error = None
+    snap.driver_version = next((g["driver_version"] for g in gpus if g.get("driver_version")), None)
+    snap.gpus = [{k: v for k, v in g.items() if k != "driver_version"} | {"source": "nvidia-smi"} for g in gpus]
+    header = host.run([smi])
+    if header is not None and header.ok:
+        parsed = parse_smi_header(header.stdout)
+        if parsed is not None:
+            snap.cuda_version = parsed[1]
+
+
+def smi_error(text: str) -> str | None:
+    """The one line in nvidia-smi's output that says why NVML failed, if any."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("Failed to initialize NVML") or line.startswith("NVIDIA-SMI has failed"):
+            return line
+    return None
+
+
+# ----------------------------------------------------------------------------- probes
+@probe(
+    "driver",
+    provides=("driver.loaded", "driver.version", "driver.module_flavor", "driver.userspace_libs", "driver.nouveau_loaded"),
+)
+def driver_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    modules_text = host.read_text(PROC_MODULES)
+    modules = parse_modules(modules_text) if modules_text is not None else None
+    sys_module = host.is_dir("/sys/module")
+    proc_text = host.read_text(PROC_VERSION)
+    sys_text = host.read_text(SYS_VERSION)
+
+    if modules is None and not sys_module and proc_text is None:
+        why = "no /proc/modules, /sys/module or /proc/driver/nvidia in this root (an image or a copied tree?)"
+        yield Fact.unknown("driver.loaded", why)
+        yield Fact.unknown("driver.version", why)
+        yield Fact.unknown("driver.module_flavor", why)
+        yield Fact.unknown("driver.nouveau_loaded", why)
+    else:
+        loaded = bool(modules and "nvidia" in modules) or host.is_dir("/sys/module/nvidia") or proc_text is not None
+        yield Fact("driver.loaded", loaded, source=PROC_MODULES if modules_text is not None else "/sys/module")
+        yield from _module_version(loaded, proc_text, sys_text)
+        nouveau = bool(modules and "nouveau" in modules) or host.is_dir("/sys/module/nouveau")
+        yield Fact("driver.nouveau_loaded", nouveau, source=PROC_MODULES if modules_text is not None else "/sys/module/nouveau")
+    yield Fact("driver.userspace_libs", userspace_libs(host), source=", ".join(LIB_DIRS))
+
+
+def _module_version(loaded: bool, proc_text: str | None, sys_text: str | None) -> Iterable[Fact | ProbeFailure]:
+    if not loaded:
+        yield Fact("driver.version", None, source="no nvidia kernel module loaded")
+        yield Fact("driver.module_flavor", None, source="no nvidia kernel module loaded")
+        return
+    parsed = parse_proc_version(proc_text) if proc_text is not None else None
+    sys_version = parse_sys_version(sys_text) if sys_text is not None else None
+    if proc_text is not None and parsed is None:
+        first = (proc_text.strip().splitlines() or [""])[0]
+        yield ProbeFailure("driver", f"{PROC_VERSION}: unparseable output: {first[:200]!r}")
+    if sys_text is not None and sys_version is None:
+        yield ProbeFailure("driver", f"{SYS_VERSION}: unparseable output: {sys_text.strip()[:200]!r}")
+    version = sys_version or (parsed.version if parsed else None)
+    if version is not None:
+        yield Fact("driver.version", version, source=SYS_VERSION if sys_version else PROC_VERSION)
+    else:
+        yield Fact.unknown("driver.version", f"the nvidia module is loaded but neither {SYS_VERSION} nor {PROC_VERSION} gave a version")
+    if parsed is not None:
+        yield Fact("driver.module_flavor", parsed.flavor, source=PROC_VERSION)
+    else:
+        yield Fact.unknown("driver.module_flavor", f"{PROC_VERSION} missing or unparseable")
+
+
+def userspace_libs(host: Host) -> list[dict[str, str]]:
+    """The libcuda / libnvidia-ml a program would load, one per library directory.
+
+    Where `libcuda.so.1` exists, only the file it points at counts (leftover versioned
+    files beside it are never loaded); otherwise every versioned file counts.
+    """
+    found: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for directory in LIB_DIRS:
+        real_dir = host.resolve(directory)
+        for name in DRIVER_LIBS:
+            soname = posixpath.join(directory, f"{name}.so.1")
+            if host.exists(soname):
+                target = posixpath.basename(host.resolve(soname))
+                parsed = lib_version(target)
+                candidates = [(soname, parsed)] if parsed and parsed[0] == name else []
+            else:
+                candidates = [(path, lib_version(posixpath.basename(path))) for path in host.glob(directory, f"{name}.so.*.*")]
+            for path, parsed in candidates:
+                key = posixpath.join(real_dir, posixpath.basename(path))
+                if parsed is None or key in seen:
+                    continue
+                seen.add(key)
+                found.append({"path": path, "name": parsed[0], "version": parsed[1]})
+    return found
+
+
+@probe("nvml", provides=("driver.cuda_version", "driver.nvml_error"))
+def nvml_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    snap = nvml_snapshot(host)
+    if snap is None:
+        why = "not checked inside --root: needs NVML or nvidia-smi on a live host"
+        yield Fact.unknown("driver.cuda_version", why)
+        yield Fact.unknown("driver.nvml_error", why)
+        return
+    yield from snap.failures
+    source = snap.source or "NVML / nvidia-smi"
+    yield Fact("driver.nvml_error", snap.error, source=source)
+    if snap.cuda_version is not None:
+        yield Fact("driver.cuda_version", snap.cuda_version, source=source)
+    elif facts.get("driver.loaded") is False:
+        yield Fact("driver.cuda_version", None, source="no nvidia kernel module loaded")
+    else:
+        yield Fact.unknown("driver.cuda_version", snap.error or snap.why or "NVML and nvidia-smi did not report it")
+
+
+PROBES: tuple[Probe, ...] = (driver_probe, nvml_probe)

@@ -1,7 +1,241 @@
-"""Placeholder: filled in by the owner of this area (see doctor/FACTS.md for the keys)."""
+"""The operating system around the GPU stack: distribution, kernel, CPU architecture,
+glibc, container, /dev/shm, and the build tools cmake and ninja.
+
+Shell equivalents:
+    cat /etc/os-release; uname -rm; getconf GNU_LIBC_VERSION
+    ls /.dockerenv /run/.containerenv; cat /proc/1/cgroup
+    df -B1 /dev/shm; cmake --version; ninja --version
+
+With --root nothing runs: the kernel comes from DIR/proc/sys/kernel/osrelease, glibc from
+the libc file's name or its version banner, /dev/shm from DIR/proc/mounts; what cannot be
+read is UNKNOWN with the reason.
+"""
 
 from __future__ import annotations
 
-from doctor.probes.base import Probe
+import os
+import posixpath
+import re
+from typing import Iterable
 
-PROBES: tuple[Probe, ...] = ()
+from doctor.host import Host
+from doctor.model import Fact, Facts, ProbeFailure
+from doctor.probes.base import Probe, probe
+
+OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")
+LIBC_PATHS = (
+    "/lib/x86_64-linux-gnu/libc.so.6",
+    "/lib/aarch64-linux-gnu/libc.so.6",
+    "/usr/lib/x86_64-linux-gnu/libc.so.6",
+    "/usr/lib/aarch64-linux-gnu/libc.so.6",
+    "/lib64/libc.so.6",
+    "/usr/lib64/libc.so.6",
+    "/lib/libc.so.6",
+)
+LD_PATHS = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-x86-64.so.2")
+MUSL_GLOB = ("/lib", "ld-musl-*.so.1")
+# Directory -> architecture, for a root folder (nothing there can be asked `uname -m`).
+ARCH_MARKERS = (
+    ("/usr/lib/x86_64-linux-gnu", "x86_64"),
+    ("/lib/x86_64-linux-gnu", "x86_64"),
+    ("/lib64/ld-linux-x86-64.so.2", "x86_64"),
+    ("/usr/lib/aarch64-linux-gnu", "aarch64"),
+    ("/lib/aarch64-linux-gnu", "aarch64"),
+    ("/lib/ld-linux-aarch64.so.1", "aarch64"),
+)
+# Words in /proc/1/cgroup (cgroup v1) that mean PID 1 runs in a container.
+CONTAINER_CGROUP_WORDS = ("docker", "kubepods", "containerd", "lxc", "libpod", "podman", "crio")
+
+_GLIBC_NAME = re.compile(r"^(?:libc|ld)-(\d+\.\d+)\.so$")
+_GLIBC_BANNER = re.compile(rb"GNU C Library [^\n\x00]*?release version (\d+\.\d+)")
+_SIZE = re.compile(r"^(\d+)([kKmMgG]?)$")
+_CMAKE = re.compile(r"^cmake\d* version (\d+\.\d+(?:\.\d+)?\S*)", re.MULTILINE)
+_NINJA = re.compile(r"^(\d+\.\d+(?:\.\d+)?\S*)\s*$")
+
+
+# ----------------------------------------------------------------------------- parsers
+def parse_os_release(text: str) -> dict[str, str] | None:
+    """KEY=value lines (values optionally quoted) -> {"id", "version_id", "pretty"}; None
+    when there is no ID."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.strip().partition("=")
+        if not sep or not key or key.startswith("#"):
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    if not values.get("ID"):
+        return None
+    return {"id": values["ID"], "version_id": values.get("VERSION_ID", ""), "pretty": values.get("PRETTY_NAME", "")}
+
+
+def glibc_from_filename(name: str) -> str | None:
+    """"libc-2.31.so" / "ld-2.31.so" (glibc < 2.34 names its files by version) -> "2.31"."""
+    match = _GLIBC_NAME.match(posixpath.basename(name))
+    return match.group(1) if match else None
+
+
+def glibc_from_banner(data: bytes) -> str | None:
+    """The version in libc.so.6's own banner: "GNU C Library (Debian GLIBC 2.36-9+deb12u14)
+    stable release version 2.36." -> "2.36"."""
+    match = _GLIBC_BANNER.search(data)
+    return match.group(1).decode() if match else None
+
+
+def parse_shm_size(mounts: str) -> int | None:
+    """The size= of the tmpfs at /dev/shm in /proc/mounts, in bytes; None when absent or
+    not given in bytes/k/m/g (a bare tmpfs defaults to half the RAM, unknown here)."""
+    size = None
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[1] == "/dev/shm":
+            size = None  # a later mount over /dev/shm wins, as in the kernel
+            for option in parts[3].split(","):
+                if option.startswith("size="):
+                    match = _SIZE.match(option[5:])
+                    if match:
+                        unit = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[match.group(2).lower()]
+                        size = int(match.group(1)) * unit
+    return size
+
+
+def parse_cmake_version(text: str) -> str | None:
+    match = _CMAKE.search(text)
+    return match.group(1) if match else None
+
+
+def parse_ninja_version(text: str) -> str | None:
+    match = _NINJA.match(text.strip())
+    return match.group(1) if match else None
+
+
+def cgroup_says_container(text: str) -> bool:
+    return any(word in line for line in text.splitlines() for word in CONTAINER_CGROUP_WORDS)
+
+
+# ----------------------------------------------------------------------------- probes
+@probe(
+    "system",
+    provides=("system.os", "system.kernel", "system.arch", "system.glibc", "system.container", "system.shm_bytes"),
+)
+def system_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    yield _os(host)
+    yield _kernel(host)
+    yield _arch(host)
+    yield _glibc(host)
+    yield _container(host)
+    yield _shm(host)
+
+
+def _os(host: Host) -> Fact:
+    for path in OS_RELEASE:
+        text = host.read_text(path)
+        if text is not None:
+            return Fact("system.os", parse_os_release(text), source=path)
+    return Fact("system.os", None, source="no /etc/os-release")
+
+
+def _kernel(host: Host) -> Fact:
+    if host.live:
+        return Fact("system.kernel", os.uname().release, source="uname")
+    text = host.read_text("/proc/sys/kernel/osrelease")
+    if text and text.strip():
+        return Fact("system.kernel", text.strip(), source="/proc/sys/kernel/osrelease")
+    return Fact.unknown("system.kernel", "a root folder has no running kernel (no /proc/sys/kernel/osrelease)")
+
+
+def _arch(host: Host) -> Fact:
+    if host.live:
+        return Fact("system.arch", os.uname().machine, source="uname")
+    for marker, arch in ARCH_MARKERS:
+        if host.exists(marker):
+            return Fact("system.arch", arch, source=marker)
+    return Fact.unknown("system.arch", "no multiarch library folder or dynamic loader found in the root")
+
+
+def _glibc(host: Host) -> Fact:
+    if host.live:
+        try:
+            value = os.confstr("CS_GNU_LIBC_VERSION") or ""
+        except (ValueError, OSError):
+            value = ""
+        match = re.fullmatch(r"glibc (\d+\.\d+)", value.strip())
+        if match:
+            return Fact("system.glibc", match.group(1), source="confstr(CS_GNU_LIBC_VERSION)")
+        return Fact.unknown("system.glibc", f"confstr(CS_GNU_LIBC_VERSION) gave {value!r}")
+    for path in (*LIBC_PATHS, *LD_PATHS):
+        if not host.exists(path):
+            continue
+        version = glibc_from_filename(host.resolve(path))
+        if version:
+            return Fact("system.glibc", version, source=f"{path} -> {host.resolve(path)}")
+        if path in LIBC_PATHS:
+            data = host.read_bytes(path)
+            version = glibc_from_banner(data or b"")
+            if version:
+                return Fact("system.glibc", version, source=f"{path} (version banner)")
+    if host.glob(*MUSL_GLOB):
+        return Fact("system.glibc", None, source="musl libc, no glibc")
+    return Fact.unknown("system.glibc", "no libc.so.6 whose name or banner gives a version")
+
+
+def _container(host: Host) -> Fact:
+    for marker in ("/.dockerenv", "/run/.containerenv"):
+        if host.exists(marker):
+            return Fact("system.container", True, source=marker)
+    cgroup = host.read_text("/proc/1/cgroup")
+    if cgroup is not None and cgroup_says_container(cgroup):
+        return Fact("system.container", True, source="/proc/1/cgroup")
+    if host.env.get("container"):
+        return Fact("system.container", True, source="$container")
+    return Fact("system.container", False, source="no /.dockerenv, /run/.containerenv or container cgroup")
+
+
+def _shm(host: Host) -> Fact:
+    if host.live:
+        try:
+            st = os.statvfs("/dev/shm")
+        except OSError as exc:
+            return Fact.unknown("system.shm_bytes", f"statvfs /dev/shm: {exc.strerror or exc}")
+        return Fact("system.shm_bytes", st.f_frsize * st.f_blocks, source="statvfs(/dev/shm)")
+    mounts = host.read_text("/proc/mounts")
+    if mounts is None:
+        return Fact.unknown("system.shm_bytes", "a root folder has no mounts (no /proc/mounts)")
+    size = parse_shm_size(mounts)
+    if size is None:
+        return Fact.unknown("system.shm_bytes", "/proc/mounts gives no size= for /dev/shm")
+    return Fact("system.shm_bytes", size, source="/proc/mounts")
+
+
+@probe("build-tools", provides=("tools.cmake", "tools.ninja"))
+def tools_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    yield from _tool(host, "tools.cmake", "cmake", parse_cmake_version)
+    yield from _tool(host, "tools.ninja", "ninja", parse_ninja_version)
+
+
+def _tool(host: Host, key: str, name: str, parse) -> Iterable[Fact | ProbeFailure]:
+    path = host.which(name)
+    if path is None:
+        yield Fact(key, None, source=f"no {name} on PATH")
+        return
+    result = host.run([path, "--version"])
+    if result is None:
+        yield Fact.unknown(key, f"found {path}, but nothing runs inside --root to ask its version")
+        return
+    if not result.ok:
+        yield ProbeFailure("build-tools", result.describe_failure())
+        yield Fact.unknown(key, result.describe_failure())
+        return
+    version = parse(result.stdout)
+    if version is None:
+        first = (result.stdout.strip().splitlines() or [""])[0]
+        reason = f"{path} --version: unparseable output: {first[:200]!r}"
+        yield ProbeFailure("build-tools", reason)
+        yield Fact.unknown(key, reason)
+        return
+    yield Fact(key, {"path": path, "version": version}, source=f"{path} --version")
+
+
+PROBES: tuple[Probe, ...] = (system_probe, tools_probe)

@@ -1,7 +1,114 @@
-"""Placeholder: filled in by the owner of this area (see doctor/FACTS.md for the keys)."""
+"""--deep: import torch in the inspected interpreter (a child process with a timeout) and
+record what torch itself says: is_available() and the warning that explains a False,
+cuDNN and NCCL versions, the compiled arch list, device count, and the CUDA libraries the
+process actually mapped (/proc/self/maps after touching cuDNN and NCCL).
+
+The child script is doctor/probes/torch_child.py, passed as `python -c SOURCE` from `/`.
+Shell equivalent:
+    python -c 'import torch; print(torch.cuda.is_available(), torch.backends.cudnn.version(),
+               torch.cuda.nccl.version(), torch.cuda.get_arch_list())'
+"""
 
 from __future__ import annotations
 
-from doctor.probes.base import Probe
+import json
+from pathlib import Path
+from typing import Any, Iterable
 
-PROBES: tuple[Probe, ...] = ()
+from doctor import runner
+from doctor.host import Host
+from doctor.model import Fact, Facts, ProbeFailure
+from doctor.probes.base import probe
+
+CHILD = Path(__file__).with_name("torch_child.py")
+MARKER = "FWDOCTOR_JSON:"
+# Importing torch reads ~1 GB of shared libraries; a cold cache on network storage is slow,
+# a hung driver is slower: never less than this, whatever --timeout says.
+MIN_TIMEOUT_S = 60.0
+
+
+@probe("torch_deep", provides=("torch.deep",), deep=True)
+def torch_deep(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    if not host.live:
+        yield Fact.unknown("torch.deep", "--deep runs nothing inside a root folder")
+        return
+    python = facts.get("python.executable")
+    if not python:
+        yield Fact.unknown("torch.deep", f"no interpreter to run ({facts.why('python.executable')})")
+        return
+    if facts.get("torch.installed") is False:
+        yield Fact.unknown("torch.deep", "torch is not installed in the inspected environment")
+        return
+    try:
+        source = CHILD.read_text(encoding="utf-8")
+    except OSError as exc:
+        yield ProbeFailure("torch_deep", f"cannot read {CHILD}: {exc.strerror or exc}")
+        return
+    timeout = max(MIN_TIMEOUT_S, host.command_timeout)
+    result = runner.run([python, "-c", source], timeout=timeout, env=host.env, cwd="/")
+    data, problem = parse_child_output(result.stdout)
+    if data is None:
+        why = result.describe_failure() if not result.ok else problem
+        yield ProbeFailure("torch_deep", f"{python} -c <torch_child.py>: {why}")
+        return
+    deep = to_fact_value(data)
+    yield Fact("torch.deep", deep, source=f"{python} -c <doctor/probes/torch_child.py>")
+    if deep["import_error"]:
+        yield ProbeFailure("torch_deep", f"`import torch` failed in {python}: {deep['import_error']}")
+    # What torch itself reports beats the KB's arch list for an official wheel.
+    # An empty list from a CUDA build means torch could not say (older torch returns [] when
+    # no GPU is usable), so the KB's answer stays.
+    if deep["arch_list"] and deep["imported"]:
+        yield Fact("torch.arch_list", deep["arch_list"], source="torch.cuda.get_arch_list() (--deep)")
+
+
+def parse_child_output(stdout: str) -> tuple[dict[str, Any] | None, str]:
+    """The child's JSON, or (None, why). Anything else torch printed is ignored."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            try:
+                data = json.loads(line[len(MARKER):])
+            except ValueError as exc:
+                return None, f"unreadable answer from the child: {exc}"
+            if not isinstance(data, dict):
+                return None, "unreadable answer from the child: not a JSON object"
+            if "fatal" in data:
+                return None, f"the child failed: {data['fatal']}"
+            return data, ""
+    return None, "the child printed no answer (crashed?)"
+
+
+def to_fact_value(data: dict[str, Any]) -> dict[str, Any]:
+    """The torch.deep shape of doctor/FACTS.md, plus the extra detail the child found."""
+
+    def opt(key: str, kind: type) -> Any:
+        value = data.get(key)
+        return value if isinstance(value, kind) else None
+
+    arch_list = data.get("arch_list")
+    if not (isinstance(arch_list, list) and all(isinstance(a, str) for a in arch_list)):
+        arch_list = None
+    libs = data.get("loaded_libs")
+    libs = [str(p) for p in libs] if isinstance(libs, list) else []
+    devices = [d for d in data.get("devices") or [] if isinstance(d, dict)]
+    error = opt("error", str) or opt("import_error", str)
+    return {
+        "imported": bool(data.get("imported")),
+        "import_error": opt("import_error", str),
+        "version": opt("version", str),
+        "cuda": opt("cuda", str),
+        "is_available": bool(data.get("is_available")),
+        "error": error,
+        "warnings": [str(w) for w in data.get("warnings") or []][:10],
+        "cudnn_version": opt("cudnn_version", int),
+        "cudnn_error": opt("cudnn_error", str),
+        "nccl_version": opt("nccl_version", str),
+        "nccl_error": opt("nccl_error", str),
+        "arch_list": arch_list,
+        "loaded_libs": libs,
+        "device_count": opt("device_count", int) or 0,
+        "devices": devices,
+    }
+
+
+PROBES = (torch_deep,)

@@ -1,7 +1,212 @@
-"""Placeholder: filled in by the owner of this area."""
+"""Driver and GPU presence rules: driver-missing, nouveau-loaded, driver-library-mismatch,
+no-gpu. Each is a pure function of (Facts, KB); fixes are advice (commands for a human),
+never a silent driver install.
+"""
 
 from __future__ import annotations
 
-from doctor.rules.base import Rule
+import re
+from typing import Any
 
-RULES: tuple[Rule, ...] = ()
+from packaging.version import InvalidVersion, Version
+
+from doctor.model import Facts, FixRef
+from doctor.rules.base import Hit, Rule, rule
+
+_MISMATCH = re.compile(r"version mismatch", re.IGNORECASE)
+
+
+def _gpu_list(pci: list[dict[str, Any]]) -> str:
+    shown = ", ".join(f"{d.get('slot')} [10de:{str(d.get('device_id', '')).removeprefix('0x')}]" for d in pci[:4])
+    return shown + (f" and {len(pci) - 4} more" if len(pci) > 4 else "")
+
+
+@rule("driver-missing", needs=("pci.nvidia_gpus", "driver.loaded"), optional=("driver.nouveau_loaded",))
+def driver_missing(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Looks for NVIDIA GPUs on the PCI bus (vendor 0x10de, display or 3D controller class,
+        from /sys/bus/pci/devices) while no NVIDIA kernel module is loaded (no `nvidia` in
+        /proc/modules, no /sys/module/nvidia, no /proc/driver/nvidia/version).
+
+    Why is this bad?
+        Without the kernel driver no CUDA program can see the GPU. `nvidia-smi` says
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+        and torch says `torch.cuda.is_available()` is False ("Found no NVIDIA driver on your
+        system").
+
+    Example
+        A fresh server, a kernel upgrade whose DKMS build of the module failed, or Secure
+        Boot refusing an unsigned module:
+
+            $ lspci -nn | grep -i nvidia
+            62:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330]
+            $ lsmod | grep nvidia        # nothing
+
+    Fix
+        Install the driver your distribution packages for this GPU, or load the one that is
+        installed, then check the kernel log:
+
+            sudo modprobe nvidia && nvidia-smi
+            sudo dmesg | grep -iE 'nvrm|nvidia'
+            mokutil --sb-state            # Secure Boot on? the module must be signed
+            ubuntu-drivers list --gpgpu   # Ubuntu: the recommended server driver
+    """
+    pci = facts["pci.nvidia_gpus"]
+    if not pci or facts["driver.loaded"]:
+        return None
+    nouveau = " (nouveau holds it instead)" if facts.get("driver.nouveau_loaded") else ""
+    count = f"{len(pci)} NVIDIA GPU{'s' if len(pci) != 1 else ''}"
+    return Hit(
+        f"{count} on the PCI bus ({_gpu_list(pci)}) but no NVIDIA kernel driver is loaded{nouveau}; CUDA needs the nvidia module",
+        evidence={"pci.nvidia_gpus": pci, "driver.loaded": False, "driver.nouveau_loaded": facts.get("driver.nouveau_loaded")},
+        fix=FixRef(
+            commands=(
+                "sudo modprobe nvidia && nvidia-smi",
+                "sudo dmesg | grep -iE 'nvrm|nvidia'",
+                "mokutil --sb-state",
+                "ubuntu-drivers list --gpgpu",
+            ),
+            note="Install or load the NVIDIA driver for this GPU (distribution packages or NVIDIA's installer); fwdoctor does not install drivers.",
+        ),
+    )
+
+
+@rule("nouveau-loaded", needs=("driver.nouveau_loaded",))
+def nouveau_loaded(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Checks whether the open-source `nouveau` kernel module is loaded (/proc/modules or
+        /sys/module/nouveau).
+
+    Why is this bad?
+        nouveau binds the GPU first and the NVIDIA driver cannot take it: installing the
+        driver fails with "ERROR: The Nouveau kernel driver is currently in use by your
+        system", or the nvidia module loads but finds no device. nouveau has no CUDA.
+
+    Example
+            $ grep nouveau /proc/modules
+            nouveau 1388544 4 - Live 0x0000000000000000
+
+    Fix
+        Blacklist nouveau, rebuild the initramfs so it is not loaded at boot, and reboot
+        (the steps of NVIDIA's CUDA installation guide, "Disabling Nouveau"):
+
+            printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf
+            sudo update-initramfs -u     # Debian/Ubuntu; RHEL/Fedora: sudo dracut --force
+            sudo reboot
+    """
+    if not facts["driver.nouveau_loaded"]:
+        return None
+    also = " alongside nvidia" if facts.get("driver.loaded") else ""
+    return Hit(
+        f"the nouveau kernel module is loaded{also}; it claims the GPU, so the NVIDIA driver cannot bind it (blacklist nouveau and reboot)",
+        evidence={"driver.nouveau_loaded": True, "driver.loaded": facts.get("driver.loaded")},
+        fix=FixRef(
+            commands=(
+                "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf",
+                "sudo update-initramfs -u   # RHEL/Fedora: sudo dracut --force",
+                "sudo reboot",
+            ),
+            note="Advice only: review the commands; they change boot configuration.",
+        ),
+    )
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+@rule("driver-library-mismatch", needs=("driver.version", "driver.userspace_libs"), optional=("driver.nvml_error",))
+def driver_library_mismatch(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Compares the loaded kernel module's version (/sys/module/nvidia/version or
+        /proc/driver/nvidia/version) with the user-space driver libraries a program loads
+        (the files libcuda.so.1 and libnvidia-ml.so.1 point at, e.g.
+        libcuda.so.580.95.05), and reads NVML's own initialisation error.
+
+    Why is this bad?
+        The kernel module and its libraries must be the same build. Otherwise
+        `nvidia-smi` prints "Failed to initialize NVML: Driver/library version mismatch",
+        CUDA calls fail with CUDA_ERROR_SYSTEM_DRIVER_MISMATCH or "unknown error", and the
+        kernel log shows "NVRM: API mismatch: the client has the version X, but this
+        kernel module has the version Y".
+
+    Example
+        A package upgrade replaced the libraries while the old module stays loaded:
+
+            $ cat /sys/module/nvidia/version
+            580.82.07
+            $ ls /usr/lib/x86_64-linux-gnu/libcuda.so.*
+            /usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05
+
+    Fix
+        Reboot, so the new module loads. Without a reboot, stop every GPU process and
+        reload the modules:
+
+            sudo reboot
+            # or: sudo systemctl stop nvidia-persistenced; sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; sudo modprobe nvidia
+    """
+    kernel = facts["driver.version"]
+    libs = facts["driver.userspace_libs"] or []
+    error = facts.get("driver.nvml_error")
+    if kernel is None:
+        return None
+    others = [lib for lib in libs if not _same(str(lib.get("version")), kernel)]
+    nvml_says = bool(error and _MISMATCH.search(str(error)))
+    if not others and not nvml_says:
+        return None
+    if others:
+        versions = sorted({str(lib["version"]) for lib in others})
+        files = ", ".join(lib["path"] for lib in others[:3])
+        message = (f"kernel module nvidia {kernel} is loaded but the user-space driver libraries are "
+                   f"{', '.join(versions)} ({files}); they must be the same version")
+    else:
+        message = f"kernel module nvidia {kernel} is loaded but NVML reports a mismatch: {error}"
+    return Hit(
+        message,
+        evidence={"driver.version": kernel, "driver.userspace_libs": libs, "driver.nvml_error": error},
+        fix=FixRef(
+            commands=(
+                "sudo reboot",
+                "sudo systemctl stop nvidia-persistenced; sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; sudo modprobe nvidia",
+            ),
+            note="Usually a driver upgrade without a reboot: rebooting loads the module that matches the libraries.",
+        ),
+    )
+
+
+@rule("no-gpu", needs=("gpus.list",), optional=("pci.nvidia_gpus",))
+def no_gpu(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Reports a host with no NVIDIA GPU at all: none from NVML/nvidia-smi or the driver,
+        and none with vendor 0x10de on the PCI bus.
+
+    Why is this bad?
+        It is not: it explains why the GPU checks and smoke tests are skipped. If this
+        machine should have GPUs, a container may have been started without them
+        (`docker run --gpus all`), or CUDA_VISIBLE_DEVICES hides them.
+
+    Example
+            $ nvidia-smi -L
+            No devices were found
+
+    Fix
+        Nothing on a CPU-only host. In a container, start it with GPUs:
+
+            docker run --gpus all ...
+    """
+    if facts["gpus.list"]:
+        return None
+    pci = facts.get("pci.nvidia_gpus")
+    if pci:
+        return None  # GPUs on the bus without a driver: driver-missing says so
+    return Hit(
+        "no NVIDIA GPU found (none reported by the driver, none with vendor 0x10de on the PCI bus); GPU checks are skipped",
+        evidence={"gpus.list": [], "pci.nvidia_gpus": pci},
+        fix=FixRef(commands=("docker run --gpus all ...",), note="Only if this host or container should have GPUs."),
+    )
+
+
+RULES: tuple[Rule, ...] = (driver_missing, nouveau_loaded, driver_library_mismatch, no_gpu)

@@ -1,7 +1,68 @@
-"""Placeholder: filled in by the owner of this area."""
+"""Runtime rules: shm-too-small. (probe-failed is added by the engine itself.)"""
 
 from __future__ import annotations
 
-from doctor.rules.base import Rule
+from typing import Any
 
-RULES: tuple[Rule, ...] = ()
+from doctor.model import Facts, FixRef
+from doctor.rules.base import Hit, Rule, rule
+
+
+def _gpu_count(facts: Facts) -> int | None:
+    gpus = facts.get("gpus.list")
+    if gpus is not None:
+        return len(gpus)
+    pci = facts.get("pci.nvidia_gpus")
+    return len(pci) if pci is not None else None
+
+
+@rule("shm-too-small", needs=("system.shm_bytes",), optional=("gpus.list", "pci.nvidia_gpus", "system.container"))
+def shm_too_small(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Measures /dev/shm (statvfs on a live host; the size= of its tmpfs in /proc/mounts
+        with --root) on a host with two or more GPUs, or inside a container, and compares
+        it with the floor in the KB (gpus.yaml runtime.shm_min_mib, 512 MiB).
+
+    Why is this bad?
+        NCCL moves data between GPUs of one node through shared memory, and PyTorch's
+        DataLoader workers pass batches through it. A small /dev/shm (Docker's default is
+        64 MiB) fails at run time: "NCCL WARN Error while creating shared memory segment
+        /dev/shm/nccl-... (size ...)", or the DataLoader dies with "Bus error" / "unable to
+        write to file </torch_...>: No space left on device".
+
+    Example
+            $ grep /dev/shm /proc/mounts       # inside `docker run` without --shm-size
+            shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k 0 0
+
+    Fix
+        Give the container more shared memory, or share the host's IPC namespace:
+
+            docker run --shm-size=16g ...      # or: docker run --ipc=host ...
+            # Kubernetes: mount an emptyDir with medium: Memory at /dev/shm
+            # bare metal: sudo mount -o remount,size=16G /dev/shm
+    """
+    size = facts["system.shm_bytes"]
+    floor = kb.gpus.shm_min_bytes
+    if size >= floor:
+        return None
+    count = _gpu_count(facts)
+    container = facts.get("system.container") is True
+    if not container and (count is None or count < 2):
+        return None
+    where = "in a container" if container else f"on a host with {count} GPUs"
+    if container and count:
+        where = f"in a container with {count} GPU{'s' if count != 1 else ''}"
+    return Hit(
+        f"/dev/shm is {size // (1024 * 1024)} MiB {where}; NCCL and DataLoader workers need at least {floor // (1024 * 1024)} MiB",
+        evidence={"system.shm_bytes": size, "gpu_count": count, "system.container": facts.get("system.container"), "floor_bytes": floor},
+        fix=FixRef(
+            commands=(
+                "docker run --shm-size=16g ...   # or: docker run --ipc=host ...",
+                "sudo mount -o remount,size=16G /dev/shm   # bare metal",
+            ),
+            note="Kubernetes: mount an emptyDir with medium: Memory at /dev/shm.",
+        ),
+    )
+
+
+RULES: tuple[Rule, ...] = (shm_too_small,)

@@ -1,7 +1,473 @@
-"""Placeholder: filled in by the owner of this area."""
+"""Rules about CUDA toolkits and the host compiler: which nvcc builds, for which GPUs, with
+which gcc, and whether the driver runs what it builds.
+
+The "active" toolkit (cuda.active) is the one torch.utils.cpp_extension builds with:
+CUDA_HOME, else CUDA_PATH, else the nvcc first on PATH, else /usr/local/cuda.
+"""
 
 from __future__ import annotations
 
-from doctor.rules.base import Rule
+import posixpath
+from typing import Any, Iterable
 
-RULES: tuple[Rule, ...] = ()
+from packaging.version import InvalidVersion, Version
+
+from doctor.model import Facts, FixRef, Severity
+from doctor.rules.base import Hit, NotCheckable, Rule, rule
+
+
+# ----------------------------------------------------------------------------- helpers
+def _xy(version: str) -> str:
+    """'12.4.131' -> '12.4'; NotCheckable for anything that is not a version."""
+    try:
+        v = Version(str(version))
+    except InvalidVersion:
+        raise NotCheckable(f"cannot read CUDA version {version!r}") from None
+    return f"{v.major}.{v.minor}"
+
+
+def _major(version: str) -> int:
+    return int(_xy(version).split(".")[0])
+
+
+def _env_commands(root: str) -> tuple[str, ...]:
+    return (
+        f"export CUDA_HOME={root}",
+        f'export PATH="{posixpath.join(root, "bin")}:$PATH"',
+        f'export LD_LIBRARY_PATH="{posixpath.join(root, "lib64")}:$LD_LIBRARY_PATH"',
+    )
+
+
+def _apt_command(xy: str) -> str:
+    # NVIDIA's apt repository names the toolkit package cuda-toolkit-X-Y.
+    return f"sudo apt-get install cuda-toolkit-{xy.replace('.', '-')}"
+
+
+def _toolkit_fix(xy: str, note: str = "") -> FixRef:
+    return FixRef(recipe="cuda-toolkit", options={"version": xy}, commands=(_apt_command(xy),), note=note)
+
+
+def _describe(tk: dict[str, Any]) -> str:
+    version = tk.get("version") or "unknown version"
+    return f"{tk.get('root')} ({version})"
+
+
+def _active_version(facts: Facts, needs_nvcc: bool = True) -> tuple[dict[str, Any], str] | None:
+    """(the active toolkit, its version) or None when there is no active toolkit, or (with
+    `needs_nvcc`) when it has no nvcc: toolkit-missing reports that. NotCheckable when
+    there is one but its version is unknown."""
+    active = facts["cuda.active"]
+    if not active:
+        return None
+    entry = next((tk for tk in facts.get("cuda.toolkits") or [] if tk.get("root") == active.get("root")), None)
+    if needs_nvcc and entry is not None and not entry.get("nvcc"):
+        return None
+    version = active.get("version")
+    if not version:
+        raise NotCheckable(f"the active toolkit at {active.get('root')} ({active.get('why')}) has no readable version")
+    return active, str(version)
+
+
+def _with_nvcc(toolkits: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [tk for tk in toolkits or [] if tk.get("nvcc")]
+
+
+# ----------------------------------------------------------------------------- rules
+@rule("toolkit-missing", needs=("torch.cuda", "cuda.toolkits"), optional=("torch.version",))
+def toolkit_missing(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Fires when the installed torch is a CUDA build but no nvcc is found anywhere
+        (PATH, CUDA_HOME, CUDA_PATH, /usr/local/cuda*, /opt, conda, pip wheels).
+
+    Why is this bad?
+        torch runs without a toolkit, but building a CUDA extension (pip install of
+        flash-attn, apex, xformers from source; torch.utils.cpp_extension.load) needs nvcc:
+        "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA
+        install root."
+
+    Example
+        torch 2.14.1+cu130 in a venv on an nvidia/cuda:13.0.2-runtime image: the image
+        has libcudart under /usr/local/cuda-13.0 but no bin/nvcc.
+
+    Fix
+        Install the toolkit matching torch's CUDA (recipe cuda-toolkit), then point
+        CUDA_HOME at it:
+            fwdoctor fix toolkit-missing
+            sudo apt-get install cuda-toolkit-13-0
+    """
+    torch_cuda = facts["torch.cuda"]
+    if not torch_cuda:
+        return None  # a CPU build needs no toolkit
+    toolkits = facts["cuda.toolkits"] or []
+    if _with_nvcc(toolkits):
+        return None
+    xy = _xy(torch_cuda)
+    runtime_only = ", ".join(tk["root"] for tk in toolkits)
+    seen = f"; CUDA runtime without nvcc at {runtime_only}" if runtime_only else ""
+    torch_version = f"torch {facts.get('torch.version')}" if facts.get("torch.version") else "torch"
+    return Hit(
+        f"{torch_version} is built for CUDA {xy} but no nvcc was found{seen}: CUDA extensions cannot be built",
+        evidence={"torch.cuda": torch_cuda, "cuda.toolkits": toolkits},
+        fix=_toolkit_fix(xy),
+    )
+
+
+@rule("multiple-toolkits", needs=("cuda.toolkits",), optional=("cuda.active",))
+def multiple_toolkits(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Fires (info) when more than one CUDA toolkit is installed, and says which one
+        builds (the active one) and why.
+
+    Why is this bad?
+        Nothing is wrong yet; but each tool picks a toolkit its own way (torch: CUDA_HOME,
+        then nvcc on PATH; CMake: CUDAToolkit_ROOT, then nvcc on PATH; Makefiles:
+        /usr/local/cuda), so two builds on the same host can use different nvcc versions.
+
+    Example
+        /usr/local/cuda-12.4 and /usr/local/cuda-13.0 installed; /usr/local/cuda links to
+        13.0 while CUDA_HOME names 12.4.
+
+    Fix
+        Pick one and name it everywhere (recipe env writes CUDA_HOME, PATH and
+        LD_LIBRARY_PATH for one root):
+            fwdoctor fix multiple-toolkits
+            export CUDA_HOME=/usr/local/cuda-13.0
+    """
+    toolkits = facts["cuda.toolkits"] or []
+    if len(toolkits) < 2:
+        return None
+    active = facts.get("cuda.active")
+    listing = "; ".join(_describe(tk) for tk in toolkits)
+    if active:
+        chosen = f"active: {active.get('root')} via {active.get('why')}"
+        fix = FixRef(recipe="env", options={"cuda_home": active.get("root")}, commands=_env_commands(str(active.get("root"))))
+    else:
+        chosen = "none is active (no CUDA_HOME, CUDA_PATH, nvcc on PATH or /usr/local/cuda)"
+        fix = FixRef(recipe="env", note="choose one toolkit root and pass it as cuda_home")
+    return Hit(
+        f"{len(toolkits)} CUDA toolkits installed: {listing}; {chosen}",
+        evidence={"cuda.toolkits": toolkits, "cuda.active": active},
+        fix=fix,
+    )
+
+
+_POINTER_NAMES = {
+    "path_nvcc": "nvcc on PATH",
+    "cuda_home": "CUDA_HOME",
+    "cuda_path": "CUDA_PATH",
+    "usr_local_cuda": "/usr/local/cuda",
+    "ld_cudart": "libcudart on LD_LIBRARY_PATH",
+}
+
+
+@rule("cuda-path-inconsistent", needs=("cuda.pointers", "cuda.toolkits"), optional=("cuda.active",))
+def cuda_path_inconsistent(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Compares where the nvcc first on PATH, CUDA_HOME, CUDA_PATH, the /usr/local/cuda
+        link and the libcudart on LD_LIBRARY_PATH point, and fires when they name
+        different toolkits.
+
+    Why is this bad?
+        Each tool follows a different pointer: an extension compiled by one nvcc against
+        one toolkit's headers, then linked or loaded against another's libcudart, fails
+        with "undefined symbol" errors or "CUDA driver version is insufficient for CUDA
+        runtime version", or torch refuses: "The detected CUDA version (12.4) mismatches
+        the version that was used to compile PyTorch (13.0)".
+
+    Example
+        PATH has /usr/local/cuda-12.4/bin first, CUDA_HOME=/usr/local/cuda-13.0.
+
+    Fix
+        Point all of them at one toolkit (recipe env):
+            fwdoctor fix cuda-path-inconsistent
+            export CUDA_HOME=/usr/local/cuda-13.0 PATH=/usr/local/cuda-13.0/bin:$PATH
+    """
+    pointers = facts["cuda.pointers"] or {}
+    roots = {tk.get("root") for tk in facts["cuda.toolkits"] or []}
+    named: dict[str, str] = {}
+    for key, label in _POINTER_NAMES.items():
+        root = pointers.get(key)
+        if not root:
+            continue
+        # The variables a user sets count even when they name no toolkit (that is the
+        # bug); the link and library path only when they lead to a toolkit install.
+        if key in ("cuda_home", "cuda_path") or root in roots:
+            named[label] = root
+    if len(set(named.values())) < 2:
+        return None
+    active = facts.get("cuda.active") or {}
+    # Fix towards a real install: the active one, else the first pointer that names one.
+    real = [root for root in named.values() if root in roots]
+    target = active.get("root") if active.get("root") in roots else (real[0] if real else None)
+    if target is None:
+        return Hit(
+            f"CUDA pointers disagree and none names an installed toolkit: "
+            + ", ".join(f"{label} -> {root}" for label, root in named.items()),
+            evidence={"cuda.pointers": dict(pointers)},
+            fix=FixRef(recipe="env", note="set CUDA_HOME to an installed toolkit, or install one (recipe cuda-toolkit)"),
+        )
+    detail = ", ".join(f"{label} -> {root}" for label, root in named.items())
+    return Hit(
+        f"CUDA pointers disagree: {detail}",
+        evidence={"cuda.pointers": dict(pointers), "cuda.active": active or None},
+        fix=FixRef(recipe="env", options={"cuda_home": target}, commands=_env_commands(str(target))),
+    )
+
+
+@rule("torch-toolkit-mismatch", needs=("torch.cuda", "cuda.active"), optional=("cuda.toolkits", "torch.version"))
+def torch_toolkit_mismatch(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Compares the CUDA version torch was built for (torch.version.cuda) with the active
+        toolkit's. Error on a different major, warning on a different minor.
+
+    Why is this bad?
+        torch.utils.cpp_extension checks this before every extension build. A major
+        difference stops it: "RuntimeError: The detected CUDA version (12.4) mismatches
+        the version that was used to compile PyTorch (13.0). Please make sure to use the
+        same CUDA versions." A minor difference only warns ("has a minor version mismatch
+        ... Most likely this shouldn't be a problem"), but the extension then links a
+        runtime torch does not ship.
+
+    Example
+        torch 2.14.1+cu130 with CUDA_HOME=/usr/local/cuda-12.4.
+
+    Fix
+        Point CUDA_HOME at an installed toolkit of torch's CUDA (recipe env), or install
+        one (recipe cuda-toolkit):
+            fwdoctor fix torch-toolkit-mismatch
+            export CUDA_HOME=/usr/local/cuda-13.0
+    """
+    torch_cuda = facts["torch.cuda"]
+    if not torch_cuda:
+        return None
+    found = _active_version(facts)
+    if found is None:
+        return None
+    active, version = found
+    want, have = _xy(torch_cuda), _xy(version)
+    if want == have:
+        return None
+    major_differs = _major(want) != _major(have)
+    matching = [tk for tk in _with_nvcc(facts.get("cuda.toolkits") or []) if tk.get("version") and _xy(tk["version"]) == want]
+    if matching:
+        root = str(matching[0]["root"])
+        fix = FixRef(recipe="env", options={"cuda_home": root}, commands=_env_commands(root))
+    else:
+        fix = _toolkit_fix(want)
+    torch_version = f"torch {facts.get('torch.version')}" if facts.get("torch.version") else "torch"
+    return Hit(
+        f"{torch_version} is built for CUDA {want} but the active toolkit {active.get('root')} ({active.get('why')}) is CUDA {have}"
+        + ("" if major_differs else " (minor difference: extensions build with a warning)"),
+        evidence={"torch.cuda": torch_cuda, "cuda.active": active},
+        fix=fix,
+        severity=None if major_differs else Severity.WARNING,
+    )
+
+
+@rule("host-compiler-unsupported", needs=("cuda.active", "compilers.gcc_default"), optional=("cuda.toolkits", "compilers.gcc_installed"))
+def host_compiler_unsupported(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Compares the default gcc (the one on PATH, which nvcc runs) with the newest gcc the
+        active nvcc accepts: the `#if __GNUC__ > N` check in its crt/host_config.h (the
+        knowledge base when the header cannot be read).
+
+    Why is this bad?
+        nvcc stops before compiling anything: "#error -- unsupported GNU version! gcc
+        versions later than 12 are not supported! The nvcc flag
+        '-allow-unsupported-compiler' can be used to override this version check".
+        Overriding it usually ends in libstdc++ header errors instead.
+
+    Example
+        Ubuntu 24.04 (gcc 13) with CUDA 12.2 (accepts gcc <= 12).
+
+    Fix
+        Build with an older gcc (torch extensions pass $CC to nvcc as -ccbin; CMake reads
+        CUDAHOSTCXX), or use a newer toolkit:
+            sudo apt-get install gcc-12 g++-12
+            export CC=/usr/bin/gcc-12 CXX=/usr/bin/g++-12 CUDAHOSTCXX=/usr/bin/g++-12
+    """
+    gcc = facts["compilers.gcc_default"]
+    found = _active_version(facts)
+    if not gcc or found is None:
+        return None
+    active, version = found
+    entry = next((tk for tk in facts.get("cuda.toolkits") or [] if tk.get("root") == active.get("root")), None)
+    limit = entry.get("host_gcc_max") if entry else None
+    where = f"{active.get('root')}'s crt/host_config.h"
+    if not limit:
+        try:
+            limit = kb.cuda.host_gcc_max(version)
+        except ValueError as exc:
+            raise NotCheckable(str(exc)) from None
+        where = "the knowledge base"
+    if not limit:
+        raise NotCheckable(f"no data for CUDA {_xy(version)}: no readable crt/host_config.h and no knowledge-base row")
+    try:
+        gcc_major = Version(str(gcc["version"])).major
+    except (InvalidVersion, KeyError, TypeError):
+        raise NotCheckable(f"cannot read the gcc version {gcc!r}") from None
+    if gcc_major <= int(limit):
+        return None
+    good = [g for g in facts.get("compilers.gcc_installed") or [] if _gcc_major(g) is not None and _gcc_major(g) <= int(limit)]
+    if good:
+        best = max(good, key=lambda g: _gcc_major(g) or 0)
+        cc = str(best["path"])
+        cxx = cc.replace("gcc", "g++")
+        commands = (f"export CC={cc} CXX={cxx} CUDAHOSTCXX={cxx}",)
+        fix = FixRef(recipe="env", options={"cuda_home": active.get("root")}, commands=commands, note=f"{cc} ({best.get('version')}) is installed and accepted")
+    else:
+        commands = (f"sudo apt-get install gcc-{limit} g++-{limit}", f"export CC=/usr/bin/gcc-{limit} CXX=/usr/bin/g++-{limit} CUDAHOSTCXX=/usr/bin/g++-{limit}")
+        fix = FixRef(recipe="env", options={"cuda_home": active.get("root")}, commands=commands, note="or install a newer CUDA toolkit (recipe cuda-toolkit)")
+    return Hit(
+        f"gcc {gcc['version']} ({gcc['path']}) is newer than CUDA {_xy(version)}'s nvcc accepts (gcc <= {limit}, per {where})",
+        evidence={"compilers.gcc_default": gcc, "cuda.active": active, "host_gcc_max": str(limit)},
+        fix=fix,
+    )
+
+
+def _gcc_major(entry: dict[str, Any]) -> int | None:
+    try:
+        return Version(str(entry.get("version"))).major
+    except InvalidVersion:
+        return None
+
+
+@rule("driver-too-old-for-toolkit", needs=("driver.version", "cuda.active"), optional=("cuda.toolkits",))
+def driver_too_old_for_toolkit(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Compares the loaded driver with what the active toolkit's programs need: error
+        below the CUDA major's minor-version-compatibility floor (11.x 450.80.02, 12.x
+        525.60.13, 13.x 580.65.06); warning between the floor and the driver that toolkit
+        release ships for (Table 3), where only minor-version compatibility holds.
+
+    Why is this bad?
+        Below the floor nothing built by this nvcc runs: "CUDA driver version is
+        insufficient for CUDA runtime version" (cudaErrorInsufficientDriver). With only
+        minor-version compatibility programs run, but PTX compiled by the newer nvcc cannot
+        be JIT-compiled by the older driver ("the provided PTX was compiled with an
+        unsupported toolchain"), and some newer APIs return cudaErrorCallRequiresNewerDriver.
+
+    Example
+        Driver 535.104.05 with CUDA 13.0 (floor 580.65.06): error. Driver 580.65.06 with
+        CUDA 13.2 (Table 3: 595.45.04): warning.
+
+    Fix
+        Upgrade the driver, or use a toolkit this driver fully supports (recipe
+        cuda-toolkit, version from the knowledge base).
+    """
+    driver = facts["driver.version"]
+    found = _active_version(facts, needs_nvcc=False)
+    if not driver or found is None:
+        return None  # no driver loaded: driver-missing / no-gpu say so
+    active, version = found
+    xy = _xy(version)
+    try:
+        floor = kb.cuda.driver_floor(version)
+        full = kb.cuda.toolkit_driver(version)
+        have = Version(str(driver))
+        newest = kb.cuda.newest_cuda_for_driver(str(driver))
+    except (ValueError, InvalidVersion) as exc:
+        raise NotCheckable(str(exc)) from None
+    if floor is None and full is None:
+        raise NotCheckable(f"no data for CUDA {xy}: neither a minor-version floor nor a Table 3 driver")
+    fix = _toolkit_fix(newest, note=f"or upgrade the driver to >= {full or floor}") if newest else FixRef(note=f"upgrade the driver to >= {full or floor}")
+    evidence = {"driver.version": driver, "cuda.active": active, "driver_floor": floor, "toolkit_driver": full}
+    hard = floor if floor is not None else full
+    if have < Version(hard):
+        return Hit(
+            f"driver {driver} is older than CUDA {xy} needs (>= {hard}); programs built by {active.get('root')}'s nvcc fail with 'CUDA driver version is insufficient'",
+            evidence=evidence,
+            fix=fix,
+        )
+    if full is None:
+        raise NotCheckable(f"driver {driver} meets CUDA {_major(xy)}.x's floor {floor}; no data on the driver CUDA {xy} ships for, so full compatibility is not checked")
+    if have < Version(full):
+        return Hit(
+            f"driver {driver} runs CUDA {xy} only by minor-version compatibility (full support needs >= {full}); newer PTX will not JIT",
+            evidence=evidence,
+            fix=fix,
+            severity=Severity.WARNING,
+        )
+    return None
+
+
+@rule("gpu-arch-unsupported-by-toolkit", needs=("gpus.list", "cuda.active"), optional=("pci.nvidia_gpus", "cuda.toolkits"))
+def gpu_arch_unsupported_by_toolkit(facts: Facts, kb: Any) -> Iterable[Hit] | None:
+    """What it does
+        Checks each GPU's compute capability against the architectures the active nvcc
+        can compile for: too new for it (sm_86 needs CUDA 11.1, sm_90 11.8, sm_120 12.8)
+        or removed from it (Kepler sm_35/37 in 12.0; Maxwell, Pascal, Volta sm_50-72 in
+        13.0).
+
+    Why is this bad?
+        Building for the GPU fails: "nvcc fatal : Unsupported gpu architecture
+        'compute_70'"; torch extensions built with TORCH_CUDA_ARCH_LIST for this GPU stop
+        the same way.
+
+    Example
+        A Tesla V100 (7.0) with CUDA 13.0; an RTX 3090 (8.6) with CUDA 11.0.
+
+    Fix
+        Use a toolkit that supports the GPU (recipe cuda-toolkit with the version given):
+            fwdoctor fix gpu-arch-unsupported-by-toolkit
+    """
+    gpus = facts["gpus.list"] or []
+    found = _active_version(facts)
+    if not gpus or found is None:
+        return None
+    active, version = found
+    xy = _xy(version)
+    by_cc: dict[str, list[dict[str, Any]]] = {}
+    pci = facts.get("pci.nvidia_gpus") or []
+    for gpu in gpus:
+        # NVML reports the CC; the /proc and PCI fallbacks do not, so look the model up.
+        cc = gpu.get("cc") or kb.gpus.cc_for_gpu(gpu, pci)
+        if cc:
+            by_cc.setdefault(str(cc), []).append(gpu)
+    if not by_cc:
+        names = ", ".join(str(g.get("name")) for g in gpus)
+        raise NotCheckable(f"no compute capability known for {names}")
+    hits: list[Hit] = []
+    unknown: list[str] = []
+    for cc, group in by_cc.items():
+        try:
+            supported = kb.cuda.nvcc_supports(version, cc)
+            span = kb.cuda.arch_first_last(cc)
+        except ValueError as exc:
+            unknown.append(f"{cc} ({exc})")
+            continue
+        if supported is None or span is None:
+            unknown.append(cc)
+            continue
+        if supported:
+            continue
+        first, last = span
+        sm = "sm_" + cc.replace(".", "")
+        if Version(xy) < Version(first):
+            why, target = f"{sm} needs CUDA >= {first}", first
+        else:
+            why, target = f"{sm} was last supported in CUDA {last}", str(last)
+        names = ", ".join(f"GPU {g.get('index')} {g.get('name')}" for g in group)
+        hits.append(
+            Hit(
+                f"nvcc of CUDA {xy} ({active.get('root')}) cannot compile for {names} (compute capability {cc}): {why}",
+                evidence={"gpus": group, "cuda.active": active, "first_cuda": first, "last_cuda": last},
+                fix=_toolkit_fix(target),
+            )
+        )
+    if hits:
+        return hits
+    if unknown:
+        raise NotCheckable(f"no data for CUDA {xy} and compute capability {', '.join(unknown)}")
+    return None
+
+
+RULES: tuple[Rule, ...] = (
+    toolkit_missing,
+    multiple_toolkits,
+    cuda_path_inconsistent,
+    torch_toolkit_mismatch,
+    host_compiler_unsupported,
+    driver_too_old_for_toolkit,
+    gpu_arch_unsupported_by_toolkit,
+)

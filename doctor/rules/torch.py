@@ -1,7 +1,358 @@
-"""Placeholder: filled in by the owner of this area."""
+"""PyTorch rules: driver-too-old-for-torch, gpu-arch-unsupported-by-torch,
+torch-cpu-build-on-gpu-host, torch-not-installed.
+
+Pure functions of (Facts, KB). Versions are compared with packaging.version; the driver
+floors come from kb.cuda (minor-version compatibility), the wheel matrix from kb.torch.
+Fixes point at the `torch-wheel` recipe with the exact wheel to install.
+"""
 
 from __future__ import annotations
 
-from doctor.rules.base import Rule
+from typing import Any, Iterable
 
-RULES: tuple[Rule, ...] = ()
+from packaging.version import InvalidVersion, Version
+
+from doctor import arch
+from doctor.model import Facts, FixRef
+from doctor.rules.base import Hit, NotCheckable, Rule, rule
+
+NO_KERNEL = "CUDA error: no kernel image is available for execution on the device"
+
+
+# --------------------------------------------------------------------------- helpers
+def _version(text: Any) -> Version | None:
+    try:
+        return Version(str(text))
+    except (InvalidVersion, TypeError):
+        return None
+
+
+def _python_minor(facts: Facts) -> str | None:
+    version = facts.get("python.version")
+    if not isinstance(version, str):
+        return None
+    parts = version.split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 else None
+
+
+def _pip(facts: Facts) -> str:
+    python = facts.get("python.executable")
+    return f"{python} -m pip" if python else "python3 -m pip"
+
+
+def driver_runs(kb: Any, driver: str, cuda: str | None) -> bool | None:
+    """Can `driver` run a wheel built for `cuda`? None when the KB has no floor for it."""
+    if cuda is None:
+        return True
+    floor = kb.cuda.driver_floor(cuda)
+    have = _version(driver)
+    if floor is None or have is None:
+        return None
+    return have >= Version(floor)
+
+
+def wheel_fix(facts: Facts, kb: Any, variant: Any, note: str, clears: str) -> FixRef:
+    """A torch-wheel fix naming exactly one wheel, with the pip command a person can run."""
+    return FixRef(
+        recipe="torch-wheel",
+        options={
+            "torch": variant.torch,
+            "variant": variant.variant,
+            "index_url": variant.index_url,
+            "torchvision": variant.torchvision,
+            "torchaudio": variant.torchaudio,
+            "python": facts.get("python.executable"),
+            "clears": clears,
+        },
+        commands=(f"{_pip(facts)} install --force-reinstall {' '.join(variant.pip_args())}",),
+        note=note,
+    )
+
+
+def _pick(kb: Any, facts: Facts, accept) -> Any:
+    """The newest official wheel `accept` likes, for this interpreter's Python if known."""
+    python = _python_minor(facts)
+    found = kb.torch.newest_matching(accept, python=python) if python else None
+    return found or kb.torch.newest_matching(accept)
+
+
+def torch_arch_list(facts: Facts, kb: Any) -> tuple[list[str], str]:
+    """(arch list, where from): --deep's get_arch_list(), else the torch.arch_list fact, else
+    the KB row of the installed official wheel. NotCheckable when none knows."""
+    deep = facts.get("torch.deep")
+    if isinstance(deep, dict) and deep.get("arch_list"):
+        return list(deep["arch_list"]), "torch.cuda.get_arch_list()"
+    if facts.known("torch.arch_list") and facts["torch.arch_list"]:
+        return list(facts["torch.arch_list"]), facts.source("torch.arch_list") or "torch.arch_list"
+    version = facts.get("torch.version")
+    variant = kb.torch.variant_for(version) if version else None
+    if variant is not None and variant.arch_list is not None:
+        return [str(t) for t in arch.parse_targets(list(variant.arch_list))], f"KB torch.yaml {variant.local_version}"
+    why = facts.why("torch.arch_list") if not facts.known("torch.arch_list") else f"no arch list for torch {version}"
+    raise NotCheckable(f"arch list of torch {version or '?'} unknown ({why}); `fwdoctor check --deep` asks torch itself")
+
+
+# --------------------------------------------------------------------------- rules
+@rule("driver-too-old-for-torch", needs=("torch.cuda", "driver.version"), optional=("torch.version", "torch.deep", "python.version", "python.executable"))
+def driver_too_old_for_torch(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Compares the NVIDIA driver version (/proc/driver/nvidia/version) with the lowest
+        driver that can run the CUDA version the installed torch was built for
+        (torch/version.py `cuda`). Within one CUDA major a driver at or above that major's
+        floor runs every newer minor by minor-version compatibility (11.x: 450.80.02,
+        12.x: 525.60.13, 13.x: 580.65.06); below the floor nothing of that major runs.
+
+    Why is this bad?
+        torch imports, but CUDA never initialises: `torch.cuda.is_available()` is False
+        with the warning "The NVIDIA driver on your system is too old (found version
+        12020). Please update your GPU driver ... Alternatively, go to
+        https://pytorch.org to install a PyTorch version that has been compiled with your
+        version of the CUDA driver." and any `.cuda()` raises
+        "RuntimeError: The NVIDIA driver on your system is too old".
+
+    Example
+        torch 2.14.1+cu130 (CUDA 13.0, needs driver >= 580.65.06) on a server whose driver
+        is 550.127.05 (CUDA 12.4): invalid. The same server with torch 2.9.1+cu128 (CUDA
+        12.8, 12.x floor 525.60.13): valid, by minor-version compatibility.
+
+    Fix
+        Install a torch wheel built for a CUDA this driver runs (the finding names it), or
+        upgrade the driver to at least the floor:
+
+            python -m pip install --force-reinstall torch==2.9.1 --index-url https://download.pytorch.org/whl/cu128
+    """
+    cuda = facts["torch.cuda"]
+    driver = facts["driver.version"]
+    if cuda is None or driver is None:
+        return None  # a CPU build needs no driver; no driver at all is driver-missing/no-gpu
+    runs = driver_runs(kb, driver, cuda)
+    if runs is None:
+        raise NotCheckable(f"no driver floor in the KB for CUDA {cuda} (or driver {driver!r} is not a version)")
+    if runs:
+        return None
+    floor = kb.cuda.driver_floor(cuda)
+    major = str(cuda).split(".")[0]
+    version = facts.get("torch.version") or "?"
+    evidence: dict[str, Any] = {"torch.version": version, "torch.cuda": cuda, "driver.version": driver, "driver_floor": floor}
+    deep = facts.get("torch.deep")
+    if isinstance(deep, dict) and deep.get("error"):
+        evidence["torch.deep.error"] = deep["error"]
+    best = _pick(kb, facts, lambda v: v.cuda is not None and driver_runs(kb, driver, v.cuda) is True)
+    if best is not None:
+        fix = wheel_fix(
+            facts,
+            kb,
+            best,
+            f"install torch {best.local_version} (CUDA {best.cuda} runs on driver {driver}), or upgrade the driver to >= {floor}",
+            "driver-too-old-for-torch",
+        )
+    else:
+        fix = FixRef(note=f"upgrade the NVIDIA driver to >= {floor}; no official torch wheel in the KB runs on driver {driver}")
+    return Hit(
+        f"torch {version} is built for CUDA {cuda}, which needs NVIDIA driver >= {floor} (CUDA {major}.x minor-version compatibility); this host has {driver}",
+        evidence=evidence,
+        fix=fix,
+    )
+
+
+@rule(
+    "gpu-arch-unsupported-by-torch",
+    needs=("gpus.list", "torch.cuda"),
+    optional=("torch.arch_list", "torch.deep", "torch.version", "driver.version", "pci.nvidia_gpus", "python.version", "python.executable"),
+)
+def gpu_arch_unsupported_by_torch(facts: Facts, kb: Any) -> Iterable[Hit] | None:
+    """What it does
+        Judges each GPU (gpus.list, its compute capability) against the GPU architectures
+        compiled into the installed torch: `torch.cuda.get_arch_list()` with --deep, else
+        the official wheel's TORCH_CUDA_ARCH_LIST from the KB. A GPU of capability X.y runs
+        a cubin sm_Xz with z <= y (same major) or JIT-compiles PTX compute_N with N <= X.y.
+
+    Why is this bad?
+        torch imports and sees the GPU, then the first kernel fails:
+        "CUDA error: no kernel image is available for execution on the device", after the
+        warning "NVIDIA ... with CUDA capability sm_XX is not compatible with the current
+        PyTorch installation. The current PyTorch install supports CUDA capabilities
+        sm_75 sm_80 ...".
+
+    Example
+        A Tesla V100 (7.0) with torch 2.14.1+cu130 (built for sm_75 ... sm_120): invalid,
+        CUDA 13 wheels dropped Volta. The same GPU with torch 2.14.1+cu126 (5.0 ... 9.0):
+        valid. An RTX 5090 (12.0) with torch 2.6.0+cu124 (up to sm_90, no PTX): invalid.
+
+    Fix
+        Install a wheel whose arch list covers every GPU (the finding names one), or build
+        torch from source with TORCH_CUDA_ARCH_LIST set to your GPUs:
+
+            python -m pip install --force-reinstall torch==2.14.1 --index-url https://download.pytorch.org/whl/cu126
+    """
+    if facts["torch.cuda"] is None:
+        return None  # a CPU build: torch-cpu-build-on-gpu-host says so
+    gpus = [g for g in facts["gpus.list"] or [] if isinstance(g, dict)]
+    if not gpus:
+        return None
+    # A GPU's capability as reported, else from its name or PCI id via the GPU KB (the
+    # proc files a root folder offers carry no capability).
+    pci = facts.get("pci.nvidia_gpus") or []
+    with_cc = []
+    for gpu in gpus:
+        cc = kb.gpus.cc_for_gpu(gpu, pci)
+        if cc:
+            with_cc.append({**gpu, "cc": cc})
+    if not with_cc:
+        raise NotCheckable("no GPU's compute capability is known (gpus.list has no cc)")
+    targets, origin = torch_arch_list(facts, kb)
+    try:
+        parsed = arch.parse_targets(targets)
+    except ValueError as exc:
+        raise NotCheckable(f"torch arch list from {origin} is unreadable: {exc}") from None
+    bad: dict[str, list[dict]] = {}
+    for gpu in with_cc:
+        try:
+            verdict = arch.runs_on(parsed, str(gpu["cc"]))
+        except ValueError:
+            continue
+        if not verdict:
+            bad.setdefault(str(gpu["cc"]), []).append(gpu)
+    if not bad:
+        return None
+    version = facts.get("torch.version") or "?"
+    every_cc = sorted({str(g["cc"]) for g in with_cc}, key=arch.cc_key)
+    driver = facts.get("driver.version")
+
+    def fits(v: Any) -> bool:
+        if v.cuda is None or v.arch_list is None:
+            return False
+        if driver and driver_runs(kb, driver, v.cuda) is not True:
+            return False
+        return all(arch.runs_on(list(v.arch_list), cc) for cc in every_cc)
+
+    best = _pick(kb, facts, fits)
+    hits = []
+    for cc, group in sorted(bad.items(), key=lambda kv: arch.cc_key(kv[0])):
+        names = ", ".join(f"{g.get('index', '?')}: {g.get('name') or 'GPU'}" for g in group)
+        if best is not None:
+            fix = wheel_fix(facts, kb, best, f"install torch {best.local_version}, built for {';'.join(best.arch_list or ())}", "gpu-arch-unsupported-by-torch")
+        else:
+            fix = FixRef(
+                recipe="torch-source",
+                options={"arch_list": ";".join(every_cc)},
+                note=f"no official wheel in the KB covers compute capability {', '.join(every_cc)} on this driver; build torch with TORCH_CUDA_ARCH_LIST={';'.join(every_cc)}",
+            )
+        hits.append(
+            Hit(
+                f"GPU {names} (compute capability {cc}, {arch.sm_name(cc)}) has no kernel in torch {version}, built for {' '.join(targets)}: \"{NO_KERNEL}\"",
+                evidence={"gpus": group, "torch.version": version, "arch_list": targets, "arch_list_from": origin},
+                fix=fix,
+            )
+        )
+    return hits
+
+
+def _gpu_present(facts: Facts) -> bool | None:
+    """True/False when some fact says; None when neither gpus.list nor the PCI scan is known."""
+    answers = []
+    for key in ("gpus.list", "pci.nvidia_gpus"):
+        if facts.known(key):
+            answers.append(bool(facts[key]))
+    return any(answers) if answers else None
+
+
+@rule(
+    "torch-cpu-build-on-gpu-host",
+    needs=("torch.installed", "torch.cuda", "driver.loaded"),
+    optional=("gpus.list", "pci.nvidia_gpus", "torch.version", "driver.version", "python.version", "python.executable"),
+)
+def torch_cpu_build_on_gpu_host(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Reports a torch without CUDA (torch/version.py `cuda = None`, e.g. 2.13.0+cpu or a
+        macOS/ROCm-style build) installed on a host with an NVIDIA GPU and a loaded NVIDIA
+        driver.
+
+    Why is this bad?
+        Everything runs, on the CPU: `torch.cuda.is_available()` is False and `.cuda()`
+        raises "AssertionError: Torch not compiled with CUDA enabled". Usually it came from
+        `--index-url .../whl/cpu`, a requirements file pinned to `+cpu`, or a conda
+        `cpuonly` package.
+
+    Example
+        torch 2.13.0+cpu on a host with an H100 and driver 580.95.05: invalid.
+        torch 2.13.0+cpu on a CPU-only CI runner: valid (nothing to use).
+
+    Fix
+        Reinstall the CUDA build of the same torch release that this driver runs:
+
+            python -m pip install --force-reinstall torch==2.13.0 --index-url https://download.pytorch.org/whl/cu130
+    """
+    if not facts["torch.installed"] or facts["torch.cuda"] is not None:
+        return None
+    present = _gpu_present(facts)
+    if present is None:
+        raise NotCheckable("whether this host has an NVIDIA GPU is unknown (gpus.list and pci.nvidia_gpus unknown)")
+    if not present or not facts["driver.loaded"]:
+        return None
+    version = facts.get("torch.version") or "?"
+    driver = facts.get("driver.version")
+    same = [v for v in kb.torch.variants_of(version) if v.cuda is not None] if version != "?" else []
+    runnable = [v for v in same if not driver or driver_runs(kb, driver, v.cuda) is True]
+    choice = max(runnable, key=lambda v: Version(v.cuda), default=None) if runnable else None
+    if choice is None:
+        choice = _pick(kb, facts, lambda v: v.cuda is not None and (not driver or driver_runs(kb, driver, v.cuda) is True))
+    gpus = facts.get("gpus.list") or facts.get("pci.nvidia_gpus") or []
+    fix = (
+        wheel_fix(facts, kb, choice, f"install the CUDA build torch {choice.local_version}", "torch-cpu-build-on-gpu-host")
+        if choice is not None
+        else FixRef(recipe="torch-wheel", note="install a CUDA build of torch")
+    )
+    return Hit(
+        f"torch {version} is a CPU-only build, but this host has {len(gpus)} NVIDIA GPU{'s' if len(gpus) != 1 else ''} and driver {driver or '(loaded)'}: nothing will run on the GPU",
+        evidence={"torch.version": version, "torch.cuda": None, "torch.location": facts.get("torch.location"), "driver.version": driver},
+        fix=fix,
+    )
+
+
+@rule("torch-not-installed", needs=("torch.installed",), optional=("python.executable", "python.site_packages", "driver.version", "python.version"))
+def torch_not_installed(facts: Facts, kb: Any) -> Hit | None:
+    """What it does
+        Looks for torch (a torch/ package or a torch-*.dist-info) in the inspected
+        interpreter's import path: $PYTHONPATH, the user site, its site-packages.
+
+    Why is this bad?
+        Nothing is wrong with the host, but the torch checks (driver, GPU architectures,
+        cuDNN/NCCL pairing) are skipped; if you expected torch here, you are probably
+        looking at the wrong interpreter: "ModuleNotFoundError: No module named 'torch'".
+
+    Example
+        `fwdoctor check` run with the system python3 while torch lives in ~/venvs/train:
+        pass `--python ~/venvs/train/bin/python` (or activate the venv) instead.
+
+    Fix
+        Inspect the right interpreter, or install torch into this one:
+
+            fwdoctor check --python /path/to/venv/bin/python
+            python -m pip install torch
+    """
+    if facts["torch.installed"]:
+        return None
+    python = facts.get("python.executable") or "this interpreter"
+    driver = facts.get("driver.version")
+    choice = _pick(kb, facts, lambda v: v.pypi_default and (v.cuda is None or not driver or driver_runs(kb, driver, v.cuda) is True))
+    if choice is not None and driver is None:
+        choice = _pick(kb, facts, lambda v: v.variant == "cpu") or choice
+    commands = [f"fwdoctor check --python /path/to/the/venv/bin/python"]
+    fix = None
+    if choice is not None:
+        fix = wheel_fix(facts, kb, choice, f"inspect the interpreter that has torch, or install torch {choice.local_version}", "torch-not-installed")
+        fix = FixRef(recipe=fix.recipe, options=fix.options, commands=(*commands, *fix.commands), note=fix.note)
+    return Hit(
+        f"no torch in the environment of {python} (searched {', '.join(facts.get('python.site_packages') or []) or 'no site dirs'})",
+        evidence={"python.executable": facts.get("python.executable"), "python.site_packages": facts.get("python.site_packages")},
+        fix=fix or FixRef(commands=tuple(commands)),
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    driver_too_old_for_torch,
+    gpu_arch_unsupported_by_torch,
+    torch_cpu_build_on_gpu_host,
+    torch_not_installed,
+)

@@ -1,7 +1,233 @@
-"""Placeholder: the owner of this feature defines its click commands here."""
+"""`fwdoctor smoke kernel|allreduce|all`: parse, call, render. The logic lives beside it.
+
+Exit codes as everywhere: 0 nothing failed (a skip is not a failure, and says so),
+1 a test failed or a gate (--min-busbw) was missed, 2 fwdoctor itself failed.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import sys
+from typing import Any, NoReturn
+
 import click
 
-COMMANDS: tuple[click.Command, ...] = ()
+from doctor import __version__
+
+
+def _fail(message: str) -> NoReturn:
+    # Imported late: doctor.cli imports this module while it registers subcommands.
+    from doctor.cli import DoctorError
+
+    raise DoctorError(message)
+
+
+def _python(value: str | None) -> str:
+    """The interpreter under test: --python (checked), else the one running fwdoctor."""
+    if not value:
+        return sys.executable
+    found = value if os.sep in value else shutil.which(value)
+    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        _fail(f"--python {value}: not an executable file")
+    return found
+
+
+def _emit(results: list, as_json: bool, extra_text: str = "") -> int:
+    from doctor.smoke.result import exit_code, render_text
+
+    code = exit_code(results)
+    if as_json:
+        click.echo(json.dumps({"fwdoctor": __version__, "exit_code": code, "results": [r.to_json() for r in results]}, indent=2, default=str))
+    else:
+        click.echo(extra_text + render_text(results), nl=False)
+    return code
+
+
+@click.group("smoke")
+def smoke() -> None:
+    """Run real work on this host: GPU kernels, nvcc compiles, all-reduce.
+
+    \b
+    Examples:
+      fwdoctor smoke kernel                       every GPU: matmul fp32/fp16/bf16, elementwise, reduction
+      fwdoctor smoke kernel --compile-only --arch 8.0 --arch 9.0
+      fwdoctor smoke allreduce --min-busbw 100    one rank per GPU over NCCL, gated
+      fwdoctor smoke allreduce --backend gloo --nproc 2 --max-bytes 1M
+      fwdoctor smoke all --report smoke.json      check --deep + kernel + allreduce
+    """
+
+
+# ----------------------------------------------------------------------------- kernel
+@smoke.command("kernel")
+@click.option("--python", "python", help="Interpreter under test (default: the one running fwdoctor).")
+@click.option("--device", "devices", type=int, multiple=True, metavar="N", help="Only this GPU index (repeatable).")
+@click.option("--compile-only", is_flag=True, help="Compile a small CUDA kernel with the active nvcc instead (no torch).")
+@click.option("--arch", "archs", multiple=True, metavar="CC", help="With --compile-only: target 7.5, sm_80, 9.0+PTX ... (repeatable; default: this host's GPUs).")
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds allowed for the whole kernel test.")
+@click.option("--no-gemm", is_flag=True, help="Skip the GEMM TFLOP/s figure.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def kernel_cmd(python, devices, compile_only, archs, timeout, no_gemm, as_json) -> None:
+    """Check kernels on every GPU against a CPU reference (or compile with nvcc).
+
+    Runs in a child process of the interpreter under test, with a timeout. Without a GPU
+    (and without --compile-only) nothing runs: the result says "skipped".
+    """
+    if archs and not compile_only:
+        _fail("--arch only applies with --compile-only")
+    if timeout <= 0:
+        _fail("--timeout must be positive")
+    sys.exit(_emit(kernel_results(python, devices, compile_only, archs, timeout, not no_gemm), as_json))
+
+
+def kernel_results(python, devices, compile_only, archs, timeout, gemm=True) -> list:
+    from doctor.host import Host
+    from doctor.smoke import compile as nvcc_smoke
+    from doctor.smoke import kernel
+
+    if compile_only:
+        try:
+            return nvcc_smoke.run_compile_only(list(archs), dict(os.environ))
+        except ValueError as exc:
+            _fail(f"--arch: {exc}")
+    return kernel.run(_python(python), list(devices) or None, timeout, Host.live_host(), gemm=gemm)
+
+
+# ----------------------------------------------------------------------------- allreduce
+def _bytes(ctx: Any, param: Any, value: Any) -> Any:
+    from doctor.smoke.bandwidth import parse_bytes
+
+    if value is None or isinstance(value, int):
+        return value
+    try:
+        return parse_bytes(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+_allreduce_options = [
+    click.option("--python", "python", help="Interpreter under test (default: the one running fwdoctor)."),
+    click.option("--backend", type=click.Choice(["nccl", "gloo"]), help="nccl (default when GPUs are visible) or gloo (CPU)."),
+    click.option("--nproc", type=int, help="Processes per node (default: one per GPU; 2 with gloo)."),
+    click.option("--min-bytes", default="8", show_default=True, callback=_bytes, help="Smallest size (8, 64K, 1M ...)."),
+    click.option("--max-bytes", default="256M", show_default=True, callback=_bytes, help="Largest size."),
+    click.option("--factor", type=int, default=2, show_default=True, help="Size multiplier between steps."),
+    click.option("--min-busbw", type=float, metavar="GBPS", help="Exit 1 when the average busbw (GB/s, 1e9) is below this."),
+]
+
+
+def _with(options):
+    def wrap(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return wrap
+
+
+@smoke.command("allreduce")
+@_with(_allreduce_options)
+@click.option("--warmup", type=int, default=5, show_default=True, help="Untimed iterations per size.")
+@click.option("--iters", type=int, default=20, show_default=True, help="Timed iterations per size.")
+@click.option("--nnodes", type=int, default=1, show_default=True, help="Nodes taking part (each runs this command).")
+@click.option("--node-rank", type=int, default=0, show_default=True, help="This node's index; node 0 hosts the rendezvous.")
+@click.option("--rdzv-endpoint", metavar="HOST:PORT", help="Node 0's address for the c10d rendezvous (needed with --nnodes > 1).")
+@click.option("--rdzv-id", default="fwdoctor-smoke", show_default=True, help="Same on every node of one run.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds for the whole run; a hang is killed.")
+@click.option("--emit", type=click.Choice(["slurm", "torchrun"]), help="Print a multi-node job script instead of running.")
+@click.option("--quiet", is_flag=True, help="No per-size progress on stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def allreduce_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, warmup, iters, nnodes, node_rank, rdzv_endpoint, rdzv_id, timeout, emit, quiet, as_json) -> None:
+    """All-reduce sweep through torch.distributed: exact sums, algbw and busbw per size.
+
+    busbw = algbw * 2(n-1)/n in GB/s (1e9 bytes), as nccl-tests reports it.
+    """
+    from doctor.smoke import allreduce as ar
+
+    opts = ar.AllreduceOptions(
+        python=_python(python) if not emit else (python or sys.executable),
+        backend=backend, nproc=nproc, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint, rdzv_id=rdzv_id,
+        min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup, iters=iters, timeout=timeout, min_busbw=min_busbw,
+    )
+    try:
+        opts.validate(need_endpoint=emit != "slurm")
+    except ValueError as exc:
+        _fail(str(exc))
+    if emit:
+        from doctor.smoke import emit as emitter
+
+        try:
+            script = emitter.slurm_script(opts, bool(python)) if emit == "slurm" else emitter.torchrun_script(opts, bool(python))
+        except ValueError as exc:
+            _fail(str(exc))
+        click.echo(script, nl=False)
+        return
+    result = run_allreduce(opts, quiet)
+    sys.exit(_emit([result], as_json, ar.render_table(result)))
+
+
+def run_allreduce(opts, quiet: bool = False):
+    from doctor.smoke import allreduce as ar
+
+    def progress(row: dict) -> None:
+        click.echo(ar.progress_line(row), err=True)
+
+    return ar.run(opts, progress=None if quiet else progress)
+
+
+# ----------------------------------------------------------------------------- all
+@smoke.command("all")
+@_with(_allreduce_options)
+@click.option("--no-allreduce", is_flag=True, help="Skip the all-reduce step.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds for each step (kernel, allreduce).")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False), help="Write the JSON report here (schema: doctor/smoke/suite.py).")
+@click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Another knowledge-base folder for the check step.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the summary.")
+def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_allreduce, timeout, report_file, kb_dir, as_json) -> None:
+    """check --deep, then kernel, then allreduce: one summary, one JSON report.
+
+    Exit 1 when check has an error finding or any test failed; skips do not fail.
+    """
+    from doctor.cli import gather_facts, load_kb
+    from doctor.engine import judge
+    from doctor.report import to_json
+    from doctor.rules import RULES
+    from doctor.smoke import allreduce as ar
+    from doctor.smoke.suite import SuiteResult, render_summary
+
+    target = _python(python)
+    opts = ar.AllreduceOptions(python=target, backend=backend, nproc=nproc, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, timeout=timeout, min_busbw=min_busbw)
+    try:
+        opts.validate()
+    except ValueError as exc:
+        _fail(str(exc))
+    kb = load_kb(kb_dir)
+    click.echo("fwdoctor smoke all: check --deep ...", err=True)
+    facts = gather_facts(None, None, None, None, True, python, 10.0)
+    report = judge(facts, kb, RULES)
+    suite = SuiteResult(python=target, check=to_json(report))
+    click.echo("fwdoctor smoke all: kernel ...", err=True)
+    suite.kernel = kernel_results(target, (), False, (), timeout)
+    if not no_allreduce:
+        click.echo("fwdoctor smoke all: allreduce ...", err=True)
+        suite.allreduce = [run_allreduce(opts)]
+    data = suite.to_json()
+    if report_file:
+        try:
+            with open(report_file, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=2, default=str)
+                handle.write("\n")
+        except OSError as exc:
+            _fail(f"--report {report_file}: {exc.strerror or exc}")
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+    else:
+        click.echo(render_summary(suite), nl=False)
+        if report_file:
+            click.echo(f"report: {report_file}")
+    sys.exit(suite.exit_code)
+
+
+COMMANDS: tuple[click.Command, ...] = (smoke,)
+"""Feature commands registered on `fwdoctor` (explicit, so grep finds them all)."""

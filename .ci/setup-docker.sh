@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Start a Docker engine for the docker e2e tests (tests/test_docker_e2e.py) and build the
+# small Debian base image they build on. Idempotent; runs as root on a fresh machine with
+# no GPU and no engine. The engine uses the vfs storage driver and no networking of its
+# own (no iptables, no bridge) because CI machines are themselves VMs/containers where
+# overlayfs and netfilter are often unavailable; builds use `--network host`.
+set -euo pipefail
+
+BASE_IMAGE="${FWDOCTOR_E2E_BASE:-fwdoctor-e2e-base:bookworm}"
+SOCKET=/var/run/docker.sock
+LOG=/var/log/fwdoctor-dockerd.log
+WAIT_S=60
+
+need=()
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+if [ "${#need[@]}" -gt 0 ]; then
+    echo "installing: ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+engine_up() {
+    # /_ping answers "OK" once the API is ready; curl may be absent, so ask python.
+    python3 - "$SOCKET" <<'PY' >/dev/null 2>&1
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(sys.argv[1])
+s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+sys.exit(0 if b"OK" in s.recv(4096) else 1)
+PY
+}
+
+if ! engine_up; then
+    echo "starting dockerd (vfs, no iptables, no bridge); log: $LOG"
+    nohup dockerd --storage-driver=vfs --iptables=false --bridge=none \
+        --host="unix://$SOCKET" >"$LOG" 2>&1 &
+    for _ in $(seq "$WAIT_S"); do
+        engine_up && break
+        sleep 1
+    done
+    if ! engine_up; then
+        echo "dockerd did not answer on $SOCKET within ${WAIT_S}s; last log lines:" >&2
+        tail -n 20 "$LOG" >&2 || true
+        exit 1
+    fi
+fi
+echo "docker engine up on $SOCKET"
+
+if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+    echo "base image $BASE_IMAGE present"
+else
+    dir="$(mktemp -d /var/tmp/fwdoctor-rootfs.XXXXXX)"
+    trap 'rm -rf "$dir"' EXIT
+    echo "debootstrap bookworm -> $BASE_IMAGE (python3 3.11 + venv, so pip works in builds)"
+    debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+        bookworm "$dir" http://deb.debian.org/debian >/dev/null
+    rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
+    tar -C "$dir" -c . | docker import - "$BASE_IMAGE" >/dev/null
+    echo "imported $BASE_IMAGE"
+fi

@@ -1,0 +1,101 @@
+"""Ask NVML about the driver and each GPU, and print the answer as one JSON object.
+
+Run in a child process (`python doctor/probes/nvml_child.py`, or `python -m
+doctor.probes.nvml_child`) by doctor/probes/driver.py, under a timeout: loading
+libnvidia-ml talks to the kernel driver, and a wedged driver can hang or crash the caller.
+This file imports nothing from the doctor so that it runs by path in any interpreter
+that has nvidia-ml-py.
+
+Output (always one JSON object on stdout, exit status 0 when it could print it):
+    {"ok": true, "driver_version": "580.95.05", "cuda_driver_version": "13.0",
+     "gpus": [{"index": 0, "name": ..., "cc": "9.0", "memory_mib": 81559, "uuid": ...,
+               "bus_id": "00000000:62:00.0", "mig": false, "persistence": true}]}
+    {"ok": false, "kind": "no-pynvml" | "no-library" | "init-failed", "error": "..."}
+A field NVML cannot answer for one GPU is null (like nvidia-smi's "N/A"), never an error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _field(call: Callable[[], Any]) -> Any:
+    """One per-GPU query; any failure (Not Supported, GPU lost...) reads as None."""
+    try:
+        return call()
+    except Exception:  # noqa: BLE001 - per-field failure is "N/A", by design
+        return None
+
+
+def _cuda_version(pynvml: Any) -> str | None:
+    # NVML encodes CUDA 13.0 as 13000 (major * 1000 + minor * 10).
+    for name in ("nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"):
+        func = getattr(pynvml, name, None)
+        value = _field(func) if func else None
+        if isinstance(value, int) and value > 0:
+            return f"{value // 1000}.{(value % 1000) // 10}"
+    return None
+
+
+def _gpu(pynvml: Any, index: int) -> dict[str, Any]:
+    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    cc = _field(lambda: pynvml.nvmlDeviceGetCudaComputeCapability(handle))
+    memory = _field(lambda: pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+    mig = _field(lambda: pynvml.nvmlDeviceGetMigMode(handle)[0])
+    persistence = _field(lambda: pynvml.nvmlDeviceGetPersistenceMode(handle))
+    name = _field(lambda: _text(pynvml.nvmlDeviceGetName(handle)))
+    uuid = _field(lambda: _text(pynvml.nvmlDeviceGetUUID(handle)))
+    bus_id = _field(lambda: _text(pynvml.nvmlDeviceGetPciInfo(handle).busId))
+    return {
+        "index": index,
+        "name": name,
+        "cc": f"{cc[0]}.{cc[1]}" if cc else None,
+        "memory_mib": int(memory) // (1024 * 1024) if isinstance(memory, int) else None,
+        "uuid": uuid,
+        "bus_id": bus_id,
+        "mig": bool(mig) if isinstance(mig, int) else None,
+        "persistence": bool(persistence) if isinstance(persistence, int) else None,
+    }
+
+
+def query() -> dict[str, Any]:
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError as exc:
+        return {"ok": False, "kind": "no-pynvml", "error": f"cannot import pynvml (pip install nvidia-ml-py): {exc}"}
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - NVMLError subclasses, OSError from ctypes
+        code = getattr(exc, "value", None)
+        missing = code == getattr(pynvml, "NVML_ERROR_LIBRARY_NOT_FOUND", object())
+        return {"ok": False, "kind": "no-library" if missing else "init-failed", "error": _text(exc)}
+    try:
+        driver = _field(lambda: _text(pynvml.nvmlSystemGetDriverVersion()))
+        count = pynvml.nvmlDeviceGetCount()
+        gpus = []
+        for index in range(count):
+            try:
+                gpus.append(_gpu(pynvml, index))
+            except Exception as exc:  # noqa: BLE001 - one bad GPU must not hide the others
+                gpus.append({"index": index, "name": None, "cc": None, "memory_mib": None, "uuid": None,
+                             "bus_id": None, "mig": None, "persistence": None, "error": _text(exc)})
+        return {"ok": True, "driver_version": driver, "cuda_driver_version": _cuda_version(pynvml), "gpus": gpus}
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "kind": "init-failed", "error": _text(exc)}
+    finally:
+        _field(pynvml.nvmlShutdown)
+
+
+def main() -> int:
+    sys.stdout.write(json.dumps(query()) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

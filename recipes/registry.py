@@ -1,0 +1,34 @@
+"""Every recipe, by id: `RECIPES` maps a FixRef.recipe to its plan function.
+
+A plan function is `plan(facts, kb, options) -> recipes.plan.Plan`: pure, no side
+effects; only recipes/apply.py runs the result. Explicit, so grep finds them all.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from recipes import cuda_toolkit, env, torch_wheel
+from recipes.plan import Plan
+
+PlanFunc = Callable[[Any, Any, Mapping[str, Any]], Plan]
+
+RECIPES: tuple[tuple[str, PlanFunc], ...] = (
+    (torch_wheel.RECIPE, torch_wheel.plan),
+    (cuda_toolkit.RECIPE, cuda_toolkit.plan),
+    (env.RECIPE, env.plan),
+)
+
+BY_ID: dict[str, PlanFunc] = dict(RECIPES)
+
+
+def recipe_ids() -> tuple[str, ...]:
+    return tuple(rid for rid, _ in RECIPES)
+
+
+def plan_for(recipe: str, facts: Any, kb: Any, options: Mapping[str, Any] | None = None) -> Plan:
+    """The plan of recipe `recipe`. Raises KeyError naming the unknown id."""
+    func = BY_ID.get(recipe)
+    if func is None:
+        raise KeyError(f"unknown recipe {recipe!r} (known: {', '.join(recipe_ids())})")
+    return func(facts, kb, dict(options or {}))

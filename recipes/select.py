@@ -1,0 +1,350 @@
+"""Which official torch wheel fits a machine: `fwdoctor select torch`.
+
+The answer is the newest release (within an optional SpecifierSet) that has a wheel
+- for the target Python (X.Y in the row's `pythons`),
+- whose CUDA the driver runs (driver >= kb.cuda.driver_floor(cuda): CUDA minor-version
+  compatibility, S-COMPAT), and
+- with kernels for every GPU (doctor.arch.runs_on over the row's arch list: the same rule
+  `check` applies for gpu-arch-unsupported-by-torch).
+Within that release the PyPI default wheel wins when it fits (a plain `pip install torch`),
+else the highest CUDA that fits. Every newer candidate that lost says why.
+
+Pure: `select_torch(kb, Target)` reads only the KB. `target_from_facts` turns host facts
+plus command-line overrides into a Target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from doctor import arch
+
+
+class SelectError(ValueError):
+    """A bad input (an unknown GPU name, a malformed version); the message names it."""
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str  # "NVIDIA H100 80GB HBM3", or the CC itself when given as --gpu 9.0
+    cc: str  # "9.0"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The machine to pick for: host facts with overrides applied."""
+
+    python: str  # "3.11"
+    driver: str | None = None  # "535.104.05"; None = no driver (or unknown)
+    gpus: tuple[Gpu, ...] = ()
+    torch_spec: str = ""  # a packaging SpecifierSet, "" = any
+    cuda: str | None = None  # "12.6" to insist on that CUDA; "cpu" for the CPU wheel
+    notes: tuple[str, ...] = ()  # how the target was established ("driver from --driver")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "python": self.python,
+            "driver": self.driver,
+            "gpus": [{"name": g.name, "cc": g.cc} for g in self.gpus],
+            "torch_spec": self.torch_spec,
+            "cuda": self.cuda,
+        }
+
+
+@dataclass(frozen=True)
+class Rejection:
+    candidate: str  # "2.9.0+cu130"
+    reasons: tuple[str, ...]
+
+    def line(self) -> str:
+        return f"{self.candidate}: {'; '.join(self.reasons)}"
+
+
+@dataclass(frozen=True)
+class Selection:
+    target: Target
+    choice: Any | None  # doctor.kb.torch.TorchVariant
+    rejected: tuple[Rejection, ...] = ()  # newer (or same-release) candidates that lost, newest first
+    reason: str = ""  # why nothing fits (choice is None)
+    closest: tuple[Rejection, ...] = field(default_factory=tuple)  # nearest misses when nothing fits
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.choice is not None
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.choice
+        return {
+            "target": self.target.to_json(),
+            "choice": None
+            if c is None
+            else {
+                "torch": c.torch,
+                "variant": c.variant,
+                "version": c.local_version,
+                "cuda": c.cuda,
+                "index_url": c.index_url,
+                "pypi_default": c.pypi_default,
+                "torchvision": c.torchvision,
+                "torchaudio": c.torchaudio,
+                "cudnn": c.cudnn,
+                "nccl": c.nccl,
+            },
+            "rejected": [{"candidate": r.candidate, "reasons": list(r.reasons)} for r in self.rejected],
+            "reason": self.reason,
+            "closest": [{"candidate": r.candidate, "reasons": list(r.reasons)} for r in self.closest],
+            "notes": list(self.notes),
+        }
+
+
+# ----------------------------------------------------------------------------- judging one wheel
+def reasons_against(kb: Any, variant: Any, target: Target) -> list[str]:
+    """Why `variant` does not fit `target` ([] = it fits)."""
+    why: list[str] = []
+    if target.cuda is not None:
+        want = "cpu" if target.cuda == "cpu" else target.cuda
+        have = variant.cuda or "cpu"
+        if have != want and not (want != "cpu" and have != "cpu" and Version(have) == Version(want)):
+            why.append(f"CUDA {have}, not the requested {want}")
+    if not variant.pythons:
+        why.append("Python support not recorded in the KB")
+    elif target.python not in variant.pythons:
+        why.append(f"no wheel for Python {target.python} (has {', '.join(variant.pythons)})")
+    if variant.cuda is None:
+        if target.gpus and target.cuda != "cpu":
+            why.append("CPU-only build on a GPU host")
+        return why
+    if target.driver is None and target.gpus:
+        why.append("no NVIDIA driver: CUDA wheels cannot run")
+    elif target.driver is not None:
+        floor = kb.cuda.driver_floor(variant.cuda)
+        if floor is None:
+            why.append(f"no driver data for CUDA {variant.cuda} in the KB")
+        elif Version(target.driver) < Version(floor):
+            why.append(f"driver {target.driver} < {floor} needed for CUDA {variant.cuda}")
+    if target.gpus:
+        if variant.arch_list is None:
+            why.append("arch list not recorded in the KB (kernels unconfirmed)")
+        else:
+            for gpu in target.gpus:
+                verdict = arch.runs_on(list(variant.arch_list), gpu.cc)
+                if not verdict.runs:
+                    why.append(f"no kernels for {arch.sm_name(gpu.cc)}")
+                elif verdict.how.startswith("ptx") and target.driver is not None:
+                    # PTX JIT is not available under minor-version compatibility (S-COMPAT):
+                    # a GPU served only by PTX needs the toolkit's own driver (Table 3).
+                    native = kb.cuda.toolkit_driver(variant.cuda)
+                    if native is not None and Version(target.driver) < Version(native):
+                        why.append(
+                            f"{arch.sm_name(gpu.cc)} only runs via PTX JIT, which needs driver >= {native} (CUDA {variant.cuda} without minor-version compatibility)"
+                        )
+    return sorted(set(why), key=why.index)
+
+
+def _spec(text: str) -> SpecifierSet:
+    try:
+        return SpecifierSet(text or "")
+    except InvalidSpecifier:
+        raise SelectError(f"--torch {text!r}: not a version specifier (e.g. '>=2.4,<2.9' or '==2.8.*')") from None
+
+
+def select_torch(kb: Any, target: Target) -> Selection:
+    """Pick the wheel for `target` (see the module docstring)."""
+    spec = _spec(target.torch_spec)
+    rows = [v for v in kb.torch.variants() if spec.contains(Version(v.torch), prereleases=True)]
+    if not rows:
+        return Selection(target, None, reason=f"no torch release in the KB matches --torch {target.torch_spec!r}")
+    by_release: dict[str, list[Any]] = {}
+    for row in rows:
+        by_release.setdefault(row.torch, []).append(row)
+    releases = sorted(by_release, key=Version, reverse=True)
+    rejected: list[Rejection] = []
+    for release in releases:
+        # PyPI default first, then highest CUDA, CPU last: the order we would prefer them in.
+        ordered = sorted(
+            by_release[release],
+            key=lambda v: (not v.pypi_default, v.cuda is None, -_cuda_key(v.cuda)),
+        )
+        fitting = []
+        for v in ordered:
+            why = reasons_against(kb, v, target)
+            if v.cuda is None and target.gpus and target.cuda != "cpu":
+                continue  # a CPU wheel on a GPU host is nobody's candidate; listing it is noise
+            if why:
+                rejected.append(Rejection(v.local_version, tuple(why)))
+            else:
+                fitting.append(v)
+        if fitting:
+            choice = fitting[0]
+            # Report only what was preferred over the choice: newer releases, and this
+            # release's variants that sort before it.
+            later = {v.local_version for v in ordered[ordered.index(choice) + 1:]}
+            keep = [r for r in rejected if r.candidate not in later]
+            return Selection(target, choice, tuple(keep), notes=target.notes)
+    closest = sorted(rejected, key=lambda r: (len(r.reasons), -_version_key(r.candidate)))[:3]
+    return Selection(
+        target,
+        None,
+        tuple(rejected),
+        reason=_nothing_fits(target),
+        closest=tuple(closest),
+        notes=target.notes,
+    )
+
+
+def _cuda_key(cuda: str | None) -> float:
+    if cuda is None:
+        return -1.0
+    v = Version(cuda)
+    return v.major * 1000 + v.minor
+
+
+def _version_key(candidate: str) -> float:
+    v = Version(candidate.split("+")[0])
+    return v.major * 1e6 + v.minor * 1e3 + v.micro
+
+
+def _nothing_fits(target: Target) -> str:
+    parts = [f"Python {target.python}"]
+    if target.driver:
+        parts.append(f"driver {target.driver}")
+    if target.gpus:
+        parts.append("GPUs " + ", ".join(f"{g.name} (sm_{g.cc.replace('.', '')})" for g in target.gpus))
+    if target.torch_spec:
+        parts.append(f"torch {target.torch_spec}")
+    if target.cuda:
+        parts.append(f"CUDA {target.cuda}")
+    return "no official torch wheel in the KB fits " + ", ".join(parts)
+
+
+# ----------------------------------------------------------------------------- building a Target
+def resolve_gpu(kb: Any, text: str) -> Gpu:
+    """`--gpu 8.6` or `--gpu "RTX 3090"`: a CC as is, a name through kb.gpus.cc_for_name."""
+    value = text.strip()
+    try:
+        arch.parse_cc(value)
+        return Gpu(value, value)
+    except ValueError:
+        pass
+    cc = _cc_for_name(kb, value)
+    if cc is None:
+        raise SelectError(f"--gpu {text!r}: not a compute capability and not a GPU name the KB knows (pass the CC, e.g. --gpu 8.6)")
+    return Gpu(value, cc)
+
+
+def _cc_for_name(kb: Any, name: str) -> str | None:
+    lookup = getattr(kb.gpus, "cc_for_name", None)
+    if lookup is None:  # the gpus KB area is not there yet
+        return None
+    return lookup(name)
+
+
+def python_minor(version: str) -> str:
+    try:
+        v = Version(str(version))
+    except InvalidVersion:
+        raise SelectError(f"--python {version!r}: not a Python version (expected e.g. 3.11)") from None
+    return f"{v.major}.{v.minor}"
+
+
+def target_from_facts(
+    facts: Any,
+    kb: Any,
+    driver: str | None = None,
+    gpus: Sequence[str] = (),
+    python: str | None = None,
+    torch_spec: str = "",
+    cuda: str | None = None,
+) -> Target:
+    """Host facts, each overridden by its flag when given (answers for another machine)."""
+    notes: list[str] = []
+    if driver is not None:
+        try:
+            Version(driver)
+        except InvalidVersion:
+            raise SelectError(f"--driver {driver!r}: not a driver version (expected e.g. 535.104.05)") from None
+        drv: str | None = driver
+        notes.append(f"driver {driver} from --driver")
+    else:
+        drv = facts.get("driver.version") if facts is not None else None
+        if drv:
+            notes.append(f"driver {drv} from this host")
+        elif facts is not None and not facts.known("driver.version"):
+            notes.append(f"driver unknown ({facts.why('driver.version')}): CUDA compatibility not checked")
+            drv = None
+    if gpus:
+        chosen = tuple(resolve_gpu(kb, g) for g in gpus)
+        notes.append("GPUs from --gpu")
+    else:
+        chosen = tuple(_host_gpus(facts, kb, notes))
+    if python is not None:
+        py = python_minor(python)
+    else:
+        found = facts.get("python.version") if facts is not None else None
+        if not found:
+            raise SelectError("the target Python is unknown: pass --python X.Y")
+        py = python_minor(found)
+        notes.append(f"Python {py} from {facts.get('python.executable') or 'this host'}")
+    if cuda is not None and cuda != "cpu":
+        try:
+            Version(cuda)
+        except InvalidVersion:
+            raise SelectError(f"--cuda {cuda!r}: not a CUDA version (expected e.g. 12.6, or cpu)") from None
+    _spec(torch_spec)
+    if drv is None and not chosen:
+        notes.append("no GPU and no driver: a CUDA wheel would run on CPU only")
+    return Target(py, drv, chosen, torch_spec, cuda, tuple(notes))
+
+
+def _host_gpus(facts: Any, kb: Any, notes: list[str]) -> Iterable[Gpu]:
+    listed = facts.get("gpus.list") if facts is not None else None
+    for gpu in listed or []:
+        name = str(gpu.get("name") or f"GPU {gpu.get('index')}")
+        cc = gpu.get("cc") or _cc_for_name(kb, name)
+        if cc is None:
+            notes.append(f"{name}: compute capability unknown, arch not checked")
+            continue
+        yield Gpu(name, str(cc))
+
+
+# ----------------------------------------------------------------------------- text
+def render_text(sel: Selection, max_rejected: int = 12) -> str:
+    lines: list[str] = []
+    for note in sel.notes:
+        lines.append(f"# {note}")
+    c = sel.choice
+    if c is not None:
+        how = "PyPI default" if c.pypi_default else "from the PyTorch index"
+        lines.append(f"torch {c.local_version}  (CUDA {c.cuda or 'none: CPU build'}, {how})")
+        lines.append(f"  index:       {c.index_url}")
+        if c.torchvision:
+            lines.append(f"  torchvision: {c.torchvision}")
+        if c.torchaudio:
+            lines.append(f"  torchaudio:  {c.torchaudio}")
+        if c.cudnn or c.nccl:
+            lines.append(f"  ships:       cuDNN {c.cudnn or '?'}, NCCL {c.nccl or '?'}")
+        lines.append("  install:     " + " ".join(_pip_line(c)))
+    else:
+        lines.append(f"nothing fits: {sel.reason}")
+        if sel.closest:
+            lines.append("closest options:")
+            lines += [f"  {r.line()}" for r in sel.closest]
+    shown = sel.rejected if c is not None else ()
+    if shown:
+        lines.append("newer candidates rejected:")
+        lines += [f"  {r.line()}" for r in shown[:max_rejected]]
+        if len(shown) > max_rejected:
+            lines.append(f"  ... and {len(shown) - max_rejected} older (all of them: --json)")
+    return "\n".join(lines) + "\n"
+
+
+def _pip_line(c: Any) -> list[str]:
+    import shlex
+
+    args = c.pip_args() if hasattr(c, "pip_args") else [f"torch=={c.torch}", "--index-url", c.index_url]
+    return ["pip", "install", *(shlex.quote(a) for a in args)]

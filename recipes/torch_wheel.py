@@ -1,0 +1,193 @@
+"""Recipe `torch-wheel`: install the official torch wheel that fits this machine.
+
+    plan(facts, kb, {"python": "/venv/bin/python", "torch": ">=2.4", ...}) -> Plan
+
+Selection is recipes/select.py; this module turns the chosen wheel into pinned install
+commands for the target interpreter (pip or uv), a skip check that makes a second apply a
+no-op, and a verification that imports torch in that interpreter and checks the version,
+torch.version.cuda and, where a GPU exists, torch.cuda.is_available().
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from recipes import select as sel
+from recipes.plan import Plan, Step
+
+RECIPE = "torch-wheel"
+INSTALL_TIMEOUT_S = 3600.0
+VERIFY_TIMEOUT_S = 300.0
+
+# argv[1:]: expected public version, expected CUDA ("none" for a CPU build), "gpu"/"nogpu".
+# Exits 0 when the installed torch matches; prints what it found either way.
+_CHECK = """\
+import sys
+want_version, want_cuda, want_gpu = sys.argv[1:4]
+try:
+    import torch
+except Exception as exc:
+    print(f"import torch failed: {type(exc).__name__}: {exc}")
+    sys.exit(1)
+have_version = torch.__version__.split("+")[0]
+have_cuda = torch.version.cuda or "none"
+print(f"torch {torch.__version__} CUDA {have_cuda} at {torch.__file__}")
+if have_version != want_version or have_cuda != want_cuda:
+    print(f"expected torch {want_version} with CUDA {want_cuda}")
+    sys.exit(1)
+if want_gpu == "gpu":
+    if not torch.cuda.is_available():
+        print("torch.cuda.is_available() is False on a GPU host")
+        sys.exit(1)
+    x = torch.ones(4, device="cuda")
+    print(f"GPU ok: {torch.cuda.get_device_name(0)}, sum={float(x.sum())}")
+"""
+
+# The same check without the GPU part, for skip_if: "is exactly this wheel installed?"
+_INSTALLED = _CHECK.split('if want_gpu == "gpu":')[0]
+
+
+def install_argv(python: str, installer: str, packages: Sequence[str], index_url: str | None, no_deps: bool = False) -> list[str]:
+    if installer == "uv":
+        argv = ["uv", "pip", "install", "--python", python]
+    elif installer == "pip":
+        argv = [python, "-m", "pip", "install"]
+    else:
+        raise ValueError(f"--installer {installer!r}: expected pip or uv")
+    if index_url:
+        argv += ["--index-url", index_url]
+    if no_deps:
+        argv.append("--no-deps")
+    return argv + list(packages)
+
+
+def plan_install(
+    variant: Any,
+    python: str,
+    installer: str = "pip",
+    index_url: str | None = None,
+    with_packages: Sequence[str] = (),
+    expect_gpu: bool = False,
+    no_deps: bool = False,
+    notes: Sequence[str] = (),
+) -> Plan:
+    """The pinned install of one TorchVariant into `python` (an interpreter path).
+
+    `index_url` replaces the variant's own index (a mirror, or a local index in tests).
+    The PyPI default variant installs from PyPI unless an index is given; every other
+    variant pins its local version (torch==2.14.1+cu126) on the PyTorch index.
+    """
+    use_pypi = variant.pypi_default and index_url is None
+    pin = variant.torch if use_pypi else variant.local_version
+    packages = [f"torch=={pin}"]
+    for name in with_packages:
+        version = {"torchvision": variant.torchvision, "torchaudio": variant.torchaudio}.get(name)
+        if version is None:
+            raise ValueError(f"--with {name}: the KB has no {name} release matching torch {variant.torch}")
+        packages.append(f"{name}=={version}")
+    index = None if use_pypi else (index_url or variant.index_url)
+    cuda = variant.cuda or "none"
+    check = [python, "-c", _INSTALLED, variant.torch, cuda, "nogpu"]
+    step = Step(
+        tuple(install_argv(python, installer, packages, index, no_deps)),
+        why=f"install torch {variant.local_version} (CUDA {variant.cuda or 'none: CPU build'}) into {python}",
+        timeout_s=INSTALL_TIMEOUT_S,
+        skip_if=tuple(check),
+        undo=" ".join(_undo(python, installer, packages)),
+    )
+    verify = Step(
+        (python, "-c", _CHECK, variant.torch, cuda, "gpu" if expect_gpu and variant.cuda else "nogpu"),
+        why="import torch in the target interpreter: version, CUDA" + (", is_available()" if expect_gpu and variant.cuda else ""),
+        timeout_s=VERIFY_TIMEOUT_S,
+    )
+    return Plan(
+        recipe=RECIPE,
+        title=f"install torch {variant.local_version} into {python}",
+        steps=(step,),
+        verify=(verify,),
+        notes=tuple(notes),
+        clears=("driver-too-old-for-torch", "gpu-arch-unsupported-by-torch", "torch-cpu-build-on-gpu-host", "torch-not-installed"),
+    )
+
+
+def _undo(python: str, installer: str, packages: Sequence[str]) -> list[str]:
+    import shlex
+
+    names = [p.split("==")[0] for p in packages]
+    if installer == "uv":
+        argv = ["uv", "pip", "uninstall", "--python", python, *names]
+    else:
+        argv = [python, "-m", "pip", "uninstall", "-y", *names]
+    return [shlex.quote(a) for a in argv]
+
+
+def plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
+    """Registry entry. Options (all optional): python (interpreter path; default the
+    inspected one), python_version ("3.11", for another machine), torch (SpecifierSet),
+    cuda ("12.6"/"cpu"), driver, gpus (list of CC or names), installer (pip|uv),
+    index_url, with (["torchvision", ...]), no_deps (bool)."""
+    python = options.get("python") or (facts.get("python.executable") if facts is not None else None) or "python3"
+    installer = str(options.get("installer") or "pip")
+    with_packages = tuple(options.get("with") or ())
+    exact = _exact_row(kb, options)
+    if exact is not None:
+        # A finding's fix names one wheel (doctor/rules/torch.py judged it): install that.
+        gpus = [g for g in (facts.get("gpus.list") if facts is not None else None) or []]
+        return plan_install(
+            exact,
+            python,
+            installer=installer,
+            index_url=options.get("index_url"),
+            with_packages=with_packages,
+            expect_gpu=bool(gpus) and bool(facts.get("driver.version")),
+            no_deps=bool(options.get("no_deps")),
+        )
+    try:
+        target = sel.target_from_facts(
+            facts,
+            kb,
+            driver=options.get("driver"),
+            gpus=tuple(options.get("gpus") or ()),
+            python=options.get("python_version"),
+            torch_spec=_as_spec(str(options.get("torch") or "")),
+            cuda=options.get("cuda"),
+        )
+    except sel.SelectError as exc:
+        return Plan(RECIPE, "install torch", refused=str(exc))
+    choice = sel.select_torch(kb, target)
+    if choice.choice is None:
+        lines = [choice.reason]
+        lines += [f"closest: {r.line()}" for r in choice.closest]
+        if target.driver and any("driver" in reason for r in choice.closest for reason in r.reasons):
+            lines.append("fwdoctor never changes the NVIDIA driver: upgrade it yourself, or relax --torch/--cuda")
+        return Plan(RECIPE, "install torch", refused="\n".join(lines))
+    notes = [*choice.notes]
+    notes += [f"rejected {r.line()}" for r in choice.rejected[:8]]
+    return plan_install(
+        choice.choice,
+        python,
+        installer=installer,
+        index_url=options.get("index_url"),
+        with_packages=with_packages,
+        expect_gpu=bool(target.gpus) and target.driver is not None,
+        no_deps=bool(options.get("no_deps")),
+        notes=notes,
+    )
+
+
+def _as_spec(text: str) -> str:
+    """A bare version ("2.14.1", as fixes give it) means exactly that release."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(text)
+    except InvalidVersion:
+        return text
+    return f"=={text}"
+
+
+def _exact_row(kb: Any, options: Mapping[str, Any]) -> Any | None:
+    torch, variant = options.get("torch"), options.get("variant")
+    if not torch or not variant:
+        return None
+    return kb.torch.variant_for(f"{torch}+{variant}")

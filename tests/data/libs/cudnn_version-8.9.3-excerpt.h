@@ -1,0 +1,7 @@
+/* fwdoctor fixture: the version macros of a cuDNN 8.9.3 cudnn_version.h as quoted verbatim in
+   shared/kb-facts.md §6.3 (source S-FS-CUDNNH8); the rest of the header is omitted. */
+#define CUDNN_MAJOR 8
+#define CUDNN_MINOR 9
+#define CUDNN_PATCHLEVEL 3
+
+#define CUDNN_VERSION (CUDNN_MAJOR * 1000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)

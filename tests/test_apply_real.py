@@ -1,0 +1,149 @@
+"""Applying plans for real, against local stand-ins served on 127.0.0.1 (no internet):
+
+- the pip-method CUDA toolkit (NVIDIA's real 13.0 wheels from this machine's package
+  store) installed into a prefix, then a real nvcc compile with it; a second apply is a
+  no-op;
+- the runfile method with a stand-in runfile (tests/data/recipes/README.md), and a
+  checksum mismatch that stops before anything is written;
+- torch 2.13.0+cpu (the real wheel in /opt/wheels) installed into a fresh venv from a
+  PEP 503 index, then verified by importing it.
+These are the slow tests (a venv, ~300 MB of wheels); each is skipped with a reason when
+its inputs are not on this machine.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parent / "data" / "recipes"
+PYPI = Path("/opt/pypi")
+TORCH_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+REAL_NVCC = Path("/usr/local/cuda/bin/nvcc")
+TORCH_DEPS = ("filelock", "typing-extensions", "setuptools", "sympy", "networkx", "jinja2", "fsspec", "mpmath", "markupsafe")
+TOOLKIT_WHEELS = ("nvidia-cuda-nvcc", "nvidia-cuda-runtime", "nvidia-cuda-crt", "nvidia-nvvm", "nvidia-cuda-cccl")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+def _serve(root: Path):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    """A PEP 503 index on 127.0.0.1: this machine's real wheels, plus the CPU torch wheel."""
+    if not (PYPI / "simple").is_dir():
+        pytest.skip("no local wheel store at /opt/pypi on this machine")
+    root = tmp_path_factory.mktemp("index")
+    files = root / "files"
+    files.mkdir()
+    for wheel in (PYPI / "files").iterdir():
+        (files / wheel.name).symlink_to(wheel)
+    for project in (*TORCH_DEPS, *TOOLKIT_WHEELS):
+        src = PYPI / "simple" / project
+        if src.is_dir():
+            (root / "simple" / project).mkdir(parents=True)
+            shutil.copy(src / "index.html", root / "simple" / project / "index.html")
+    if TORCH_WHEEL.exists():
+        (files / TORCH_WHEEL.name).symlink_to(TORCH_WHEEL)
+        digest = hashlib.sha256(TORCH_WHEEL.read_bytes()).hexdigest()
+        (root / "simple" / "torch").mkdir(parents=True)
+        href = f"../../files/{TORCH_WHEEL.name.replace('+', '%2B')}#sha256={digest}"
+        (root / "simple" / "torch" / "index.html").write_text(f'<!DOCTYPE html><html><body><a href="{href}">{TORCH_WHEEL.name}</a></body></html>\n')
+    httpd, url = _serve(root)
+    yield f"{url}/simple"
+    httpd.shutdown()
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    """HOME in a temp dir (logs, downloads, env snippets) and pip without this machine's
+    config (its find-links / extra indexes), so only our 127.0.0.1 index is used."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    monkeypatch.setenv("PIP_NO_INPUT", "1")
+    return tmp_path
+
+
+def test_the_pip_method_installs_nvcc_into_a_prefix_that_compiles_and_a_second_apply_does_nothing(cli, index, isolated):
+    prefix = isolated / "my cuda's" / "13.0"
+    args = ("install", "cuda-toolkit", "13.0", "--method", "pip", "--prefix", str(prefix), "--index-url", index, "--apply", "--yes")
+    first = cli(*args)
+    assert first.exit_code == 0, first.output
+    nvcc = prefix / "nvidia" / "cu13" / "bin" / "nvcc"
+    assert nvcc.exists() and (prefix / "nvidia" / "cu13" / "lib64").is_symlink()
+    assert (isolated / "home" / ".cache" / "fwdoctor" / "fwdoctor-verify").exists()  # the linked program
+    assert "cuda-toolkit: applied" in first.output
+    log = next(line.split("log: ", 1)[1] for line in first.output.splitlines() if line.strip().startswith("log: "))
+    assert "nvidia-cuda-nvcc==13.0.*" in Path(log).read_text()
+    second = cli(*args)
+    assert second.exit_code == 0 and "cuda-toolkit: unchanged" in second.output
+
+
+@pytest.fixture
+def runfile_server(tmp_path):
+    if not REAL_NVCC.exists():
+        pytest.skip(f"the runfile stand-in wraps {REAL_NVCC}, absent here")
+    www = tmp_path / "www"
+    www.mkdir()
+    name = "cuda_13.0.2_580.95.05_linux.run"
+    shutil.copy(DATA / name, www / name)
+    httpd, url = _serve(www)
+    yield f"{url}/{name}", hashlib.sha256((www / name).read_bytes()).hexdigest()
+    httpd.shutdown()
+
+
+def test_the_runfile_method_verifies_the_download_installs_the_toolkit_only_and_compiles(cli, runfile_server, isolated):
+    url, digest = runfile_server
+    prefix, downloads = isolated / "cuda 13.0", isolated / "dl"
+    result = cli("install", "cuda-toolkit", "13.0", "--runfile-url", url, "--sha256", digest, "--prefix", str(prefix), "--download-dir", str(downloads), "--apply", "--yes")
+    assert result.exit_code == 0, result.output
+    assert (prefix / "version.json").exists() and (downloads / "cuda_13.0.2_580.95.05_linux.run").exists()
+    assert "[verify done]" in result.output
+
+
+def test_a_runfile_with_the_wrong_checksum_stops_before_anything_is_written(cli, runfile_server, isolated):
+    url, digest = runfile_server
+    wrong = "f" * 64
+    prefix, downloads = isolated / "cuda-13.0", isolated / "dl"
+    result = cli("install", "cuda-toolkit", "13.0", "--runfile-url", url, "--sha256", wrong, "--prefix", str(prefix), "--download-dir", str(downloads), "--apply", "--yes")
+    assert result.exit_code == 1
+    assert f"sha256 mismatch: expected {wrong}, got {digest}" in result.output
+    assert "cuda-toolkit: failed: step 1 of" in result.output
+    assert not prefix.exists()
+    assert list(downloads.iterdir()) == []
+    assert not (isolated / "home" / ".config").exists()  # no env snippet either: nothing was written
+
+
+def test_torch_installs_pinned_into_a_fresh_venv_from_a_local_index_and_imports(cli, index, isolated):
+    if not TORCH_WHEEL.exists() or sys.version_info[:2] != (3, 11):
+        pytest.skip(f"needs {TORCH_WHEEL} and Python 3.11")
+    venv = isolated / "venv dir"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    args = ("install", "torch", "--python", python, "--cuda", "cpu", "--torch", "==2.13.0", "--index-url", index, "--apply", "--yes")
+    first = cli(*args)
+    assert first.exit_code == 0, first.output
+    assert "torch==2.13.0+cpu" in first.output
+    check = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, timeout=300)
+    assert check.stdout.strip() == "2.13.0+cpu"
+    second = cli(*args)
+    assert second.exit_code == 0 and "torch-wheel: unchanged" in second.output

@@ -1,0 +1,235 @@
+"""The CUDA knowledge base (doctor/kb/cuda.yaml): an audit of the bundled file, its
+queries against the published tables (shared/kb-facts.md §1 and §2), and clear KBErrors
+for a malformed file."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packaging.version import Version
+
+from doctor.kb import KB, KB_DIR, KBError
+
+RAW = yaml.safe_load((KB_DIR / "cuda.yaml").read_text(encoding="utf-8"))
+ROW_SECTIONS = ("minor_compat", "toolkit_drivers", "architectures", "host_gcc")
+
+
+@pytest.fixture(scope="module")
+def cuda():
+    return KB().cuda
+
+
+# ----------------------------------------------------------------------------- audit
+def test_the_bundled_file_loads_with_every_section_populated(cuda):
+    assert len(cuda.minor_compat) == 3
+    assert len(cuda.toolkit_drivers) >= 50
+    assert len(cuda.architectures) >= 20
+    assert len(cuda.host_gcc) >= 20
+
+
+def test_every_row_cites_a_source_key_that_exists():
+    sources = {**KB().sources, **RAW.get("sources", {})}
+    for section in ROW_SECTIONS:
+        for i, row in enumerate(RAW[section]):
+            keys = [row["source"]] if isinstance(row["source"], str) else row["source"]
+            missing = [k for k in keys if k not in sources]
+            assert not missing, f"{section}[{i}] cites unknown {missing}"
+
+
+def test_every_row_states_its_confidence():
+    for section in ROW_SECTIONS:
+        for i, row in enumerate(RAW[section]):
+            assert row.get("confidence") in ("C", "S", "I"), f"{section}[{i}]"
+
+
+@pytest.mark.parametrize(
+    "section, key",
+    [("minor_compat", "cuda_major"), ("toolkit_drivers", "cuda"), ("architectures", "cc"), ("host_gcc", "cuda")],
+)
+def test_row_keys_are_unique(section, key):
+    keys = [Version(str(row[key])) for row in RAW[section]]
+    assert len(keys) == len(set(keys))
+
+
+def test_every_version_field_parses():
+    for row in RAW["toolkit_drivers"]:
+        Version(row["cuda"]), Version(row["driver"])
+    for row in RAW["minor_compat"]:
+        Version(row["min_driver"]), Version(row["latest_minor"])
+    for row in RAW["architectures"]:
+        Version(row["first_cuda"])
+        if row["last_cuda"] is not None:
+            assert Version(row["last_cuda"]) >= Version(row["first_cuda"])
+
+
+def test_each_cuda_minor_has_exactly_one_ga_row(cuda):
+    minors = [f"{Version(r.cuda).major}.{Version(r.cuda).minor}" for r in cuda.toolkit_drivers if r.release == "GA"]
+    assert len(minors) == len(set(minors))
+
+
+# ----------------------------------------------------------------------------- drivers
+@pytest.mark.parametrize("cuda_version, floor", [("11.8", "450.80.02"), ("12.4.131", "525.60.13"), ("13.0", "580.65.06"), ("13.5", "580.65.06")])
+def test_driver_floor_is_the_majors_minor_version_compatibility_minimum(cuda, cuda_version, floor):
+    assert cuda.driver_floor(cuda_version) == floor
+
+
+@pytest.mark.parametrize("cuda_version", ["10.2", "9.0", "14.0"])
+def test_driver_floor_is_none_for_majors_without_minor_version_compatibility_data(cuda, cuda_version):
+    assert cuda.driver_floor(cuda_version) is None
+
+
+@pytest.mark.parametrize(
+    "cuda_version, driver",
+    [
+        ("12.4", "550.54.14"),  # a minor means its GA release
+        ("12.4.1", "550.54.15"),  # an update number picks that update
+        ("12.4.131", "550.54.14"),  # an nvcc component build says only the minor
+        ("11.8.20220929", "520.61.05"),  # the 11.8 version.json date stamp
+        ("11.0", "450.51.05"),  # 11.0 GA is 11.0.2 (11.0.1 was the RC)
+        ("10.2.89", "440.33"),
+        ("13.0.2", "580.95.05"),
+        ("13.3", "610.43.02"),
+    ],
+)
+def test_toolkit_driver_follows_table_3(cuda, cuda_version, driver):
+    assert cuda.toolkit_driver(cuda_version) == driver
+
+
+@pytest.mark.parametrize("cuda_version", ["13.4", "13.5", "9.2", "12.7"])
+def test_toolkit_driver_is_none_where_table_3_has_no_row(cuda, cuda_version):
+    assert cuda.toolkit_driver(cuda_version) is None
+
+
+@pytest.mark.parametrize(
+    "driver, newest",
+    [
+        ("580.95.05", "13.5"),  # R580 runs every 13.x by minor-version compatibility
+        ("575.57.08", "12.9"),
+        ("535.104.05", "12.9"),  # R535 runs 12.x apps (data-center LTSB)
+        ("525.60.13", "12.9"),
+        ("520.61.05", "11.8"),
+        ("455.23", "11.8"),  # above the 11.x floor 450.80.02
+        ("450.51.05", "11.0"),  # below the floor: only Table 3 helps
+        ("440.33", "10.2"),
+        ("418.39", "10.1"),
+    ],
+)
+def test_newest_cuda_for_driver_uses_table_3_and_minor_version_compatibility(cuda, driver, newest):
+    assert cuda.newest_cuda_for_driver(driver) == newest
+
+
+def test_newest_cuda_for_a_driver_older_than_every_row_is_none(cuda):
+    assert cuda.newest_cuda_for_driver("390.157") is None
+
+
+# ----------------------------------------------------------------------------- architectures
+@pytest.mark.parametrize(
+    "cuda_version, cc, supported",
+    [
+        ("11.0", "8.6", False), ("11.1", "8.6", True),  # sm_86 needs CUDA 11.1
+        ("11.8", "3.5", True), ("12.0", "3.5", False), ("12.0", "3.7", False),  # Kepler removed in 12.0
+        ("12.9", "5.0", True), ("13.0", "5.2", False), ("13.0", "6.1", False), ("13.0", "7.0", False), ("13.0", "7.2", False),
+        ("13.0", "7.5", True), ("13.0.88", "9.0", True), ("11.7", "9.0", False), ("11.8", "8.9", True),
+        ("12.9", "10.1", True), ("13.0", "10.1", False), ("13.0", "11.0", True), ("12.8", "12.0", True), ("12.6", "12.0", False),
+    ],
+)
+def test_nvcc_supports_matches_the_architecture_timeline(cuda, cuda_version, cc, supported):
+    assert cuda.nvcc_supports(cuda_version, cc) is supported
+
+
+@pytest.mark.parametrize(
+    "cuda_version, cc",
+    [("13.0", "9.9"), ("14.0", "9.0"), ("6.5", "5.0")],  # unknown CC; past the horizon; before "7.0 or earlier"
+)
+def test_nvcc_supports_is_none_when_the_kb_cannot_say(cuda, cuda_version, cc):
+    assert cuda.nvcc_supports(cuda_version, cc) is None
+
+
+def test_arch_first_last_gives_the_first_and_last_toolkit(cuda):
+    assert cuda.arch_first_last("8.6") == ("11.1", None)
+    assert cuda.arch_first_last("7.0") == ("9.0", "12.9")
+    assert cuda.arch_first_last("4.0") is None
+
+
+# ----------------------------------------------------------------------------- host gcc
+@pytest.mark.parametrize("cuda_version, gcc", [("11.8", "11"), ("12.0.1", "12"), ("12.4", "13"), ("12.8", "14"), ("12.9", "14"), ("13.0.88", "15"), ("13.5", "16")])
+def test_host_gcc_max_follows_host_config_h(cuda, cuda_version, gcc):
+    assert cuda.host_gcc_max(cuda_version) == gcc
+
+
+def test_host_gcc_max_is_none_for_a_release_the_kb_lacks(cuda):
+    assert cuda.host_gcc_max("12.7") is None
+    assert cuda.host_gcc_max("13.4") is None
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("call", ["driver_floor", "toolkit_driver", "host_gcc_max"])
+def test_a_query_with_garbage_names_the_input(cuda, call):
+    with pytest.raises(ValueError, match="'garbage'"):
+        getattr(cuda, call)("garbage")
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=20))
+def test_queries_answer_or_raise_valueerror_for_any_text(cuda, text):
+    for query in (
+        lambda: cuda.driver_floor(text),
+        lambda: cuda.toolkit_driver(text),
+        lambda: cuda.newest_cuda_for_driver(text),
+        lambda: cuda.nvcc_supports(text, "8.6"),
+        lambda: cuda.nvcc_supports("12.4", text),
+        lambda: cuda.host_gcc_max(text),
+    ):
+        try:
+            query()
+        except ValueError:
+            pass
+
+
+# ----------------------------------------------------------------------------- malformed KB
+def _kb_with(tmp_path: Path, text: str):
+    shutil.copy(KB_DIR / "sources.yaml", tmp_path / "sources.yaml")
+    (tmp_path / "cuda.yaml").write_text(text, encoding="utf-8")
+    return KB(tmp_path)
+
+
+def _mutated(tmp_path: Path, edit):
+    data = yaml.safe_load((KB_DIR / "cuda.yaml").read_text(encoding="utf-8"))
+    edit(data)
+    return _kb_with(tmp_path, yaml.safe_dump(data))
+
+
+def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
+    kb = _kb_with(tmp_path, "minor_compat:\n  - {cuda_major: 11\n")
+    with pytest.raises(KBError, match=r"cuda\.yaml: line \d+"):
+        kb.cuda
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d["toolkit_drivers"].append(dict(d["toolkit_drivers"][5])), r"toolkit_drivers\[\d+\]: duplicate toolkit release"),
+        (lambda d: d["toolkit_drivers"][3].update(driver="not-a-driver"), r"toolkit_drivers\[3\]\.driver: not a version"),
+        (lambda d: d["architectures"][0].update(source="S-NOPE"), r"architectures\[0\]\.source: unknown source key 'S-NOPE'"),
+        (lambda d: d["host_gcc"][2].pop("source"), r"host_gcc\[2\]: missing field 'source'"),
+        (lambda d: d["host_gcc"][2].update(confidence="maybe"), r"host_gcc\[2\]\.confidence"),
+        (lambda d: d["architectures"][1].update(cc="sm_32"), r"architectures\[1\]\.cc: not a compute capability"),
+        (lambda d: d["architectures"].append(dict(d["architectures"][4])), r"duplicate compute capability 5\.0"),
+        (lambda d: d["architectures"][4].update(last_cuda="6.5"), r"architectures\[4\]: last_cuda 6\.5 is before first_cuda"),
+        (lambda d: d["minor_compat"][1].update(min_driver="400.1"), r"minor_compat: CUDA 12\.x floor 400\.1 is not above"),
+        (lambda d: d["toolkit_drivers"][10].update(driver="300.1"), r"toolkit_drivers: CUDA .* needs driver 300\.1, lower than"),
+        (lambda d: d["toolkit_drivers"][1].update(release="Beta"), r"toolkit_drivers\[1\]\.release"),
+        (lambda d: d["host_gcc"][5].update(gcc_max=3), r"host_gcc: CUDA .* gcc_max 3 is below"),
+        (lambda d: d.update(extras=[]), r"unknown section\(s\) extras"),
+        (lambda d: d["minor_compat"][0].update(latest_minor="12.0"), r"minor_compat\[0\]\.latest_minor: 12\.0 is not a CUDA 11\.x"),
+    ],
+)
+def test_a_malformed_row_raises_kberror_naming_file_and_row(tmp_path, edit, message):
+    kb = _mutated(tmp_path, edit)
+    with pytest.raises(KBError, match=r"^cuda\.yaml: (.*: )?" + message):
+        kb.cuda

@@ -1,0 +1,133 @@
+"""doctor/rules/torch.py: each rule's valid and invalid examples, as Facts."""
+
+from __future__ import annotations
+
+import pytest
+
+from doctor.kb import KB
+from doctor.model import Fact, Facts
+from doctor.rules import torch as rules
+
+H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "cc": "9.0"}
+V100 = {"index": 1, "name": "Tesla V100-SXM2-16GB", "cc": "7.0"}
+RTX5090 = {"index": 0, "name": "NVIDIA GeForce RTX 5090", "cc": "12.0"}
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return KB.load()
+
+
+def facts(**values) -> Facts:
+    base = {"python.executable": "/opt/venv/bin/python", "python.version": "3.11.7"}
+    base.update({k.replace("__", "."): v for k, v in values.items()})
+    return Facts(Fact(k, v, source="test") for k, v in base.items())
+
+
+def run(rule, kb, f):
+    findings, skipped = rule.evaluate(f, kb)
+    return findings, skipped
+
+
+def test_a_cuda_13_wheel_on_a_12_x_driver_is_an_error_with_a_runnable_wheel_as_fix(kb):
+    f = facts(torch__version="2.14.1+cu130", torch__cuda="13.0", driver__version="550.127.05")
+    (finding,), _ = run(rules.driver_too_old_for_torch, kb, f)
+    assert finding.severity.value == "error"
+    assert "needs NVIDIA driver >= 580.65.06" in finding.message and "550.127.05" in finding.message
+    assert finding.fix.recipe == "torch-wheel"
+    assert finding.fix.options["variant"] == "cu126" and finding.fix.options["torch"] == "2.14.1"
+    assert "--index-url https://download.pytorch.org/whl/cu126" in finding.fix.commands[0]
+
+
+def test_minor_version_compatibility_lets_a_12_8_wheel_run_on_a_12_0_era_driver(kb):
+    f = facts(torch__version="2.9.1+cu128", torch__cuda="12.8", driver__version="525.60.13")
+    assert run(rules.driver_too_old_for_torch, kb, f) == ([], None)
+
+
+def test_a_driver_below_the_12_x_floor_fails_a_12_x_wheel(kb):
+    f = facts(torch__version="2.9.1+cu128", torch__cuda="12.8", driver__version="515.76")
+    (finding,), _ = run(rules.driver_too_old_for_torch, kb, f)
+    assert "525.60.13" in finding.message
+    assert finding.fix.options["variant"] == "cu118"  # the newest wheel a 515 driver runs
+
+
+def test_a_cpu_build_or_no_driver_is_not_this_rules_business(kb):
+    assert run(rules.driver_too_old_for_torch, kb, facts(torch__cuda=None, driver__version="470.57.02")) == ([], None)
+    assert run(rules.driver_too_old_for_torch, kb, facts(torch__cuda="13.0", driver__version=None)) == ([], None)
+
+
+def test_a_cuda_version_without_a_floor_is_not_checked(kb):
+    findings, skipped = run(rules.driver_too_old_for_torch, kb, facts(torch__cuda="10.2", driver__version="440.33.01"))
+    assert findings == [] and "no driver floor" in skipped.reason
+
+
+def test_an_unknown_driver_is_not_checked_with_the_reason(kb):
+    f = Facts([Fact("torch.cuda", "13.0"), Fact.unknown("driver.version", "no /proc/driver/nvidia/version")])
+    findings, skipped = run(rules.driver_too_old_for_torch, kb, f)
+    assert findings == [] and "no /proc/driver/nvidia/version" in skipped.reason
+
+
+def test_volta_has_no_kernel_in_a_cuda_13_wheel_and_the_fix_covers_every_gpu(kb):
+    f = facts(gpus__list=[H100, V100], torch__cuda="13.0", torch__version="2.14.1+cu130", driver__version="580.95.05",
+              torch__arch_list=["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"])
+    (finding,), _ = run(rules.gpu_arch_unsupported_by_torch, kb, f)
+    assert "Tesla V100" in finding.message and "sm_70" in finding.message
+    assert "no kernel image is available for execution on the device" in finding.message
+    assert finding.fix.options["variant"] == "cu126"  # 2.14.1+cu126 has 7.0 and 9.0
+
+
+def test_a_gpu_covered_by_sass_of_a_lower_minor_is_fine(kb):
+    f = facts(gpus__list=[{"index": 0, "name": "NVIDIA GeForce RTX 3090", "cc": "8.6"}], torch__cuda="12.1",
+              torch__version="2.1.2+cu121", torch__arch_list=["sm_50", "sm_80"])
+    assert run(rules.gpu_arch_unsupported_by_torch, kb, f) == ([], None)
+
+
+def test_the_deep_arch_list_beats_the_kb(kb):
+    # Blackwell with a 2.6 wheel: the KB has no list for 2.6, --deep does.
+    f = facts(gpus__list=[RTX5090], torch__cuda="12.4", torch__version="2.6.0+cu124",
+              torch__deep={"arch_list": ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]})
+    (finding,), _ = run(rules.gpu_arch_unsupported_by_torch, kb, f)
+    assert "sm_120" in finding.message and finding.evidence["arch_list_from"] == "torch.cuda.get_arch_list()"
+
+
+def test_without_any_arch_list_the_rule_says_not_checked_and_suggests_deep(kb):
+    f = Facts([Fact("gpus.list", [H100]), Fact("torch.cuda", "12.4"), Fact("torch.version", "2.6.0+cu124"),
+               Fact.unknown("torch.arch_list", "no confirmed arch list")])
+    findings, skipped = run(rules.gpu_arch_unsupported_by_torch, kb, f)
+    assert findings == [] and "--deep" in skipped.reason
+
+
+def test_a_gpu_without_reported_capability_is_looked_up_by_name(kb):
+    f = facts(gpus__list=[{"index": 0, "name": "GeForce GTX 1080 Ti", "cc": None}], torch__cuda="13.0",
+              torch__version="2.14.1+cu130", torch__arch_list=["sm_75", "sm_90"])
+    (finding,), _ = run(rules.gpu_arch_unsupported_by_torch, kb, f)
+    assert "6.1" in finding.message
+
+
+def test_a_cpu_build_on_a_gpu_host_suggests_the_cuda_build_of_the_same_release(kb):
+    f = facts(torch__installed=True, torch__cuda=None, torch__version="2.13.0+cpu", driver__loaded=True,
+              driver__version="580.95.05", gpus__list=[H100])
+    (finding,), _ = run(rules.torch_cpu_build_on_gpu_host, kb, f)
+    assert finding.severity.value == "warning"
+    assert finding.fix.options["torch"] == "2.13.0" and finding.fix.options["variant"] == "cu132"
+
+
+def test_a_cpu_build_without_a_gpu_or_driver_is_fine(kb):
+    no_gpu = facts(torch__installed=True, torch__cuda=None, driver__loaded=False, gpus__list=[], pci__nvidia_gpus=[])
+    assert run(rules.torch_cpu_build_on_gpu_host, kb, no_gpu) == ([], None)
+    cuda = facts(torch__installed=True, torch__cuda="13.0", driver__loaded=True, gpus__list=[H100])
+    assert run(rules.torch_cpu_build_on_gpu_host, kb, cuda) == ([], None)
+
+
+def test_torch_not_installed_is_info_and_offers_the_cpu_wheel_without_a_driver(kb):
+    f = facts(torch__installed=False, python__site_packages=["/opt/venv/lib/python3.11/site-packages"])
+    (finding,), _ = run(rules.torch_not_installed, kb, f)
+    assert finding.severity.value == "info"
+    assert finding.fix.options["variant"] == "cpu"
+    assert run(rules.torch_not_installed, kb, facts(torch__installed=True)) == ([], None)
+
+
+def test_every_rule_documents_its_four_sections():
+    for item in rules.RULES:
+        for section in ("What it does", "Why is this bad?", "Example", "Fix"):
+            assert section in item.doc, (item.id, section)

@@ -1,0 +1,193 @@
+"""`smoke kernel`: the no-GPU skip, failure diagnoses, and (marked gpu) real kernels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from doctor.host import Host
+from doctor.runner import CommandResult
+from doctor.smoke import kernel
+from doctor.smoke.diagnose import diagnose
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data" / "smoke"
+
+
+def _torch_python() -> str | None:
+    if (REPO / ".venv" / ".torch").exists():
+        return str(REPO / ".venv" / "bin" / "python")
+    if Path("/tmp/venv-torch/bin/python").exists():
+        return "/tmp/venv-torch/bin/python"
+    return None
+
+
+TORCH_PY = _torch_python()
+HAS_GPU = kernel.gpu_expected(Host.live_host())[0]
+
+
+def _ran(stdout: str, returncode: int = 0, stderr: str = "") -> CommandResult:
+    return CommandResult(("python", "kernel_worker.py"), returncode, stdout, stderr)
+
+
+NO_GPU = (False, "no /dev/nvidia0")
+HAS_ONE = (True, "/dev/nvidia0 exists")
+
+
+@pytest.mark.skipif(TORCH_PY is None, reason="no interpreter with torch (make test-venv)")
+def test_without_a_gpu_the_kernel_test_is_skipped_and_exits_0(cli):
+    if HAS_GPU:
+        pytest.skip("this host has a GPU")
+    result = cli("smoke", "kernel", "--python", TORCH_PY, "--json")
+    assert result.exit_code == 0
+    (r,) = json.loads(result.stdout)["results"]
+    assert r["status"] == "skipped"
+    assert "no GPU" in r["message"] and "no kernel was run" in r["message"]
+
+
+def test_recorded_no_gpu_output_is_a_skip_never_a_pass():
+    out = (DATA / "kernel-worker-cu130-no-gpu.json").read_text()
+    (r,) = kernel.interpret("python", _ran(out), NO_GPU, 60)
+    assert r.status == "skipped"
+    assert "torch 2.14.1+cu130 sees no CUDA device" in r.message
+
+
+def test_a_gpu_torch_cannot_see_fails_with_the_drivers_words():
+    out = (DATA / "kernel-worker-cu130-no-gpu.json").read_text()
+    (r,) = kernel.interpret("python", _ran(out), HAS_ONE, 60)
+    assert r.status == "fail"
+    assert r.error.startswith("RuntimeError: Found no NVIDIA driver on your system")
+    assert r.diagnosis == "driver-missing"
+
+
+def test_an_interpreter_without_torch_fails_and_says_so():
+    out = (DATA / "kernel-worker-no-torch.json").read_text()
+    (r,) = kernel.interpret("python3", _ran(out), HAS_ONE, 60)
+    assert r.status == "fail"
+    assert r.diagnosis == "torch-not-installed"
+    assert "No module named 'torch'" in r.message
+
+
+def test_real_run_under_an_interpreter_without_torch(cli):
+    import shutil
+
+    python3 = shutil.which("python3")
+    result = cli("smoke", "kernel", "--python", python3, "--json")
+    data = json.loads(result.stdout)["results"][0]
+    if data["status"] == "skipped" or "torch" not in data["message"]:
+        pytest.skip(f"{python3} has torch")
+    assert result.exit_code == 1
+    assert data["diagnosis"] == "torch-not-installed"
+
+
+def _device(checks, **extra):
+    # The worker's per-device shape (workers/kernel_worker.py), built here to test the mapping.
+    return {"tolerance": {}, "torch": "2.14.1+cu130", "torch_cuda": "13.0", "arch_list": ["sm_75", "sm_80"], "device_count": 1,
+            "devices": [{"index": 0, "name": "Tesla P100-PCIE-16GB", "cc": "6.0", "checks": checks, "tflops": {}, **extra}]}
+
+
+def test_no_kernel_image_points_at_gpu_arch_unsupported_by_torch():
+    error = (DATA / "torch-error-no-kernel-image.txt").read_text()
+    checks = [{"name": "matmul_fp32", "status": "error", "error": error}, {"name": "matmul_fp16", "status": "error", "error": error}]
+    (r,) = kernel.interpret("python", _ran(json.dumps(_device(checks))), HAS_ONE, 60)
+    assert r.status == "fail"
+    assert r.test == "kernel gpu0"
+    assert r.diagnosis == "gpu-arch-unsupported-by-torch"
+    assert r.error == "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+
+
+def test_wrong_answers_without_an_error_fail_with_the_error_and_tolerance():
+    checks = [
+        {"name": "matmul_fp32", "status": "fail", "max_rel_error": 0.93, "tolerance": 0.002},
+        {"name": "reduction_fp32", "status": "pass", "max_rel_error": 1e-7, "tolerance": 1e-4},
+    ]
+    (r,) = kernel.interpret("python", _ran(json.dumps(_device(checks))), HAS_ONE, 60)
+    assert r.status == "fail"
+    assert "matmul_fp32 outside tolerance (max rel error 0.93 > 0.002)" in r.message
+    assert "Xid" in r.hint
+
+
+def test_a_passing_gpu_reports_max_error_and_tflops():
+    checks = [{"name": n, "status": "pass", "max_rel_error": e, "tolerance": 1} for n, e in (("matmul_fp32", 1e-6), ("matmul_fp16", 3e-4))]
+    checks.append({"name": "matmul_bf16", "status": "skipped", "why": "compute capability 6.0 < 8.0: no bf16 tensor cores"})
+    (r,) = kernel.interpret("python", _ran(json.dumps(_device(checks, tflops={"fp32": 9.1, "fp16": 18.2}))), HAS_ONE, 60)
+    assert r.status == "pass"
+    assert "max rel error 0.0003" in r.message
+    assert "fp16 18.2 TFLOP/s" in r.message
+    assert "skipped matmul_bf16" in r.message
+
+
+def test_a_hung_worker_is_a_failure_with_what_to_check():
+    hung = CommandResult(("python",), None, "", "", timed_out=True)
+    (r,) = kernel.interpret("python", hung, HAS_ONE, 5)
+    assert r.status == "fail" and "did not finish within 5 s" in r.message
+    assert "dmesg" in r.hint
+
+
+def test_a_crashed_worker_is_diagnosed_from_its_stderr():
+    crashed = _ran("", returncode=-6, stderr="terminate called\nCUDA error: an illegal memory access was encountered\n")
+    (r,) = kernel.interpret("python", crashed, HAS_ONE, 60)
+    assert r.status == "fail"
+    assert r.error == "CUDA error: an illegal memory access was encountered"
+    assert "CUDA_LAUNCH_BLOCKING=1" in r.hint
+
+
+def test_garbage_output_is_a_clear_failure_not_a_traceback():
+    (r,) = kernel.interpret("python", _ran("{not json\n\x00\xff"), HAS_ONE, 60)
+    assert r.status == "fail" and "died" in r.message
+
+
+@pytest.mark.parametrize(
+    ("text", "finding"),
+    [
+        ("RuntimeError: CUDA error: CUBLAS_STATUS_ARCH_MISMATCH when calling `cublasCreate(handle)`", "gpu-arch-unsupported-by-torch"),
+        ("Failed to initialize NVML: Driver/library version mismatch", "driver-library-mismatch"),
+        ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040).", "driver-too-old-for-torch"),
+        ("AssertionError: Torch not compiled with CUDA enabled", "torch-cpu-build-on-gpu-host"),
+        ("undefined symbol: ncclCommRegister", "nccl-shadowed"),
+        ("include/crt/host_config.h:143:2: error: #error -- unsupported GNU version! gcc versions later than 12 are not supported!", "host-compiler-unsupported"),
+    ],
+)
+def test_error_texts_map_to_their_diagnosis(text, finding):
+    found = diagnose(text)
+    assert found is not None and found.finding == finding
+
+
+def test_an_unknown_error_has_no_diagnosis():
+    assert diagnose("something else entirely") is None
+
+
+# --------------------------------------------------------------------------- gpu_expected
+def test_driver_device_node_means_a_gpu_is_expected(tmp_path):
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "nvidia0").write_text("")
+    assert kernel.gpu_expected(Host.at_root(tmp_path)) == (True, "/dev/nvidia0 exists")
+
+
+def test_an_nvidia_pci_display_device_counts_outside_containers(tmp_path):
+    dev = tmp_path / "sys" / "bus" / "pci" / "devices" / "0000:01:00.0"
+    dev.mkdir(parents=True)
+    (dev / "vendor").write_text("0x10de\n")
+    (dev / "class").write_text("0x030200\n")
+    assert kernel.gpu_expected(Host.at_root(tmp_path))[0] is True
+    (tmp_path / ".dockerenv").write_text("")
+    assert kernel.gpu_expected(Host.at_root(tmp_path))[0] is False
+
+
+def test_an_empty_root_expects_no_gpu(tmp_path):
+    assert kernel.gpu_expected(Host.at_root(tmp_path))[0] is False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(TORCH_PY is None, reason="no interpreter with torch")
+def test_every_gpu_passes_real_kernels_within_tolerance(cli):
+    if not HAS_GPU:
+        pytest.skip("needs an NVIDIA GPU and driver")
+    result = cli("smoke", "kernel", "--python", TORCH_PY, "--json")
+    results = json.loads(result.stdout)["results"]
+    assert result.exit_code == 0, results
+    assert results and all(r["status"] == "pass" for r in results)
+    for r in results:
+        assert r["details"]["tflops"].get("fp16", 0) > 0
