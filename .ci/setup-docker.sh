@@ -56,6 +56,9 @@ else
     debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
         bookworm "$dir" http://deb.debian.org/debian >/dev/null
     rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
+    # mktemp -d made the folder 0700, and the tar's "." entry becomes the image's "/":
+    # without this, no non-root user could reach anything in the image.
+    chmod 0755 "$dir"
     tar -C "$dir" -c . | docker import - "$BASE_IMAGE" >/dev/null
     echo "imported $BASE_IMAGE"
 fi

@@ -289,13 +289,16 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 # verified) is written by a step instead, through this module, so printed plans stay
 # runnable by hand:
 #     python -m recipes.apply write PATH MODE CONTENT   (atomic; backs up a different file)
-#     python -m recipes.apply same PATH CONTENT         (exit 0 when PATH holds CONTENT: a skip check)
+#     python -m recipes.apply same PATH SHA256          (exit 0 when PATH's digest is SHA256: a skip check)
 def file_step(python: str, path: str, content: str, why: str = "", mode: int = 0o644) -> Step:
     """A Step writing `content` to `path` atomically, skipped when already there."""
+    import hashlib
+
+    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
     return Step(
         (python, "-m", "recipes.apply", "write", path, f"{mode:o}", content),
         why=why or f"write {path}",
-        skip_if=(python, "-m", "recipes.apply", "same", path, content),
+        skip_if=(python, "-m", "recipes.apply", "same", path, digest),
         undo=f"rm -f {shlex.quote(path)}",
     )
 
@@ -314,13 +317,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path}: {'written' if outcome.status == 'done' else 'already up to date'}")
         return 0
     if len(args) == 3 and args[0] == "same":
-        _, path, content = args
+        import hashlib
+
+        _, path, digest = args
         try:
             with open(path, "rb") as handle:
-                return 0 if handle.read() == content.encode("utf-8") else 1
+                return 0 if hashlib.sha256(handle.read()).hexdigest() == digest.lower() else 1
         except OSError:
             return 1
-    print("usage: python -m recipes.apply write PATH MODE CONTENT | same PATH CONTENT", file=sys.stderr)
+    print("usage: python -m recipes.apply write PATH MODE CONTENT | same PATH SHA256", file=sys.stderr)
     return 2
 
 

@@ -129,8 +129,15 @@ def fix(ids, root, env_file, facts_file, image, deep, python, timeout, do_apply,
                 manual.append(finding)
             continue
         options = dict(finding.fix.options)
-        key = (finding.fix.recipe, json.dumps(options, sort_keys=True, default=str))
-        groups.setdefault(key, (options, []))[1].append(finding.id)
+        if finding.fix.recipe == "env":
+            # One env file for everything: merge what each finding asks of it.
+            key = ("env", "")
+            merged, _ = groups.setdefault(key, ({}, []))
+            _merge_options(merged, options)
+        else:
+            key = (finding.fix.recipe, json.dumps(options, sort_keys=True, default=str))
+            groups.setdefault(key, (options, []))
+        groups[key][1].append(finding.id)
     if not groups and not manual:
         named = f" for {', '.join(ids)}" if ids else ""
         click.echo(f"nothing to fix{named}: no current finding has a recipe")
@@ -167,6 +174,18 @@ def fix(ids, root, env_file, facts_file, image, deep, python, timeout, do_apply,
         click.echo(f"fwdoctor: still present after the fix: {', '.join(remaining)}", err=True)
         sys.exit(EXIT_FINDINGS)
     click.echo(f"fixed: {', '.join(sorted(targeted))}", err=True)
+
+
+def _merge_options(into: dict[str, Any], more: Mapping[str, Any]) -> None:
+    """Lists add up, mappings merge, a scalar already set stays (the first finding's)."""
+    for key, value in more.items():
+        have = into.get(key)
+        if isinstance(have, list) and isinstance(value, (list, tuple)):
+            into[key] = have + [v for v in value if v not in have]
+        elif isinstance(have, dict) and isinstance(value, Mapping):
+            into[key] = {**value, **have}
+        elif key not in into:
+            into[key] = list(value) if isinstance(value, tuple) else value
 
 
 def _recheck_env_file(facts: Any, plans: list[Any], env_file: str | None) -> str | None:

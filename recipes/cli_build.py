@@ -70,9 +70,7 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
                       workdir=workdir, jobs=jobs, ccache=ccache, debug=debug, cmake_only=cmake_only)
     try:
         if docker_image:
-            from recipes import torch_docker
-
-            pf, bp = torch_docker.docker_plan(opts, docker_image, kb)
+            pf, bp = ts.docker_plan(opts, docker_image, kb)
         else:
             req, host = ts.gather(opts, kb, toolkits_fact=_toolkits_fact())
             pf, bp = ts.make_plan(req, host, kb, cmake_only=cmake_only)

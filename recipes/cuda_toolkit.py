@@ -60,17 +60,35 @@ RUNFILES: dict[str, tuple[str, str]] = {
 # The cuda-keyring package that configures NVIDIA's apt repository.
 KEYRING_URL = "https://developer.download.nvidia.com/compute/cuda/repos/{repo}/{arch}/cuda-keyring_1.1-1_all.deb"
 
-_VERIFY_CU = """\
-// written by fwdoctor to prove the toolkit compiles and links
-#include <cstdio>
-__global__ void fwdoctor_kernel(int *out) { out[threadIdx.x] = threadIdx.x; }
-int main() {
-    int *d = nullptr;
-    cudaError_t err = cudaMalloc(&d, 32 * sizeof(int));
-    if (err == cudaSuccess) { fwdoctor_kernel<<<1, 32>>>(d); cudaFree(d); }
-    std::printf("compiled; runtime says: %s\\n", cudaGetErrorString(err));
-    return 0;
-}
+# argv[1:]: nvcc, "run" or "compile", then nvcc's arch flags. Compiles and links a kernel
+# in a scratch folder (deleted afterwards); with "run" (a GPU host whose driver runs this
+# CUDA) also runs it and fails unless the kernel launched.
+_COMPILE = """\
+import os, subprocess, sys, tempfile
+nvcc, mode, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
+src = (
+    "#include <cstdio>\\n"
+    "__global__ void fwdoctor_kernel(int *out) { out[threadIdx.x] = threadIdx.x; }\\n"
+    "int main() {\\n"
+    "    int *d = nullptr;\\n"
+    "    cudaError_t err = cudaMalloc(&d, 32 * sizeof(int));\\n"
+    "    if (err == cudaSuccess) { fwdoctor_kernel<<<1, 32>>>(d); err = cudaDeviceSynchronize(); cudaFree(d); }\\n"
+    "    std::printf(\\"kernel: %s\\\\n\\", cudaGetErrorString(err));\\n"
+    "    return err == cudaSuccess ? 0 : 1;\\n"
+    "}\\n"
+)
+with tempfile.TemporaryDirectory(prefix="fwdoctor-nvcc-") as tmp:
+    cu = os.path.join(tmp, "verify.cu")
+    with open(cu, "w") as handle:
+        handle.write(src)
+    proc = subprocess.run([nvcc, *flags, cu, "-o", os.path.join(tmp, "verify")], capture_output=True, text=True, timeout=540)
+    print(proc.stdout + proc.stderr)
+    print("compiled and linked" if proc.returncode == 0 else f"nvcc failed: exit {proc.returncode}")
+    if proc.returncode != 0 or mode != "run":
+        sys.exit(proc.returncode)
+    ran = subprocess.run([os.path.join(tmp, "verify")], capture_output=True, text=True, timeout=120)
+    print(ran.stdout + ran.stderr)
+    sys.exit(ran.returncode)
 """
 
 # argv[1:]: nvcc path, expected "X.Y". Exit 0 when `nvcc --version` reports that release.
@@ -128,7 +146,7 @@ def _plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
     if refusal:
         notes.insert(0, f"--force: {refusal}")
     home = os.path.expanduser("~")
-    work_dir = str(options.get("work_dir") or posixpath.join(home, ".cache", "fwdoctor"))
+    work_dir = str(options.get("work_dir") or posixpath.join(home, ".cache", "fwdoctor"))  # downloads go below it
     env_file = str(options.get("env_file") or posixpath.join(home, ".config", "fwdoctor", f"cuda-{xy}.env.sh"))
     fw_python = str(options.get("fwdoctor_python") or sys.executable)
     if method == "pip":
@@ -140,20 +158,16 @@ def _plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
     notes += more
     steps += _link_steps(facts, root, bool(options.get("link")), method)
     nvcc = posixpath.join(root, "bin", "nvcc")
-    src = posixpath.join(work_dir, "fwdoctor-verify.cu")
     verify = (
         Step((fw_python, "-c", _CHECK_NVCC, nvcc, xy), why=f"nvcc --version reports release {xy}", timeout_s=120),
         Step(
-            (nvcc, *_gencode(kb, xy, gpus), src, "-o", posixpath.join(work_dir, "fwdoctor-verify")),
-            why="compile and link a kernel for this host's GPUs" if gpus else "compile and link a kernel (no GPU here: nvcc's default arch)",
+            (fw_python, "-c", _COMPILE, nvcc, "run" if gpus and not refusal else "compile", *_gencode(kb, xy, gpus)),
+            why="compile, link and run a kernel on this host's GPUs" if gpus and not refusal else "compile and link a kernel" + ("" if gpus else " (no GPU here: nvcc's default arch)"),
             timeout_s=600,
         ),
     )
-    # Written by steps, after the install: nothing lands before the download is verified.
-    steps += [
-        file_step(fw_python, env_file, env_snippet(root, xy), why=f"environment for CUDA {xy}: source it (. {env_file}); no rc file is touched"),
-        file_step(fw_python, src, _VERIFY_CU, why="a tiny CUDA program for the verification compile"),
-    ]
+    # A step, after the install: nothing is written before the download is verified.
+    steps.append(file_step(fw_python, env_file, env_snippet(root, xy), why=f"environment for CUDA {xy}: source it (. {env_file}); no rc file is touched"))
     notes.append(f"to use it: . {env_file}")
     return Plan(RECIPE, title, steps=tuple(steps), verify=verify, notes=tuple(notes), clears=("toolkit-missing",))
 

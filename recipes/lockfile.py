@@ -215,7 +215,7 @@ def render_lock(stack: ResolvedStack, pins: Iterable[Pin], stack_file: str) -> s
         "# Install: pip install --require-hashes --no-deps --only-binary=:all: -r requirements.lock",
         f"# stack-digest: sha256:{stack.digest}",
     ]
-    for pin in pins:
+    for pin in sorted(pins, key=lambda p: (p.name, p.version)):
         lines.append(f"{pin.name}=={pin.version} \\")
         lines.append(f"    --hash=sha256:{pin.sha256}")
     return "\n".join(lines) + "\n"

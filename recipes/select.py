@@ -241,7 +241,8 @@ def _cc_for_name(kb: Any, name: str) -> str | None:
     lookup = getattr(kb.gpus, "cc_for_name", None)
     if lookup is None:  # the gpus KB area is not there yet
         return None
-    return lookup(name)
+    # People type "RTX 4090" or "GTX 1080 Ti"; the KB knows the marketing names NVML reports.
+    return lookup(name) or (lookup(f"GeForce {name}") if not name.lower().startswith(("geforce", "nvidia")) else None)
 
 
 def python_minor(version: str) -> str:
@@ -287,7 +288,8 @@ def target_from_facts(
     else:
         found = facts.get("python.version") if facts is not None else None
         if not found:
-            raise SelectError("the target Python is unknown: pass --python X.Y")
+            why = f" ({facts.why('python.version')})" if facts is not None and not facts.known("python.version") else ""
+            raise SelectError(f"the target Python's version is unknown{why}: pass --python X.Y or a working interpreter")
         py = python_minor(found)
         notes.append(f"Python {py} from {facts.get('python.executable') or 'this host'}")
     if cuda is not None and cuda != "cpu":

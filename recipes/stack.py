@@ -186,6 +186,8 @@ def parse(data: Any, where: str = "<stack>") -> Stack:
     assert name is not None
     if not _NAME.match(name):
         raise err("name", f"{name!r} must be lowercase letters, digits, '.', '_' or '-' (it names folders and the image)")
+    if isinstance(data.get("python"), float):
+        raise err("python", f"YAML read {data['python']!r} as a number (3.10 becomes 3.1): quote it, e.g. python: \"3.10\"")
     python = text("python", required=True)
     assert python is not None
     if not re.fullmatch(r"3\.\d+", python):

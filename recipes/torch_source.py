@@ -127,6 +127,9 @@ def find_toolkit(spec: str, env: Mapping[str, str], run: Run = runner.run,
         nvcc = os.path.join(root, "bin", "nvcc")
         if not os.access(nvcc, os.X_OK):
             raise InputError(f"--cuda {spec}: no executable {nvcc}")
+        if not _has_cuda_headers(root):
+            # e.g. /usr/local/bin/nvcc, a wrapper script: its "root" /usr/local is no toolkit
+            raise InputError(f"--cuda {spec}: {root} has no include/cuda_runtime.h; give the toolkit's root (e.g. /usr/local/cuda-12.8)")
         return _toolkit_at(root, nvcc, run)
     if not VERSION_LIKE.match(spec):
         raise InputError(f"--cuda {spec}: expected a version like 12.8 or the path of a toolkit")
@@ -141,6 +144,10 @@ def find_toolkit(spec: str, env: Mapping[str, str], run: Run = runner.run,
             return tk
     found = "; ".join(seen) or "none"
     raise InputError(f"--cuda {spec}: no such toolkit installed (found: {found}); install it or pass --cuda /path/to/cuda-{spec}")
+
+
+def _has_cuda_headers(root: str) -> bool:
+    return os.path.isfile(os.path.join(root, "include", "cuda_runtime.h")) or bool(glob.glob(os.path.join(root, "targets", "*", "include", "cuda_runtime.h")))
 
 
 def _toolkit_roots(env: Mapping[str, str], toolkits_fact: Sequence[Mapping] | None) -> list[str]:
@@ -530,6 +537,61 @@ def _lib_note(lib: be.LibChoice) -> str:
     return "bundled (third_party/nccl)" if lib.lib == "nccl" else "whatever CMake finds (not pinned)"
 
 
+# =========================================================================== --docker
+CONTAINER_WORKDIR = "/fwd"
+CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# nvidia/cuda devel images carry the toolkit and g++ but no Python or git.
+CONTAINER_PACKAGES = ("git", "python3", "python3-venv", "python3-dev", "python3-pip")
+
+
+def docker_plan(opts: Options, image: str, kb, env: Mapping[str, str] | None = None, run: Run = runner.run) -> tuple[be.Preflight, BuildPlan | None]:
+    """The same build inside a CUDA devel image (e.g. nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04):
+    an in-container script made by the same plan code, and one `docker run` that executes it
+    with --workdir mounted at /fwd. Printed only: fwdoctor does not drive Docker here."""
+    env = dict(os.environ if env is None else env)
+    torch = _torch_version(opts)
+    if not VERSION_LIKE.match(opts.cuda):
+        raise InputError(f"--cuda {opts.cuda}: with --docker give the image's CUDA version (e.g. 12.8), not a host path")
+    workdir = os.path.abspath(opts.workdir or f"fwdoctor-build/torch-{torch}-cu{opts.cuda.replace('.', '')}-docker")
+    inside = be.Layout(CONTAINER_WORKDIR)
+    toolkit = be.Toolkit("/usr/local/cuda", "/usr/local/cuda/bin/nvcc", opts.cuda)  # archs and gcc bound: from the KB / not checked
+    libs = []
+    for lib, spec in (("nccl", opts.nccl), ("cudnn", opts.cudnn)):
+        if "/" in spec:
+            raise InputError(f"--{lib} {spec}: a host path is not visible inside the container; give a version, bundled or none")
+        libs.append(resolve_lib(lib, spec, toolkit, inside))
+    arch_list, arch_from = resolve_arch(opts.arch, run)
+    python = be.PythonEnv(f"{CONTAINER_WORKDIR}/venv/bin/python", None, f"{CONTAINER_WORKDIR}/venv", "/usr", True)
+    jobs = int(opts.jobs) if opts.jobs.isdigit() and int(opts.jobs) > 0 else None
+    req = be.BuildRequest(torch=torch, toolkit=toolkit, nccl=libs[0], cudnn=libs[1], python=python, arch_list=arch_list,
+                          arch_from=arch_from, workdir=CONTAINER_WORKDIR, source=f"{CONTAINER_WORKDIR}/src" if opts.source else None,
+                          git_url=opts.git or "https://github.com/pytorch/pytorch.git", jobs=jobs, ccache=False, debug=opts.debug)
+    host = be.BuildHost(cores=_cores(), mem_available_bytes=_mem_available(), disk_free_bytes=_disk_free(workdir),
+                        host_cxx=be.Tool("/usr/bin/g++", None), git="/usr/bin/git", path=CONTAINER_PATH)
+    return docker_plan_for(req, host, kb, image, workdir, opts.source, opts.cmake_only)
+
+
+def docker_plan_for(req: be.BuildRequest, host: be.BuildHost, kb, image: str, host_workdir: str, host_source: str | None,
+                    cmake_only: bool = False) -> tuple[be.Preflight, BuildPlan | None]:
+    pf, inner = make_plan(req, host, kb, cmake_only=cmake_only)
+    if inner is None:
+        return pf, None
+    setup = (Step(("apt-get", "update")), Step(("apt-get", "install", "-y", "--no-install-recommends", *CONTAINER_PACKAGES)),
+             Step(("python3", "-m", "venv", f"{CONTAINER_WORKDIR}/venv"), skip_if=("test", "-x", req.python.executable)))
+    script = dataclasses.replace(inner, prepare=(*setup, *inner.prepare)).to_plan().to_shell()
+    script_path = f"{host_workdir}/in-container.sh"
+    mounts = ["-v", f"{host_workdir}:{CONTAINER_WORKDIR}"]
+    if host_source:
+        mounts += ["-v", f"{os.path.abspath(host_source)}:{CONTAINER_WORKDIR}/src"]
+    step = Step(("docker", "run", "--rm", "--gpus", "all", *mounts, image, "sh", f"{CONTAINER_WORKDIR}/in-container.sh"),
+                why=f"the build inside {image} (script: {script_path})", timeout_s=BUILD_TIMEOUT_S)
+    notes = (*inner.notes, f"--docker {image}: the CUDA, g++ and cmake are the image's; {host_workdir} is mounted at {CONTAINER_WORKDIR}",
+             "not run by fwdoctor: needs Docker and the NVIDIA container toolkit (--gpus all); the host compiler is not pre-checked")
+    outer = BuildPlan(req, be.Layout(host_workdir), {}, (), step, (),
+                      (FileWrite(script_path, script, mode=0o755, why="the in-container build (same plan as without --docker)"),), notes, cmake_only)
+    return pf, outer
+
+
 # The proof that runs after installing the wheel. Exit 0 only when every requested
 # version matches; prints one JSON object either way.
 VERIFY_SCRIPT = '''#!/usr/bin/env python3
@@ -631,11 +693,11 @@ def _apply_plan():
 
 
 def _progress_printer(say: ProgressFn, every_s: float = 5.0) -> Callable[[int, int], None]:
-    last = [0.0]
+    last: list[float | None] = [None]
 
     def show(done: int, total: int) -> None:
         now = time.monotonic()
-        if done == total or now - last[0] >= every_s:
+        if done == total or last[0] is None or now - last[0] >= every_s:
             last[0] = now
             say(f"build: {done}/{total} ({100.0 * done / total:.1f}%)")
 

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 DATA = Path(__file__).resolve().parent / "data" / "recipes"
 PYPI = Path("/opt/pypi")
 TORCH_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
@@ -90,12 +92,15 @@ def test_the_pip_method_installs_nvcc_into_a_prefix_that_compiles_and_a_second_a
     assert first.exit_code == 0, first.output
     nvcc = prefix / "nvidia" / "cu13" / "bin" / "nvcc"
     assert nvcc.exists() and (prefix / "nvidia" / "cu13" / "lib64").is_symlink()
-    assert (isolated / "home" / ".cache" / "fwdoctor" / "fwdoctor-verify").exists()  # the linked program
+    assert "compiled and linked" in Path(_log_path(first.output)).read_text()
     assert "cuda-toolkit: applied" in first.output
-    log = next(line.split("log: ", 1)[1] for line in first.output.splitlines() if line.strip().startswith("log: "))
-    assert "nvidia-cuda-nvcc==13.0.*" in Path(log).read_text()
+    assert "nvidia-cuda-nvcc==13.0.*" in Path(_log_path(first.output)).read_text()
     second = cli(*args)
     assert second.exit_code == 0 and "cuda-toolkit: unchanged" in second.output
+
+
+def _log_path(output: str) -> str:
+    return next(line.split("log: ", 1)[1] for line in output.splitlines() if line.strip().startswith("log: "))
 
 
 @pytest.fixture
@@ -118,6 +123,7 @@ def test_the_runfile_method_verifies_the_download_installs_the_toolkit_only_and_
     assert result.exit_code == 0, result.output
     assert (prefix / "version.json").exists() and (downloads / "cuda_13.0.2_580.95.05_linux.run").exists()
     assert "[verify done]" in result.output
+    assert "compiled and linked" in Path(_log_path(result.output)).read_text()
 
 
 def test_a_runfile_with_the_wrong_checksum_stops_before_anything_is_written(cli, runfile_server, isolated):
@@ -147,3 +153,34 @@ def test_torch_installs_pinned_into_a_fresh_venv_from_a_local_index_and_imports(
     assert check.stdout.strip() == "2.13.0+cpu"
     second = cli(*args)
     assert second.exit_code == 0 and "torch-wheel: unchanged" in second.output
+
+
+def test_the_printed_runfile_plan_runs_by_hand_with_sh_even_with_quotes_and_spaces_in_paths(runfile_server, isolated):
+    from doctor.kb import KB
+    from doctor.model import Facts
+    from recipes import cuda_toolkit
+
+    url, digest = runfile_server
+    weird = isolated / "it's a \"dir\""
+    options = {"version": "13.0", "runfile_url": url, "sha256": digest, "prefix": str(weird / "cuda 13.0"), "work_dir": str(weird / "work"), "env_file": str(weird / "env $HOME.sh"), "fwdoctor_python": sys.executable}
+    plan = cuda_toolkit.plan(Facts(), KB.load(), options)
+    script = isolated / "plan.sh"
+    script.write_text(plan.to_shell())
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run(["sh", str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (weird / "cuda 13.0" / "bin" / "nvcc").exists()
+    assert "compiled and linked" in proc.stdout
+    snippet = (weird / "env $HOME.sh").read_text()
+    assert snippet == cuda_toolkit.env_snippet(str(weird / "cuda 13.0"), "13.0")
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_host_the_pip_toolkit_compiles_for_the_host_arch_and_the_kernel_runs(cli, index, isolated):
+    if not Path("/proc/driver/nvidia/version").exists():
+        pytest.skip("no NVIDIA driver loaded on this host")
+    prefix = isolated / "cuda-13.0"
+    result = cli("install", "cuda-toolkit", "13.0", "--method", "pip", "--prefix", str(prefix), "--index-url", index, "--apply", "--yes")
+    assert result.exit_code == 0, result.output
+    log = Path(_log_path(result.output)).read_text()
+    assert "-gencode" in log and "kernel: no error" in log

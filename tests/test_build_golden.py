@@ -184,3 +184,25 @@ def test_cmake_only_stops_after_configuring_and_has_no_verification(kb):
     assert "setup.py build --cmake-only" in text
     assert "# verify" not in text
     assert "verify_build.py" not in text
+
+
+def test_the_docker_plan_runs_the_same_build_script_inside_the_image(kb):
+    inside = be.Layout(ts.CONTAINER_WORKDIR)
+    req = be.BuildRequest(
+        torch="2.9.1", toolkit=be.Toolkit("/usr/local/cuda", "/usr/local/cuda/bin/nvcc", "12.8"),
+        nccl=pip_lib("nccl", "2.27.5", 12, inside.workdir), cudnn=pip_lib("cudnn", "9.10.2.21", 12, inside.workdir),
+        python=be.PythonEnv("/fwd/venv/bin/python", None, "/fwd/venv", "/usr", True), arch_list="9.0", arch_from="--arch", workdir="/fwd")
+    host = be.BuildHost(cores=32, mem_available_bytes=128 * be.GIB, disk_free_bytes=500 * be.GIB,
+                        host_cxx=be.Tool("/usr/bin/g++", None), git="/usr/bin/git", path=ts.CONTAINER_PATH)
+    pf, bp = ts.docker_plan_for(req, host, kb, "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04", "/srv/fwd build", None)
+    assert pf.ok
+    text = bp.to_plan().to_shell()
+    path = GOLDEN / "torch-2.9.1-cu128-docker.sh"
+    if UPDATE:
+        path.write_text(text)
+    assert text == path.read_text()
+    assert bp.build.argv[:2] == ("docker", "run") and "/srv/fwd build:/fwd" in bp.build.argv
+    (script,) = bp.files
+    assert "export CMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc" in script.content
+    assert "python3 -m venv /fwd/venv" in script.content
+    assert subprocess.run(["sh", "-n"], input=script.content, text=True, timeout=30).returncode == 0

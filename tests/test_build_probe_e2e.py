@@ -57,6 +57,15 @@ def kb():
     return KB.load()
 
 
+@pytest.fixture(autouse=True)
+def roomy_host(monkeypatch):
+    """Free disk and memory are the machine's and change under us; these tests are about
+    other things, so the resource probes report a roomy host (the checks themselves are
+    tested in test_build_env.py)."""
+    monkeypatch.setattr(ts, "_disk_free", lambda path: 500 * be.GIB)
+    monkeypatch.setattr(ts, "_mem_available", lambda: 64 * be.GIB)
+
+
 @pytest.fixture
 def world(tmp_path):
     """A source tree, a target venv and a PATH with decoys, all under a path with spaces."""

@@ -16,7 +16,7 @@ from packaging.version import Version
 from doctor.kb import KB, KB_DIR, KBError
 
 RAW = yaml.safe_load((KB_DIR / "cuda.yaml").read_text(encoding="utf-8"))
-ROW_SECTIONS = ("minor_compat", "toolkit_drivers", "architectures", "host_gcc")
+ROW_SECTIONS = ("minor_compat", "toolkit_drivers", "architectures", "host_gcc", "runfiles")
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +167,20 @@ def test_host_gcc_max_is_none_for_a_release_the_kb_lacks(cuda):
     assert cuda.host_gcc_max("13.4") is None
 
 
+# ----------------------------------------------------------------------------- runfiles
+def test_runfile_by_release_or_by_minor(cuda):
+    assert cuda.runfile("12.8.0").filename == "cuda_12.8.0_570.86.10_linux.run"
+    assert cuda.runfile("12.8") == cuda.runfile("12.8.0")
+    assert cuda.runfile("12.8.1") is None and cuda.runfile("13.0") is None
+
+
+def test_runfile_digest_is_the_hex_of_the_nixpkgs_sri_digest(cuda):
+    # releases.nix @113ef7df: 11.8 sha256 = "sha256-kiPErzrr5Ke77Zq9mxY7A6GzS4VfvCtKDRtwasCaWhY="
+    import base64
+
+    assert cuda.runfile("11.8").sha256 == base64.b64decode("kiPErzrr5Ke77Zq9mxY7A6GzS4VfvCtKDRtwasCaWhY=").hex()
+
+
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("call", ["driver_floor", "toolkit_driver", "host_gcc_max"])
 def test_a_query_with_garbage_names_the_input(cuda, call):
@@ -227,6 +241,9 @@ def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
         (lambda d: d["host_gcc"][5].update(gcc_max=3), r"host_gcc: CUDA .* gcc_max 3 is below"),
         (lambda d: d.update(extras=[]), r"unknown section\(s\) extras"),
         (lambda d: d["minor_compat"][0].update(latest_minor="12.0"), r"minor_compat\[0\]\.latest_minor: 12\.0 is not a CUDA 11\.x"),
+        (lambda d: d["runfiles"][0].update(sha256="ABC"), r"runfiles\[0\]\.sha256: expected 64 lowercase hex"),
+        (lambda d: d["runfiles"][1].update(url="http://example.com/cuda.run"), r"runfiles\[1\]\.url: not NVIDIA's runfile URL"),
+        (lambda d: d["runfiles"].append({**d["runfiles"][2], "cuda": "11.5.1", "url": d["runfiles"][2]["url"].replace("11.5.0", "11.5.1")}), r"duplicate runfile for CUDA 11\.5"),
     ],
 )
 def test_a_malformed_row_raises_kberror_naming_file_and_row(tmp_path, edit, message):

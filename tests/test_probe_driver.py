@@ -288,6 +288,12 @@ def test_nvidia_smi_version_mismatch_becomes_the_nvml_error():
     assert snap.failures == []
 
 
+def test_nvidia_smi_with_no_devices_is_an_empty_gpu_list_not_a_failure():
+    snap = NvmlSnapshot()
+    smi_query(fake_smi_host("nodevices"), snap)
+    assert (snap.source, snap.gpus, snap.failures) == ("nvidia-smi", [], [])
+
+
 def test_a_healthy_nvidia_smi_gives_gpus_driver_and_cuda_version():
     snap = NvmlSnapshot()
     smi_query(fake_smi_host("h100"), snap)

@@ -126,3 +126,8 @@ def test_a_pyenv_shim_is_followed_to_the_version_pyenv_would_run(tmp_path):
     assert facts["python.path_commands"]["python3"]["prefix"] == "/home/u/.pyenv/versions/3.11.7"
     # PYENV_VERSION=system leaves the shim unresolved rather than guessing
     assert py.pyenv_target(Host.at_root(root, {"PYENV_VERSION": "system"}), "/home/u/.pyenv/shims/python3") is None
+
+
+def test_an_environment_folder_given_as_python_means_its_interpreter():
+    host = Host.at_root(ROOTS / "python-env-ok", {"PATH": "/usr/bin"})
+    assert py.choose_interpreter(host, "/opt/venv", None, None) == ("/opt/venv/bin/python", "--python")

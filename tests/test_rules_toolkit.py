@@ -197,7 +197,7 @@ def test_the_driver_fix_suggests_the_newest_cuda_this_driver_runs():
     f = facts(driver__version="575.57.08", cuda__active=active(TK130), cuda__toolkits=[TK130])
     found, _ = run(rules.driver_too_old_for_toolkit, f)
     assert (found[0].fix.recipe, found[0].fix.options) == ("cuda-toolkit", {"version": "12.9"})
-    assert "580.65.06" in found[0].fix.note
+    assert found[0].fix.note == "driver 575.57.08 runs CUDA <= 12.9: use that toolkit, or upgrade the driver to >= 580.65.06 for CUDA 13.0"
 
 
 @pytest.mark.parametrize("version, reason", [("14.0.10", "no data for CUDA 14.0"), ("13.5.37", "no data on the driver CUDA 13.5 ships for")])
@@ -292,3 +292,19 @@ def test_a_garbled_toolkit_version_is_not_checked_never_a_crash(bad):
         found, skipped = run(rule, f)
         assert found == [] and skipped is not None, rule.id
         assert ("cannot read CUDA version 'abc'" if bad else "has no readable version") in skipped.reason
+
+
+def test_all_path_fixes_converge_on_the_toolkit_matching_torch():
+    ptrs = {**NO_POINTERS, "cuda_home": TK124["root"], "usr_local_cuda": TK130["root"]}
+    f = facts(torch__cuda="13.0", cuda__pointers=ptrs, cuda__toolkits=[TK124, TK130], cuda__active=active(TK124, "CUDA_HOME"))
+    targets = set()
+    for rule in (rules.cuda_path_inconsistent, rules.multiple_toolkits, rules.torch_toolkit_mismatch):
+        found, _ = run(rule, f)
+        targets.add(found[0].fix.options["cuda_home"])
+    assert targets == {"/usr/local/cuda-13.0"}
+
+
+def test_pointers_that_name_no_installed_toolkit_still_fire_without_a_target():
+    ptrs = {**NO_POINTERS, "cuda_home": "/opt/a", "cuda_path": "/opt/b"}
+    found, _ = run(rules.cuda_path_inconsistent, facts(cuda__pointers=ptrs, cuda__toolkits=[]))
+    assert "none names an installed toolkit" in found[0].message and found[0].fix.options == {}

@@ -81,10 +81,12 @@ def test_nothing_fits_says_why_and_lists_the_closest_options(kb):
 
 
 def test_gpu_names_resolve_through_the_kb(kb):
-    gpu = sel.resolve_gpu(kb, "Tesla K80")
-    if gpu.cc is None:  # pragma: no cover - depends on gpus.yaml rows
-        pytest.skip("gpus KB has no Tesla K80 row")
-    assert gpu.cc == "3.7"
+    assert sel.resolve_gpu(kb, "Tesla K80") == sel.Gpu("Tesla K80", "3.7")
+
+
+def test_short_geforce_names_resolve_too(kb):
+    assert sel.resolve_gpu(kb, "GTX 1080 Ti").cc == "6.1"
+    assert sel.resolve_gpu(kb, "RTX 4090").cc == "8.9"
 
 
 def test_an_unknown_gpu_name_is_a_clear_error(kb):

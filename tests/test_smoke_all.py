@@ -25,6 +25,7 @@ def _torch_python() -> str | None:
 TORCH_PY = _torch_python()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(TORCH_PY is None, reason="no interpreter with torch (make test-venv)")
 def test_all_writes_a_report_with_every_part_and_the_same_exit_code(cli, tmp_path):
     report = tmp_path / "smoke.json"

@@ -55,6 +55,7 @@ def clean_run():
     return CliRunner().invoke(main, ["smoke", "allreduce", "--python", TORCH_PY, *args, "--json"], catch_exceptions=False)
 
 
+@pytest.mark.slow
 def test_two_gloo_ranks_sum_exactly_and_report_every_size(clean_run):
     result = clean_run
     assert result.exit_code == 0, result.output
@@ -67,6 +68,7 @@ def test_two_gloo_ranks_sum_exactly_and_report_every_size(clean_run):
     assert r["details"]["nccl_version"]  # torch.cuda.nccl.version() of the CUDA build, loaded not used
 
 
+@pytest.mark.slow
 def test_a_corrupted_contribution_is_caught_and_counted_per_size(cli):
     result = _run(cli, *SMALL, "--json", env={"FWDOCTOR_SMOKE_TEST_CORRUPT_RANK": "1"})
     assert result.exit_code == 1
@@ -77,6 +79,7 @@ def test_a_corrupted_contribution_is_caught_and_counted_per_size(cli):
     assert "6 wrong elements" in r["message"]
 
 
+@pytest.mark.slow
 def test_average_busbw_below_min_busbw_exits_1(cli):
     result = _run(cli, *SMALL, "--min-busbw", "1000000")
     assert result.exit_code == 1
@@ -84,6 +87,7 @@ def test_average_busbw_below_min_busbw_exits_1(cli):
     assert "# average busbw:" in result.stdout  # the table is still shown
 
 
+@pytest.mark.slow
 def test_a_hung_rank_is_killed_by_the_timeout_with_all_its_processes(cli):
     started = time.monotonic()
     result = _run(cli, *SMALL, "--timeout", "20", "--json", env={"FWDOCTOR_SMOKE_TEST_HANG_RANK": "1"})
@@ -113,6 +117,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_nodes_meet_through_c10d_rendezvous_on_localhost():
     port = _free_port()
     common = [sys.executable, "-m", "doctor", "smoke", "allreduce", "--python", TORCH_PY, "--backend", "gloo", "--nproc", "1",
@@ -134,6 +139,7 @@ def test_two_nodes_meet_through_c10d_rendezvous_on_localhost():
     assert "(2 nodes)" in outs[0]["message"]
 
 
+@pytest.mark.slow
 def test_progress_lines_go_to_stderr_while_json_stays_clean(clean_run):
     result = clean_run
     assert result.exit_code == 0
@@ -196,3 +202,18 @@ def test_streaming_runner_kills_a_hung_tree_and_keeps_the_stderr_tail():
 def test_streaming_runner_reports_a_missing_program_without_raising():
     result = run_streaming(["/nonexistent/torchrun"], timeout=5)
     assert result.error == "not found" and not result.ok
+
+
+@pytest.mark.gpu
+def test_nccl_over_every_visible_gpu_is_exact_and_reports_the_loaded_nccl(cli):
+    from doctor.smoke.allreduce import gpu_count
+
+    count, why = gpu_count(TORCH_PY)
+    if not count:
+        pytest.skip(f"needs an NVIDIA GPU visible to torch ({why or 'torch sees 0'})")
+    result = _run(cli, "--max-bytes", "64M", "--factor", "16", "--quiet", "--json")
+    r = _json(result)["results"][0]
+    assert result.exit_code == 0, r
+    assert r["details"]["backend"] == "nccl" and r["details"]["world_size"] == count
+    assert r["details"]["wrong_total"] == 0
+    assert r["details"]["nccl_version"].count(".") == 2

@@ -155,6 +155,13 @@ def test_error_texts_map_to_their_diagnosis(text, finding):
     assert found is not None and found.finding == finding
 
 
+def test_every_diagnosis_points_at_a_real_finding_id():
+    from doctor.findings import BY_ID
+    from doctor.smoke.diagnose import DIAGNOSES
+
+    assert [d.finding for d in DIAGNOSES if d.finding is not None and d.finding not in BY_ID] == []
+
+
 def test_an_unknown_error_has_no_diagnosis():
     assert diagnose("something else entirely") is None
 

@@ -84,6 +84,19 @@ class Architecture:
 
 
 @dataclass(frozen=True)
+class Runfile:
+    cuda: str  # the release, "12.8.0"
+    url: str
+    sha256: str  # lowercase hex
+    confidence: str
+    source: tuple[str, ...]
+
+    @property
+    def filename(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
 class HostGcc:
     cuda: str  # major.minor
     gcc_max: int
@@ -99,6 +112,7 @@ class CudaKB:
     toolkit_drivers: tuple[ToolkitDriver, ...]
     architectures: tuple[Architecture, ...]
     host_gcc: tuple[HostGcc, ...]
+    runfiles: tuple[Runfile, ...] = ()
 
     # ---------------------------------------------------------------- drivers
     def minor_compat_row(self, cuda: str) -> MinorCompat | None:
@@ -178,6 +192,19 @@ class CudaKB:
             return None
         return True
 
+    # ---------------------------------------------------------------- installers
+    def runfile(self, cuda: str) -> Runfile | None:
+        """NVIDIA's runfile for a release ("12.8.0"), or for a minor ("12.8": the one release
+        of that minor listed); None without a row."""
+        major, minor, patch = cuda_parts(cuda)
+        if minor is None:
+            return None
+        for row in self.runfiles:
+            rmajor, rminor, rpatch = cuda_parts(row.cuda)
+            if (rmajor, rminor) == (major, minor) and (patch is None or patch == rpatch):
+                return row
+        return None
+
     # ---------------------------------------------------------------- host compiler
     def host_gcc_max(self, cuda: str) -> str | None:
         """The newest gcc major nvcc of `cuda` accepts (crt/host_config.h `__GNUC__ > N`);
@@ -212,7 +239,7 @@ def _unique(ctx: Ctx, seen: dict[Any, int], key: Any, index: int, what: str) -> 
 
 def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
     data = ctx.mapping(data)
-    known = {"sources", "horizon", "minor_compat", "toolkit_drivers", "architectures", "host_gcc"}
+    known = {"sources", "horizon", "minor_compat", "toolkit_drivers", "architectures", "host_gcc", "runfiles"}
     extra = sorted(set(data) - known)
     if extra:
         raise ctx.error(f"unknown section(s) {', '.join(map(str, extra))} (expected {', '.join(sorted(known))})")
@@ -306,4 +333,23 @@ def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
         if b.gcc_max < a.gcc_max:
             raise gctx.error(f"CUDA {b.cuda} gcc_max {b.gcc_max} is below CUDA {a.cuda}'s {a.gcc_max}")
 
-    return CudaKB(horizon, tuple(compat), tuple(drivers), tuple(archs), tuple(gccs))
+    runfiles: list[Runfile] = []
+    seen = {}
+    minors: dict[str, int] = {}
+    rctx = ctx.at("runfiles")
+    for i, row in enumerate(rctx.rows(data.get("runfiles") or [])):
+        rc = rctx.at(i)
+        cuda = _cuda_field(rc, row, "cuda")
+        if cuda.count(".") != 2:
+            raise rc.at("cuda").error(f"expected a release X.Y.Z, got {cuda!r}")
+        _unique(rc, seen, Version(cuda), i, "runfile release")
+        _unique(rc, minors, major_minor(cuda), i, "runfile for CUDA")  # runfile("12.8") must be unambiguous
+        url = rc.field(row, "url", str)
+        if not re.fullmatch(rf"https://developer\.download\.nvidia\.com/compute/cuda/{re.escape(cuda)}/local_installers/cuda_{re.escape(cuda)}_[\w.]*linux\.run", url):
+            raise rc.at("url").error(f"not NVIDIA's runfile URL for {cuda}: {url!r}")
+        sha = rc.field(row, "sha256", str)
+        if not re.fullmatch(r"[0-9a-f]{64}", sha):
+            raise rc.at("sha256").error(f"expected 64 lowercase hex digits, got {sha!r}")
+        runfiles.append(Runfile(cuda, url, sha, _confidence(rc, row), rc.source(row)))
+
+    return CudaKB(horizon, tuple(compat), tuple(drivers), tuple(archs), tuple(gccs), tuple(runfiles))

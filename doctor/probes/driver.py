@@ -275,6 +275,9 @@ def smi_query(host: Host, snap: NvmlSnapshot) -> None:
     if result.timed_out or result.error:
         snap.failures.append(ProbeFailure("nvidia-smi", result.describe_failure()))
         return
+    if not result.ok and "No devices were found" in result.stdout + result.stderr:
+        snap.source, snap.error, snap.gpus = "nvidia-smi", None, []  # a driver with no GPU to manage
+        return
     if not result.ok:
         message = smi_error(result.stdout + "\n" + result.stderr)
         if message:

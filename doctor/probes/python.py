@@ -106,6 +106,8 @@ def choose_interpreter(host: Host, requested: str | None, virtual_env: str | Non
         path = requested if "/" in requested else host.which(requested)
         if path and not path.startswith("/") and host.live:
             path = os.path.abspath(path)  # relative to where the user ran fwdoctor
+        if path and host.is_dir(path):  # a venv/conda prefix given instead of its interpreter
+            path = next((c for c in (posixpath.join(path, "bin", n) for n in ("python", "python3")) if host.is_file(c)), path)
         if path and host.is_file(path):
             return path, "--python"
         return None, f"--python {requested}: no such interpreter"

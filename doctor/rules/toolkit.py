@@ -72,6 +72,22 @@ def _with_nvcc(toolkits: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [tk for tk in toolkits or [] if tk.get("nvcc")]
 
 
+def _preferred_root(facts: Facts) -> str | None:
+    """The toolkit every fix should converge on (the same choice as recipes/env.py): one
+    with nvcc matching torch's CUDA (major.minor, then major), else the active one."""
+    toolkits = _with_nvcc(facts.get("cuda.toolkits") or [])
+    torch_cuda = facts.get("torch.cuda")
+    if torch_cuda:
+        want = str(torch_cuda).split(".")
+        for depth in (2, 1):
+            for tk in toolkits:
+                if str(tk.get("version") or "").split(".")[:depth] == want[:depth]:
+                    return str(tk["root"])
+    active = facts.get("cuda.active") or {}
+    roots = {tk.get("root") for tk in facts.get("cuda.toolkits") or []}
+    return str(active["root"]) if active.get("root") in roots else None
+
+
 # ----------------------------------------------------------------------------- rules
 @rule("toolkit-missing", needs=("torch.cuda", "cuda.toolkits"), optional=("torch.version",))
 def toolkit_missing(facts: Facts, kb: Any) -> Hit | None:
@@ -112,7 +128,7 @@ def toolkit_missing(facts: Facts, kb: Any) -> Hit | None:
     )
 
 
-@rule("multiple-toolkits", needs=("cuda.toolkits",), optional=("cuda.active",))
+@rule("multiple-toolkits", needs=("cuda.toolkits",), optional=("cuda.active", "torch.cuda"))
 def multiple_toolkits(facts: Facts, kb: Any) -> Hit | None:
     """What it does
         Fires (info) when more than one CUDA toolkit is installed, and says which one
@@ -140,9 +156,12 @@ def multiple_toolkits(facts: Facts, kb: Any) -> Hit | None:
     listing = "; ".join(_describe(tk) for tk in toolkits)
     if active:
         chosen = f"active: {active.get('root')} via {active.get('why')}"
-        fix = FixRef(recipe="env", options={"cuda_home": active.get("root")}, commands=_env_commands(str(active.get("root"))))
     else:
         chosen = "none is active (no CUDA_HOME, CUDA_PATH, nvcc on PATH or /usr/local/cuda)"
+    target = _preferred_root(facts)
+    if target:
+        fix = FixRef(recipe="env", options={"cuda_home": target}, commands=_env_commands(target))
+    else:
         fix = FixRef(recipe="env", note="choose one toolkit root and pass it as cuda_home")
     return Hit(
         f"{len(toolkits)} CUDA toolkits installed: {listing}; {chosen}",
@@ -160,7 +179,7 @@ _POINTER_NAMES = {
 }
 
 
-@rule("cuda-path-inconsistent", needs=("cuda.pointers", "cuda.toolkits"), optional=("cuda.active",))
+@rule("cuda-path-inconsistent", needs=("cuda.pointers", "cuda.toolkits"), optional=("cuda.active", "torch.cuda"))
 def cuda_path_inconsistent(facts: Facts, kb: Any) -> Hit | None:
     """What it does
         Compares where the nvcc first on PATH, CUDA_HOME, CUDA_PATH, the /usr/local/cuda
@@ -196,17 +215,17 @@ def cuda_path_inconsistent(facts: Facts, kb: Any) -> Hit | None:
     if len(set(named.values())) < 2:
         return None
     active = facts.get("cuda.active") or {}
-    # Fix towards a real install: the active one, else the first pointer that names one.
+    # Fix towards a real install: torch's match or the active one, else the first pointer
+    # that names one.
     real = [root for root in named.values() if root in roots]
-    target = active.get("root") if active.get("root") in roots else (real[0] if real else None)
+    target = _preferred_root(facts) or (real[0] if real else None)
+    detail = ", ".join(f"{label} -> {root}" for label, root in named.items())
     if target is None:
         return Hit(
-            f"CUDA pointers disagree and none names an installed toolkit: "
-            + ", ".join(f"{label} -> {root}" for label, root in named.items()),
+            f"CUDA pointers disagree and none names an installed toolkit: {detail}",
             evidence={"cuda.pointers": dict(pointers)},
             fix=FixRef(recipe="env", note="set CUDA_HOME to an installed toolkit, or install one (recipe cuda-toolkit)"),
         )
-    detail = ", ".join(f"{label} -> {root}" for label, root in named.items())
     return Hit(
         f"CUDA pointers disagree: {detail}",
         evidence={"cuda.pointers": dict(pointers), "cuda.active": active or None},
@@ -370,7 +389,11 @@ def driver_too_old_for_toolkit(facts: Facts, kb: Any) -> Hit | None:
         raise NotCheckable(str(exc)) from None
     if floor is None and full is None:
         raise NotCheckable(f"no data for CUDA {xy}: neither a minor-version floor nor a Table 3 driver")
-    fix = _toolkit_fix(newest, note=f"or upgrade the driver to >= {full or floor}") if newest else FixRef(note=f"upgrade the driver to >= {full or floor}")
+    upgrade = f"upgrade the driver to >= {full or floor} for CUDA {xy}"
+    if newest:
+        fix = _toolkit_fix(newest, note=f"driver {driver} runs CUDA <= {newest}: use that toolkit, or {upgrade}")
+    else:
+        fix = FixRef(note=upgrade[0].upper() + upgrade[1:])
     evidence = {"driver.version": driver, "cuda.active": active, "driver_floor": floor, "toolkit_driver": full}
     hard = floor if floor is not None else full
     if have < Version(hard):

@@ -230,8 +230,9 @@ def rows_with_bandwidth(rows: list[dict], world: int) -> list[dict]:
             "bytes": nbytes,
             "count": int(row.get("count", nbytes // 4)),
             "time_us": round(seconds * 1e6, 3),
-            "algbw_gbps": round(bw.algbw_gbps(nbytes, seconds), 4),
-            "busbw_gbps": round(bw.busbw_gbps(nbytes, seconds, world), 4),
+            # Unrounded: small sizes over gloo are well below 0.0001 GB/s.
+            "algbw_gbps": bw.algbw_gbps(nbytes, seconds),
+            "busbw_gbps": bw.busbw_gbps(nbytes, seconds, world),
             "wrong": int(row.get("wrong", 0)),
         })
     return out
@@ -243,7 +244,7 @@ def judge(opts: AllreduceOptions, backend: str, data: Mapping, base: dict) -> Sm
         rows = rows_with_bandwidth(list(data.get("rows") or []), world)
     except (KeyError, TypeError, ValueError) as exc:
         return failed("allreduce", f"unreadable result from the workers: {exc}", str(exc), base)
-    avg = round(bw.average([r["busbw_gbps"] for r in rows]), 4)
+    avg = bw.average([r["busbw_gbps"] for r in rows])
     wrong = sum(r["wrong"] for r in rows)
     details = {**base, **_meta(data), "rows": rows, "avg_busbw_gbps": avg, "wrong_total": wrong, "min_busbw_gbps": opts.min_busbw}
     span = f"{bw.human_bytes(rows[0]['bytes'])}..{bw.human_bytes(rows[-1]['bytes'])}" if rows else "no sizes"
@@ -253,10 +254,10 @@ def judge(opts: AllreduceOptions, backend: str, data: Mapping, base: dict) -> Sm
         return SmokeResult("allreduce", FAIL, f"{backend}, {where}: {wrong} wrong elements (sizes {', '.join(bad)}); the sums must be exact", details=details,
                            error=f"{wrong} wrong elements", hint="a corrupting transport or GPU: rerun with NCCL_DEBUG=INFO and NCCL_P2P_DISABLE=1 / NCCL_SHM_DISABLE=1 to isolate it" if backend == "nccl" else "")
     if opts.min_busbw is not None and avg < opts.min_busbw:
-        return SmokeResult("allreduce", FAIL, f"{backend}, {where}: average busbw {avg:g} GB/s is below --min-busbw {opts.min_busbw:g} ({span})", details=details,
-                           error=f"average busbw {avg:g} GB/s < {opts.min_busbw:g} GB/s",
+        return SmokeResult("allreduce", FAIL, f"{backend}, {where}: average busbw {avg:.4g} GB/s is below --min-busbw {opts.min_busbw:g} ({span})", details=details,
+                           error=f"average busbw {avg:.4g} GB/s < {opts.min_busbw:g} GB/s",
                            hint="NCCL_DEBUG=INFO shows the transport (NET/Socket instead of IB, P2P disabled) and the rings/trees chosen" if backend == "nccl" else "")
-    return SmokeResult("allreduce", PASS, f"{backend}, {where}: {len(rows)} sizes {span} exact; average busbw {avg:g} GB/s", details=details)
+    return SmokeResult("allreduce", PASS, f"{backend}, {where}: {len(rows)} sizes {span} exact; average busbw {avg:.4g} GB/s", details=details)
 
 
 def render_table(result: SmokeResult) -> str:
@@ -275,8 +276,8 @@ def render_table(result: SmokeResult) -> str:
         f"#{'size(B)':>12} {'count':>11} {'time(us)':>11} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12} {'#wrong':>7}",
     ]
     for r in rows:
-        lines.append(f" {r['bytes']:>12} {r['count']:>11} {r['time_us']:>11.1f} {r['algbw_gbps']:>12.4f} {r['busbw_gbps']:>12.4f} {r['wrong']:>7}")
-    lines.append(f"# average busbw: {d.get('avg_busbw_gbps'):g} GB/s")
+        lines.append(f" {r['bytes']:>12} {r['count']:>11} {r['time_us']:>11.1f} {r['algbw_gbps']:>12.4g} {r['busbw_gbps']:>12.4g} {r['wrong']:>7}")
+    lines.append(f"# average busbw: {d.get('avg_busbw_gbps'):.4g} GB/s")
     return "\n".join(lines) + "\n"
 
 

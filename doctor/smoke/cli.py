@@ -202,6 +202,10 @@ def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_
         opts.validate()
     except ValueError as exc:
         _fail(str(exc))
+    if report_file:
+        folder = os.path.dirname(os.path.abspath(report_file))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            _fail(f"--report {report_file}: {folder} is not a writable folder")  # before minutes of tests
     kb = load_kb(kb_dir)
     click.echo("fwdoctor smoke all: check --deep ...", err=True)
     facts = gather_facts(None, None, None, None, True, python, 10.0)

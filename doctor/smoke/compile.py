@@ -159,6 +159,8 @@ def _one(nvcc: Nvcc, target: Target, source: str, workdir: str, gpus: Sequence[d
         return SmokeResult(name, PASS, f"{who} compiled for {target}; not run: {why}", details={**details, "ran": False})
     gpu = runnable[0]
     run_env = dict(env or os.environ)
+    # nvidia-smi numbers GPUs in PCI bus order; CUDA's default order is fastest first.
+    run_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     run_env["CUDA_VISIBLE_DEVICES"] = str(gpu["index"])
     ran = runner.run([binary], timeout=RUN_TIMEOUT_S, env=run_env)
     details = {**details, "ran": True, "gpu": gpu, "output": (ran.stdout or "").strip()[-300:]}

@@ -138,6 +138,11 @@ def run_streaming(
         timed_out = True
         killed = kill_tree(proc.pid)
         proc.wait()
+    except BaseException:
+        # Ctrl-C: the children are in their own sessions, so the terminal's SIGINT never
+        # reached them; take them down with us.
+        kill_tree(proc.pid)
+        raise
     # Grandchildren may keep the pipes open a little after the launcher exits.
     deadline = time.monotonic() + 5.0
     for reader in readers:

