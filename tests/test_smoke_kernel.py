@@ -54,6 +54,12 @@ def test_recorded_no_gpu_output_is_a_skip_never_a_pass():
     assert "torch 2.14.1+cu130 sees no CUDA device" in r.message
 
 
+def test_asking_for_a_device_on_a_host_without_gpus_is_still_a_skip():
+    out = (DATA / "kernel-worker-cu130-no-gpu-device0.json").read_text()
+    (r,) = kernel.interpret("python", _ran(out), NO_GPU, 60)
+    assert r.status == "skipped"
+
+
 def test_a_gpu_torch_cannot_see_fails_with_the_drivers_words():
     out = (DATA / "kernel-worker-cu130-no-gpu.json").read_text()
     (r,) = kernel.interpret("python", _ran(out), HAS_ONE, 60)
