@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -105,10 +106,14 @@ def main() -> int:
         a, b = max(ours[s]), max(bare[s])
         ratio = a / b if b else float("nan")
         ratios.append(ratio)
-        print(f"{bw.human_bytes(s):>10} {a:>12.4f} {b:>12.4f} {ratio:>7.3f}")
+        print(f"{bw.human_bytes(s):>10} {a:>12.4g} {b:>12.4g} {ratio:>7.3f}")
     avg_ours = bw.average([max(v) for v in ours.values()])
     avg_bare = bw.average([max(v) for v in bare.values()])
-    print(f"{'average':>10} {avg_ours:>12.4f} {avg_bare:>12.4f} {avg_ours / avg_bare if avg_bare else float('nan'):>7.3f}")
+    print(f"{'average':>10} {avg_ours:>12.4g} {avg_bare:>12.4g} {avg_ours / avg_bare if avg_bare else float('nan'):>7.3f}")
+    finite = sorted(r for r in ratios if r == r and r > 0)
+    if finite:
+        # One noisy size (a busy neighbour on a shared CPU) moves the average; not the median.
+        print(f"median per-size ratio: {statistics.median(finite):.3f} over {len(finite)} sizes")
     return 0
 
 

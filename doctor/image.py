@@ -83,7 +83,11 @@ def safe_extract(stream: IO[bytes], dest: str) -> list[str]:
     """Unpack a tar stream into `dest`, refusing anything that could escape or is not a
     plain file, folder or symlink. Returns "member: why" for each refused member."""
     skipped: list[str] = []
+    os.makedirs(dest, exist_ok=True)
     dest_real = os.path.realpath(dest)
+    # Parent folders already proven to lie inside the tree (realpath costs a syscall per
+    # path component); forgotten whenever a symlink is created, which could change that.
+    safe_parents: set[str] = set()
     with tarfile.open(fileobj=stream, mode="r|*") as archive:
         for member in archive:
             why = _refusal(member)
@@ -94,14 +98,17 @@ def safe_extract(stream: IO[bytes], dest: str) -> list[str]:
             target = os.path.join(dest_real, rel)
             parent = os.path.dirname(target)
             # A symlinked parent could point anywhere: only write through real folders.
-            if not _inside_real(dest_real, parent):
-                skipped.append(f"{member.name}: parent folder is a link out of the tree")
-                continue
+            if parent not in safe_parents:
+                if not _inside_real(dest_real, parent):
+                    skipped.append(f"{member.name}: parent folder is a link out of the tree")
+                    continue
+                safe_parents.add(parent)
             try:
                 if member.isdir():
                     os.makedirs(target, exist_ok=True)
                     os.chmod(target, 0o755 | (member.mode & 0o777))
                 elif member.issym():
+                    safe_parents.clear()
                     os.makedirs(parent, exist_ok=True)
                     _remove(target)
                     os.symlink(member.linkname, target)

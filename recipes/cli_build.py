@@ -62,8 +62,11 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
     from doctor.kb import KB, KBError
     from recipes import torch_source as ts
 
+    # Only the build area must load; a broken area elsewhere (cuda.yaml) costs only the
+    # KB arch check, which then falls back to nvcc --list-gpu-arch or "not checked".
+    kb = KB()
     try:
-        kb = KB.load()
+        kb.build
     except KBError as exc:
         raise DoctorError(f"knowledge base: {exc}") from None
     opts = ts.Options(version=version, cuda=cuda, nccl=nccl, cudnn=cudnn, arch=arch, python=python, source=source, git=git,

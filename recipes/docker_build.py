@@ -220,14 +220,18 @@ def run_in_container(client: Any, tag: str, command: list[str], gpus: bool, time
     import docker.errors
     from docker.types import DeviceRequest
 
-    kwargs: dict[str, Any] = {"network_disabled": True, "shm_size": "1g", "detach": True}
+    kwargs: dict[str, Any] = {"network_disabled": True, "shm_size": "1g"}
     if gpus:
         kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
     try:
-        container = client.containers.run(tag, command, **kwargs)
+        container = client.containers.create(tag, command, **kwargs)
     except docker.errors.APIError as exc:
-        return -1, f"cannot start a container: {str(getattr(exc, 'explanation', None) or exc)[:300]}"
+        return -1, f"cannot create a container: {str(getattr(exc, 'explanation', None) or exc)[:300]}"
     try:
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            return -1, f"cannot start the container: {str(getattr(exc, 'explanation', None) or exc)[:300]}"
         try:
             status = int(container.wait(timeout=timeout).get("StatusCode", -1))
         except Exception:

@@ -13,10 +13,28 @@ from recipes.plan import Plan
 
 PlanFunc = Callable[[Any, Any, Mapping[str, Any]], Plan]
 
+
+def torch_source_plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
+    """`torch-source` (a finding with no official wheel): a multi-hour build that `fix`
+    does not start on its own; the plan says how to run it (recipes/torch_source.py)."""
+    import shlex
+
+    arch = str(options.get("arch_list") or "auto")
+    python = str(options.get("python") or facts.get("python.executable") or "PYTHON")
+    cuda = (facts.get("cuda.active") or {}).get("root") or "VERSION|PATH"
+    command = " ".join(shlex.quote(a) for a in ("fwdoctor", "build", "torch", "--cuda", str(cuda), "--arch", arch, "--python", python))
+    return Plan(
+        "torch-source",
+        f"build torch from source for {arch}",
+        refused=f"no official wheel fits; building torch from source takes hours, so `fix` leaves it to you:\n{command}    # prints the plan; add --apply to build",
+    )
+
+
 RECIPES: tuple[tuple[str, PlanFunc], ...] = (
     (torch_wheel.RECIPE, torch_wheel.plan),
     (cuda_toolkit.RECIPE, cuda_toolkit.plan),
     (env.RECIPE, env.plan),
+    ("torch-source", torch_source_plan),
 )
 
 BY_ID: dict[str, PlanFunc] = dict(RECIPES)

@@ -21,7 +21,7 @@ def fixture(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def kb():
-    return KB.load()
+    return KB()
 
 
 # --------------------------------------------------------------------------- parsers
@@ -125,12 +125,12 @@ def ids(pf: be.Preflight, severity: Severity | None = None) -> set[str]:
 
 
 def test_a_healthy_request_passes_the_preflight(kb):
-    pf = be.preflight(request(), HOST, kb.build, kb.cuda)
+    pf = be.preflight(request(), HOST, kb.build, None)
     assert pf.ok and pf.findings == [] and pf.pip_tools == ()
 
 
 def test_an_arch_nvcc_cannot_compile_is_refused_with_the_nvcc_error(kb):
-    pf = be.preflight(request(arch_list="5.0;8.0", toolkit=toolkit("13.0")), HOST, kb.build, kb.cuda)
+    pf = be.preflight(request(arch_list="5.0;8.0", toolkit=toolkit("13.0")), HOST, kb.build, None)
     (finding,) = [f for f in pf.errors if f.id == be.ARCH_TOOLKIT]
     assert "compute_50" in finding.message and "5.0" in finding.message
 
@@ -148,7 +148,7 @@ def test_without_list_gpu_arch_the_kb_decides_or_it_is_reported_not_checked(kb):
 
 def test_a_too_new_gxx_without_an_alternative_is_refused(kb):
     host = dataclasses.replace(HOST, host_cxx=be.Tool("/usr/bin/g++", "15.1.0"))
-    pf = be.preflight(request(toolkit=toolkit(gcc=(None, 14))), host, kb.build, kb.cuda)
+    pf = be.preflight(request(toolkit=toolkit(gcc=(None, 14))), host, kb.build, None)
     (finding,) = pf.errors
     assert finding.id == be.HOST_COMPILER and "gcc 15.1.0" in finding.message and "gcc <= 14" in finding.message
 
@@ -156,76 +156,76 @@ def test_a_too_new_gxx_without_an_alternative_is_refused(kb):
 def test_a_too_new_gxx_with_an_older_gxx_installed_switches_cudahostcxx(kb):
     host = dataclasses.replace(HOST, host_cxx=be.Tool("/usr/bin/g++", "15.1.0"),
                                other_gxx=(be.Tool("/usr/bin/g++-13", "13.3.0"), be.Tool("/usr/bin/g++-14", "14.2.0"), be.Tool("/usr/bin/g++-16", "16.0.0")))
-    pf = be.preflight(request(toolkit=toolkit(gcc=(None, 14))), host, kb.build, kb.cuda)
+    pf = be.preflight(request(toolkit=toolkit(gcc=(None, 14))), host, kb.build, None)
     assert pf.ok and pf.host_cxx == "/usr/bin/g++-14"
 
 
 def test_nccl_built_for_another_cuda_major_is_refused(kb):
     nccl = be.LibChoice("nccl", "path", version="2.30.7", include_dir="/n/include", library_file="/n/lib/libnccl.so.2",
                         cuda_major=13, cuda_major_source='"NCCL version 2.30.7+cuda13"')
-    pf = be.preflight(request(nccl=nccl), HOST, kb.build, kb.cuda)
+    pf = be.preflight(request(nccl=nccl), HOST, kb.build, None)
     (finding,) = pf.errors
     assert finding.id == be.NCCL_CUDA and "CUDA 13" in finding.message and "CUDA 12.8" in finding.message
 
 
 def test_cudnn_with_an_unknown_cuda_major_is_a_not_checked_warning(kb):
     cudnn = be.LibChoice("cudnn", "path", version="9.1.0", include_dir="/c/include", library_file="/c/lib/libcudnn.so.9")
-    pf = be.preflight(request(cudnn=cudnn), HOST, kb.build, kb.cuda)
+    pf = be.preflight(request(cudnn=cudnn), HOST, kb.build, None)
     assert pf.ok and be.NOT_CHECKED in ids(pf, Severity.WARNING)
 
 
 def test_a_path_without_headers_or_library_is_refused(kb):
-    pf = be.preflight(request(cudnn=be.LibChoice("cudnn", "path")), HOST, kb.build, kb.cuda)
+    pf = be.preflight(request(cudnn=be.LibChoice("cudnn", "path")), HOST, kb.build, None)
     assert be.INPUT_MISSING in ids(pf, Severity.ERROR)
 
 
 def test_a_pip_version_older_than_the_cuda_majors_first_wheel_is_refused(kb):
     nccl = be.LibChoice("nccl", "pip", version="2.27.5", package="nvidia-nccl-cu13", cuda_major=13)
-    pf = be.preflight(request(toolkit=toolkit("13.0"), nccl=nccl, cudnn=be.LibChoice("cudnn", "bundled")), HOST, kb.build, kb.cuda)
+    pf = be.preflight(request(toolkit=toolkit("13.0"), nccl=nccl, cudnn=be.LibChoice("cudnn", "bundled")), HOST, kb.build, None)
     (finding,) = pf.errors
     assert finding.id == be.NO_WHEEL and "2.27.7" in finding.message
 
 
 def test_a_cudnn_past_the_last_cu11_wheel_is_refused(kb):
     cudnn = be.LibChoice("cudnn", "pip", version="9.12.0.46", package="nvidia-cudnn-cu11", cuda_major=11)
-    pf = be.preflight(request(toolkit=toolkit("11.8"), torch="2.6.0", nccl=be.LibChoice("nccl", "bundled"), cudnn=cudnn), HOST, kb.build, kb.cuda)
+    pf = be.preflight(request(toolkit=toolkit("11.8"), torch="2.6.0", nccl=be.LibChoice("nccl", "bundled"), cudnn=cudnn), HOST, kb.build, None)
     assert be.NO_WHEEL in ids(pf, Severity.ERROR)
 
 
 def test_python_without_pip_is_refused_and_a_system_python_is_warned_about(kb):
     no_pip = be.PythonEnv("/usr/bin/python3", "3.11.2", "/usr", "/usr", False)
-    pf = be.preflight(request(python=no_pip), HOST, kb.build, kb.cuda)
+    pf = be.preflight(request(python=no_pip), HOST, kb.build, None)
     assert be.PYTHON_UNUSABLE in ids(pf, Severity.ERROR)
     assert be.PYTHON_UNUSABLE in ids(pf, Severity.WARNING)
 
 
 def test_a_python_that_cannot_run_is_refused_with_the_reason(kb):
-    pf = be.preflight(request(python=be.PythonEnv("/nope/python", error="cannot run it: not found")), HOST, kb.build, kb.cuda)
+    pf = be.preflight(request(python=be.PythonEnv("/nope/python", error="cannot run it: not found")), HOST, kb.build, None)
     assert any(f.id == be.PYTHON_UNUSABLE and "not found" in f.message for f in pf.errors)
 
 
 def test_low_disk_and_memory_are_refused_before_a_build_but_not_for_cmake_only(kb):
     host = dataclasses.replace(HOST, disk_free_bytes=10 * be.GIB, mem_available_bytes=2 * be.GIB)
-    assert {be.DISK_LOW, be.RAM_LOW} <= ids(be.preflight(request(), host, kb.build, kb.cuda), Severity.ERROR)
-    assert be.preflight(request(), host, kb.build, kb.cuda, cmake_only=True).ok
+    assert {be.DISK_LOW, be.RAM_LOW} <= ids(be.preflight(request(), host, kb.build, None), Severity.ERROR)
+    assert be.preflight(request(), host, kb.build, None, cmake_only=True).ok
 
 
 def test_an_old_cmake_and_a_missing_ninja_are_installed_into_the_environment(kb):
     host = dataclasses.replace(HOST, cmake=be.Tool("/usr/bin/cmake", "3.25.1"), ninja=be.Tool(None, None))
-    pf = be.preflight(request(), host, kb.build, kb.cuda)
+    pf = be.preflight(request(), host, kb.build, None)
     assert pf.ok and pf.pip_tools == ("cmake>=3.27", "ninja")
-    assert be.preflight(request(torch="2.7.1"), host, kb.build, kb.cuda).pip_tools == ("ninja",)
+    assert be.preflight(request(torch="2.7.1"), host, kb.build, None).pip_tools == ("ninja",)
 
 
 def test_a_torch_older_than_the_recipe_knows_is_refused(kb):
-    assert be.TORCH_UNSUPPORTED in ids(be.preflight(request(torch="1.13.1"), HOST, kb.build, kb.cuda), Severity.ERROR)
+    assert be.TORCH_UNSUPPORTED in ids(be.preflight(request(torch="1.13.1"), HOST, kb.build, None), Severity.ERROR)
 
 
 def test_ccache_or_git_missing_is_refused(kb):
     host = dataclasses.replace(HOST, git=None, ccache=None)
-    pf = be.preflight(request(ccache=True), host, kb.build, kb.cuda)
+    pf = be.preflight(request(ccache=True), host, kb.build, None)
     assert sum(1 for f in pf.errors if f.id == be.INPUT_MISSING) == 2
-    assert be.preflight(request(source="/src"), dataclasses.replace(HOST, git=None), kb.build, kb.cuda).ok
+    assert be.preflight(request(source="/src"), dataclasses.replace(HOST, git=None), kb.build, None).ok
 
 
 # --------------------------------------------------------------------------- environment

@@ -102,7 +102,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def kb():
-    return KB.load()
+    return KB()
 
 
 def render(name: str, kb) -> str:

@@ -54,7 +54,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def kb():
-    return KB.load()
+    return KB()
 
 
 @pytest.fixture(autouse=True)
@@ -130,6 +130,7 @@ def test_the_setup_py_era_plan_builds_with_the_chosen_nvcc_nccl_cudnn_and_python
     assert any(line.endswith("build: 2/2 (100.0%)") for line in lines), lines
     log = Path(bp.layout.log).read_text()
     assert "[2/2] Linking CUDA executable fwdoctor_probe" in log
+    assert "was run" not in log  # no decoy nvcc or python was found by name on PATH
     assert (world["work"] / "verify_build.py").exists()  # the plan's file was written by the apply layer
 
 
@@ -172,3 +173,16 @@ def test_a_preflight_failure_stops_the_build_before_cmake_runs(world, cli, monke
     assert "compute_50" in result.output
     assert not (world["src"] / "build").exists()
     assert not world["work"].exists()
+
+
+def test_the_dry_run_script_itself_builds_the_same_way(world, kb):
+    """What --dry-run prints is a script a user may run by hand: run it with sh."""
+    req, host = _request(world, kb, "2.7.1")
+    pf, bp = ts.make_plan(req, host, kb)
+    assert pf.ok
+    script = world["root"] / "build torch.sh"
+    script.write_text(dataclasses.replace(bp, verify=()).to_plan().to_shell())
+    res = subprocess.run(["sh", str(script)], env=world["env"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    _assert_chosen_libraries_were_used(world, _record(world))
+    assert "was run" not in res.stdout + res.stderr

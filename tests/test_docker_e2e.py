@@ -168,21 +168,28 @@ def test_the_built_image_carries_the_stack_and_lock_labels_and_a_non_root_user(b
     assert config["User"] == "10001:10001"
 
 
-def test_check_image_judges_the_built_image_without_running_it(built, cli):
-    tag, _, result = built
-    assert result.exit_code == 0, result.output[-2000:]
-    out = cli("facts", "--image", tag)
-    facts = json.loads(out.output)["facts"]
-    assert facts["torch.version"]["value"] == "2.13.0+cpu"
-    assert facts["python.version"]["value"].startswith("3.11.")
-
-
-def test_the_proxy_ca_secret_does_not_reach_the_final_image(built, engine):
+@pytest.fixture(scope="module")
+def exported(built, engine):
+    """The built image's filesystem and ENV, exported once (each export copies the image)."""
     tag, _, result = built
     assert result.exit_code == 0, result.output[-2000:]
     from doctor.image import export
 
-    exported = export(tag, client=engine)
+    return export(tag, client=engine)
+
+
+def test_the_exported_image_is_judged_as_a_root_folder_without_running_it(exported, cli, tmp_path):
+    env_file = tmp_path / "image.env"
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in exported.env.items()))
+    out = cli("facts", "--root", exported.root, "--env-file", str(env_file))
+    facts = json.loads(out.output)["facts"]
+    assert facts["torch.version"]["value"] == "2.13.0+cpu"
+    assert facts["python.version"]["value"].startswith("3.11.")
+    assert exported.skipped == ()
+
+
+def test_the_proxy_ca_secret_does_not_reach_the_final_image(exported):
     assert not (Path(exported.root) / "run" / "secrets" / "ca").exists()
     assert "PIP_CERT" not in exported.env
     assert "PIP_INDEX_URL" not in exported.env
+    assert not any(Path(exported.root, "tmp").glob("requirements.lock"))

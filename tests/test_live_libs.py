@@ -75,3 +75,21 @@ def test_the_live_check_finds_no_cudnn_or_nccl_problem_in_a_clean_venv(cli):
     report = json.loads(result.output)
     assert [f["id"] for f in report["findings"] if f["area"] in ("cudnn", "nccl")] == []
     assert report["facts"]["cudnn.installs"]["value"][0]["package"] == "nvidia-cudnn-cu13 9.24.0.43"
+
+
+@pytest.mark.slow
+def test_torchs_rpath_beats_ld_library_path_but_not_ld_preload(tmp_path):
+    """Backs the severities of cudnn-shadowed: through LD_LIBRARY_PATH a pip torch still
+    maps its own libcudnn (warning); through LD_PRELOAD the other file wins (error)."""
+    gcc = runner.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libcudnn.so.9"), "-Wl,-soname,libcudnn.so.9", "-x", "c", "-"],
+                     input_text="int fwdoctor_stand_in(void) { return 1; }\n", timeout=60)
+    if not gcc.ok:
+        pytest.skip(f"no C compiler to build a stand-in library: {gcc.describe_failure()}")
+    script = ("import torch\n"
+              "print(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcudnn.so' in l}))\n")
+    base = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    via_path = runner.run([str(VENV / "bin/python"), "-c", script], timeout=180, env={**base, "LD_LIBRARY_PATH": str(tmp_path)})
+    assert via_path.ok, via_path.describe_failure()
+    assert "nvidia/cudnn/lib/libcudnn.so.9" in via_path.stdout and str(tmp_path) not in via_path.stdout
+    via_preload = runner.run([str(VENV / "bin/python"), "-c", script], timeout=180, env={**base, "LD_PRELOAD": str(tmp_path / "libcudnn.so.9")})
+    assert not via_preload.ok and "undefined symbol" in via_preload.stderr

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from doctor.engine import collect
 from doctor.host import Host
 from doctor.kb import KB, Ctx, KBError
-from doctor.kb.gpus import from_yaml, name_key, normalize_pci_id
+from doctor.kb.gpus import from_yaml, name_key, normalize_pci_id, normalize_slot
 from doctor.probes import driver, gpus
-from doctor.probes.gpus import normalize_slot, parse_proc_information
+from doctor.probes.gpus import parse_proc_information
 
 TESTS = Path(__file__).resolve().parent
 DATA = TESTS / "data" / "driver"

@@ -117,9 +117,9 @@ def test_the_header_parsers_never_raise_on_any_text(text):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(0, 99), st.integers(0, 99), st.integers(0, 99), st.text(alphabet=" \t/*abc", max_size=8))
-def test_generated_cudnn_macros_round_trip(major, minor, patch, junk):
-    text = f"#define CUDNN_MAJOR {major}\n#define CUDNN_MINOR {minor}{junk if junk.strip() == '' else ''}\n#define CUDNN_PATCHLEVEL {patch}\n"
+@given(st.integers(0, 99), st.integers(0, 99), st.integers(0, 99), st.text(alphabet="abc 19.", max_size=12))
+def test_generated_cudnn_macros_round_trip_with_trailing_comments(major, minor, patch, comment):
+    text = f"#define CUDNN_MAJOR {major}\n#define CUDNN_MINOR  {minor} /* {comment} */\n#  define CUDNN_PATCHLEVEL {patch} // {comment}\n"
     assert libscan.parse_cudnn_header(text) == f"{major}.{minor}.{patch}"
 
 
@@ -298,3 +298,11 @@ def test_the_embedded_scan_finds_a_string_split_across_chunks(tmp_path, monkeypa
 def test_the_embedded_scan_stops_at_its_limit(tmp_path):
     put(tmp_path, "/lib/libnccl.so.2", b"x" * 4096 + NCCL_STRING % (b"2.26.5", b"12.9"))
     assert libscan.scan_embedded(Host.at_root(tmp_path), "/lib/libnccl.so.2", limit=4096) is None
+
+
+def test_a_file_seen_as_system_and_as_toolkit_is_one_install(tmp_path):
+    # A toolkit rooted at /usr/local (nvcc in /usr/local/bin) shares /usr/local/lib with the system scan.
+    put(tmp_path, "/usr/local/lib/libnccl.so.2.21.5", NCCL_STRING % (b"2.21.5", b"12.4"))
+    put(tmp_path, "/usr/local/include/nccl.h", (DATA / "nccl-2.30.7.h").read_text())
+    facts = run_probes(tmp_path, {}, [Fact("cuda.toolkits", [{"root": "/usr/local", "version": "12.4.131"}])])
+    assert [(i["kind"], i["library"]) for i in facts["nccl.installs"]] == [("system", "/usr/local/lib/libnccl.so.2.21.5")]

@@ -251,3 +251,31 @@ def test_every_recipe_in_the_registry_is_a_callable_with_a_kebab_case_id():
         assert callable(func)
     with pytest.raises(KeyError, match="unknown recipe 'nope'"):
         registry.plan_for("nope", facts(), None)
+
+
+def test_cuda_toolkit_link_points_usr_local_cuda_at_the_new_toolkit_and_says_how_to_undo(kb):
+    plan = cuda_toolkit.plan(facts(**RUNFILE_FACTS), kb, toolkit_options(version="12.8", link=True))
+    link = next(s for s in plan.steps if s.argv[0] == "ln")
+    assert link.argv == ("ln", "-sfn", "/usr/local/cuda-12.8", "/usr/local/cuda")
+    assert link.skip_if == ("test", "/usr/local/cuda", "-ef", "/usr/local/cuda-12.8")
+    assert link.undo == "ln -sfn /usr/local/cuda-12.4 /usr/local/cuda"
+
+
+def test_cuda_toolkit_apt_sets_up_the_repository_when_given_the_keyring_checksum(kb):
+    debian = dict(system__os={"id": "debian", "version_id": "12", "pretty": "Debian GNU/Linux 12 (bookworm)"}, system__arch="aarch64")
+    plan = cuda_toolkit.plan(facts(**debian), kb, toolkit_options(version="12.8", method="apt", keyring_sha256="ab" * 32))
+    download = plan.steps[0].argv
+    assert download[-2] == "https://developer.download.nvidia.com/compute/cuda/repos/debian12/sbsa/cuda-keyring_1.1-1_all.deb"
+    assert plan.steps[1].argv[:2] == ("dpkg", "-i") and plan.steps[1].needs_root
+
+
+def test_cuda_toolkit_apt_is_refused_off_debian_and_ubuntu(kb):
+    rhel = dict(system__os={"id": "rhel", "version_id": "9.4", "pretty": "Red Hat Enterprise Linux 9.4"})
+    plan = cuda_toolkit.plan(facts(**rhel), kb, toolkit_options(version="12.8", method="apt"))
+    assert plan.refused == "--method apt: NVIDIA's apt repository needs Ubuntu or Debian; this host is Red Hat Enterprise Linux 9.4"
+
+
+def test_a_torch_source_fix_is_refused_with_the_build_command_to_run(kb):
+    host = facts(python__executable="/venv/bin/python", cuda__active={"root": "/usr/local/cuda-12.8"})
+    plan = registry.plan_for("torch-source", host, kb, {"arch_list": "3.5;5.0"})
+    assert plan.refused.splitlines()[1] == "fwdoctor build torch --cuda /usr/local/cuda-12.8 --arch '3.5;5.0' --python /venv/bin/python    # prints the plan; add --apply to build"

@@ -43,18 +43,22 @@ def facts(lib="cudnn", installs=(), first=None, torch=True, torch_cuda="13.0", a
     return Facts(items)
 
 
-def ids_and_messages(rule, f, kb):
-    findings, skipped = rule.evaluate(f, kb)
-    return findings, skipped
-
-
 # ----------------------------------------------------------------------------- cuda mismatch
 def test_a_cu11_cudnn_wheel_beside_a_cu13_torch_is_an_error(kb):
     f = facts(installs=[pip(), pip(cuda=11, version="9.1.0.70")])
     (finding,), skipped = rules.cudnn_cuda_mismatch.evaluate(f, kb)
     assert skipped is None and finding.severity is Severity.ERROR
     assert "nvidia-cudnn-cu11 9.1.0.70" in finding.message and "CUDA 13.0" in finding.message
-    assert finding.fix.recipe == "env" and finding.fix.commands == ("pip uninstall -y nvidia-cudnn-cu11", "pip install nvidia-cudnn-cu13==9.24.0.43")
+    # Both wheels own nvidia/cudnn/lib/*: removing the stale one deletes torch's files too.
+    assert finding.fix.recipe == "env" and finding.fix.commands == (
+        "pip uninstall -y nvidia-cudnn-cu11", "pip install --force-reinstall --no-deps nvidia-cudnn-cu13==9.24.0.43")
+    assert finding.fix.options == {"pip_uninstall": ["nvidia-cudnn-cu11"], "pip_reinstall": ["nvidia-cudnn-cu13==9.24.0.43"]}
+
+
+def test_torchs_only_wheel_built_for_another_cuda_is_replaced_by_the_pinned_one(kb):
+    (finding,), _ = rules.cudnn_cuda_mismatch.evaluate(facts(installs=[pip(cuda=12, version="9.10.2.21")]), kb)
+    assert finding.fix.commands == ("pip uninstall -y nvidia-cudnn-cu12", "pip install nvidia-cudnn-cu13==9.24.0.43")
+    assert finding.fix.options["pip_install"] == ["nvidia-cudnn-cu13==9.24.0.43"]
 
 
 def test_the_wheel_torch_pins_is_no_mismatch(kb):
@@ -96,6 +100,15 @@ def test_an_nccl_built_for_cuda_12_preloaded_into_a_cu13_torch_is_an_error(kb):
     assert "libnccl2 2.21.5-1+cuda12.4" in finding.message and "torch (built for CUDA 13.0)" in finding.message
 
 
+def test_a_cuda_12_cudnn_first_on_ld_library_path_beside_a_pip_torch_is_a_warning_with_the_env_fix(kb):
+    inst = system(kind="toolkit", package=None, cuda=None, library="9.1.0", prefix="/usr/local/cuda-12.4")
+    first = {"path": "/usr/local/cuda-12.4/lib/libcudnn.so.9", "version": "9.1.0", "via": "LD_LIBRARY_PATH"}
+    f = facts(installs=[pip(), inst], first=first, ldpath=["/usr/local/cuda-12.4/lib"])
+    (finding,), _ = rules.cudnn_cuda_mismatch.evaluate(f, kb)
+    assert finding.severity is Severity.WARNING and "LD_LIBRARY_PATH puts it in front of torch" in finding.message
+    assert finding.fix.options == {"ld_library_path_remove": ["/usr/local/cuda-12.4/lib"]}
+
+
 def test_torch_cuda_unknown_falls_back_to_the_cuda_of_torchs_own_wheel(kb):
     f = Facts([Fact("nccl.installs", [pip("nccl", version="2.30.7"), pip("nccl", cuda=12, version="2.27.3")]), Fact("nccl.ld_first", None)])
     (finding,), _ = rules.nccl_cuda_mismatch.evaluate(f, kb)
@@ -103,12 +116,12 @@ def test_torch_cuda_unknown_falls_back_to_the_cuda_of_torchs_own_wheel(kb):
 
 
 # ----------------------------------------------------------------------------- shadowed
-def test_ld_library_path_putting_an_older_cudnn_first_is_an_error(kb):
+def test_ld_library_path_putting_an_older_cudnn_first_beside_a_pip_torch_is_a_warning(kb):
     first = {"path": "/usr/local/cuda-12.4/lib64/libcudnn.so.9", "version": "9.1.0", "via": "LD_LIBRARY_PATH"}
     f = facts(installs=[pip()], first=first, ldpath=["/opt/x", "/usr/local/cuda-12.4/lib64"])
     (finding,), _ = rules.cudnn_shadowed.evaluate(f, kb)
-    assert finding.severity is Severity.ERROR
-    assert finding.message == "LD_LIBRARY_PATH puts cuDNN 9.1.0 (/usr/local/cuda-12.4/lib64/libcudnn.so.9) ahead of torch's cuDNN 9.24.0"
+    assert finding.severity is Severity.WARNING
+    assert finding.message.startswith("LD_LIBRARY_PATH puts cuDNN 9.1.0 (/usr/local/cuda-12.4/lib64/libcudnn.so.9) ahead of torch's cuDNN 9.24.0; ")
     assert finding.fix.recipe == "env" and finding.fix.commands == ("export LD_LIBRARY_PATH=/opt/x",)
     assert finding.fix.options == {"ld_library_path_remove": ["/usr/local/cuda-12.4/lib64"]}
 
@@ -133,13 +146,14 @@ def test_a_preloaded_old_nccl_is_an_error_that_names_its_known_bugs(kb):
     first = {"path": "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "version": "2.18.1", "via": "LD_PRELOAD"}
     own = pip("nccl", version="2.30.7", header="2.30.7", library="2.30.7")
     (finding,), _ = rules.nccl_shadowed.evaluate(facts("nccl", [own], first, preload=[first["path"]]), kb)
-    assert finding.fix.commands == ("unset LD_PRELOAD",)
+    assert finding.severity is Severity.ERROR and finding.fix.commands == ("unset LD_PRELOAD",)
     assert [b["id"] for b in finding.evidence["known_bugs_of_shadowing_version"]] == ["tree-ll128-1gpu-1nic-corruption", "commsplit-memory-corruption"]
 
 
-def test_without_torchs_wheel_the_version_torch_pins_is_the_reference(kb):
+def test_without_torchs_wheel_the_version_torch_pins_is_the_reference_and_it_is_an_error(kb):
     first = {"path": "/usr/lib/libnccl.so.2", "version": "2.21.5", "via": "LD_LIBRARY_PATH"}
     (finding,), _ = rules.nccl_shadowed.evaluate(facts("nccl", [], first), kb)
+    assert finding.severity is Severity.ERROR
     assert "torch's NCCL 2.30.7" in finding.message and finding.evidence["expected_from"].startswith("torch's metadata pin")
 
 
@@ -176,7 +190,11 @@ def test_two_cudnn_versions_are_listed_with_who_loads_which(kb):
     first = {"path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8", "version": "8.9.7", "via": "LD_LIBRARY_PATH"}
     (finding,), _ = rules.multiple_cudnn.evaluate(facts(installs=[pip(), system(header="8.9.7")], first=first), kb)
     assert finding.severity is Severity.INFO and finding.message.startswith("2 cuDNN versions installed")
-    assert finding.evidence["consumers"] == {"torch": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8 (via LD_LIBRARY_PATH)", "builds": "/usr/include/h.h"}
+    assert finding.evidence["consumers"] == {
+        "torch": f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9",
+        "other libraries": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8 (first on LD_LIBRARY_PATH)",
+        "builds": "/usr/include/h.h",
+    }
 
 
 def test_one_version_in_two_places_is_not_multiple(kb):

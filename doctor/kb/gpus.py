@@ -85,15 +85,15 @@ class GpuKB:
                 return cc
         bus = gpu.get("bus_id")
         if bus:
-            wanted = _slot(str(bus))
+            wanted = normalize_slot(str(bus))
             for dev in pci:
-                if _slot(str(dev.get("slot", ""))) == wanted:
+                if normalize_slot(str(dev.get("slot", ""))) == wanted:
                     return self.cc_for_pci_id(str(dev.get("device_id", "")))
         return None
 
 
-def _slot(slot: str) -> str:
-    # NVML says "00000000:62:00.0", sysfs says "0000:62:00.0".
+def normalize_slot(slot: str) -> str:
+    """NVML's "00000000:62:00.0" and sysfs's "0000:62:00.0" -> "0000:62:00.0"."""
     domain, _, rest = slot.strip().lower().partition(":")
     return f"{domain[-4:].rjust(4, '0')}:{rest}"
 

@@ -11,10 +11,11 @@ PROBES: tuple[Probe, ...] = (
     *gpus.PROBES,
     *cuda.PROBES,
     *compilers.PROBES,
+    *python.PROBES,
+    *torch.PROBES,
+    # After python/torch: they scan the inspected interpreter's site-packages.
     *ldpath.PROBES,
     *cudnn.PROBES,
     *nccl.PROBES,
-    *python.PROBES,
-    *torch.PROBES,
     *torch_deep.PROBES,
 )

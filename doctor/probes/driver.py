@@ -363,8 +363,8 @@ def _module_version(loaded: bool, proc_text: str | None, sys_text: str | None) -
 def userspace_libs(host: Host) -> list[dict[str, str]]:
     """The libcuda / libnvidia-ml a program would load, one per library directory.
 
-    Where `libcuda.so.1` exists, only the file it points at counts (leftover versioned
-    files beside it are never loaded); otherwise every versioned file counts.
+    Where `libcuda.so.1` points at a versioned file, only that file counts (leftover
+    versioned files beside it are never loaded); otherwise every versioned file counts.
     """
     found: list[dict[str, str]] = []
     seen: set[str] = set()
@@ -372,11 +372,10 @@ def userspace_libs(host: Host) -> list[dict[str, str]]:
         real_dir = host.resolve(directory)
         for name in DRIVER_LIBS:
             soname = posixpath.join(directory, f"{name}.so.1")
-            if host.exists(soname):
-                target = posixpath.basename(host.resolve(soname))
-                parsed = lib_version(target)
-                candidates = [(soname, parsed)] if parsed and parsed[0] == name else []
-            else:
+            parsed = lib_version(posixpath.basename(host.resolve(soname))) if host.exists(soname) else None
+            if parsed is not None and parsed[0] == name:
+                candidates = [(soname, parsed)]
+            else:  # no link, or a link whose target name carries no version
                 candidates = [(path, lib_version(posixpath.basename(path))) for path in host.glob(directory, f"{name}.so.*.*")]
             for path, parsed in candidates:
                 key = posixpath.join(real_dir, posixpath.basename(path))

@@ -55,12 +55,6 @@ def parse_proc_information(text: str) -> dict[str, str | None] | None:
     }
 
 
-def normalize_slot(slot: str) -> str:
-    """"00000000:62:00.0" (NVML) and "0000:62:00.0" (sysfs) -> "0000:62:00.0"."""
-    domain, _, rest = slot.strip().lower().partition(":")
-    return f"{domain[-4:].rjust(4, '0')}:{rest}" if rest else slot.strip().lower()
-
-
 # ----------------------------------------------------------------------------- probes
 @probe("pci", provides=("pci.nvidia_gpus",))
 def pci_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:

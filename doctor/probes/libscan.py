@@ -509,7 +509,12 @@ def find_installs(host: Host, facts: Facts, spec: LibSpec) -> list[dict[str, Any
     out: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
     for record in found:
-        key = (record["library"] and host.resolve(record["library"]), record["header"] and host.resolve(record["header"]), record["package"])
+        # One file seen from two places (/usr/local/lib as a system folder and as the
+        # lib of a toolkit rooted at /usr/local) is one install, reported first-found.
+        if record["library"]:
+            key: tuple[Any, ...] = ("library", host.resolve(record["library"]))
+        else:
+            key = ("header", record["header"] and host.resolve(record["header"]), record["package"])
         if key in seen and record["kind"] != "pip":
             continue
         seen.add(key)

@@ -236,10 +236,15 @@ def cuda_mismatch(facts: Facts, kb: Any, lib: Lib) -> list[Hit]:
         # the loader finds first; builds with the active toolkit compile against the rest.
         is_torch_side = inst.get("kind") == "pip" and (site is None or str(inst.get("prefix", "")).startswith(site + "/"))
         is_first = first is not None and same_dir(first.get("path"), inst.get("library"))
-        if is_torch_side or is_first:
-            ref, why = torch_major, torch_why
+        severity = None
+        if is_torch_side:
+            ref, why = torch_major, f"it is used by {torch_why}"
+        elif is_first:
+            ref, why = torch_major, f"{first.get('via')} puts it in front of {torch_why}"
+            if first.get("via") == "LD_LIBRARY_PATH" and own is not None:
+                severity = Severity.WARNING  # torch's RPATH still finds its own (see cudnn-shadowed)
         else:
-            ref, why = tk_major, tk_why
+            ref, why = tk_major, f"it is used by {tk_why}"
         if ref is None:
             continue
         majors, how = _supported_majors(inst, kb, lib)
@@ -252,10 +257,12 @@ def cuda_mismatch(facts: Facts, kb: Any, lib: Lib) -> list[Hit]:
         listed = " and ".join(str(m) for m in majors)
         built = f"built for CUDA {listed}" if how == "built for" else f"a release built only for CUDA {listed}"
         what = describe(inst) if inst.get("package") else f"{lib.title} {short(install_version(inst))} ({describe(inst)})"
+        fix = env_fix(facts, first) if is_first and not is_torch_side else _mismatch_fix(facts, kb, lib, inst, ref)
         hits.append(Hit(
-            f"{what} is {built}, but it is used by {why}",
+            f"{what} is {built}, but {why}",
             evidence={"install": inst, "cuda_major_expected": ref, "expected_from": why, "cuda_majors_of_install": list(majors)},
-            fix=_mismatch_fix(facts, kb, lib, inst, ref),
+            fix=fix,
+            severity=severity,
         ))
     if not hits and not compared:
         if unchecked:
@@ -269,11 +276,20 @@ def cuda_mismatch(facts: Facts, kb: Any, lib: Lib) -> list[Hit]:
 def _mismatch_fix(facts: Facts, kb: Any, lib: Lib, inst: dict[str, Any], want: int) -> FixRef:
     parts = package_parts(inst)
     if inst.get("kind") == "pip" and parts:
+        own, _ = own_install(facts, kb, lib)
+        own_parts = package_parts(own) if own is not None else None
+        if own_parts and own_parts[0] != parts[0] and own.get("cuda_major") == want:
+            # The cu12 and cu13 wheels install the same files (nvidia/<lib>/lib/...), so
+            # uninstalling the stale one deletes torch's copy too: reinstall it after.
+            keep = f"{own_parts[0]}=={own_parts[1]}"
+            return FixRef("env", {"pip_uninstall": [parts[0]], "pip_reinstall": [keep]},
+                          (f"pip uninstall -y {parts[0]}", f"pip install --force-reinstall --no-deps {keep}"),
+                          note=f"{parts[0]} shares {inst.get('prefix')} with torch's {own_parts[0]}; reinstall that after the uninstall")
         right = kb.libs.pip_package_for(lib.name, want)
         pin = torch_pin(facts, lib, kb)
-        install = f"pip install {right}=={pin[1]}" if right and pin and pin[0] == right and pin[1] else (f"pip install {right}" if right else "")
-        commands = tuple(c for c in (f"pip uninstall -y {parts[0]}", install) if c)
-        return FixRef("env", {"pip_uninstall": [parts[0]], "pip_install": [right] if right else []}, commands,
+        requirement = f"{right}=={pin[1]}" if right and pin and pin[0] == right and pin[1] else right
+        commands = (f"pip uninstall -y {parts[0]}", *((f"pip install {requirement}",) if requirement else ()))
+        return FixRef("env", {"pip_uninstall": [parts[0]], "pip_install": [requirement] if requirement else []}, commands,
                       note=f"the {parts[0]} wheel is for another CUDA major than the one torch uses")
     if inst.get("kind") == "dpkg" and parts:
         name = parts[0]
@@ -315,6 +331,13 @@ def shadowed(facts: Facts, kb: Any, lib: Lib) -> Hit | None:
         message = (f"{first.get('via')} puts {first.get('path')} ahead of torch's {lib.title} {short(expected)}; "
                    f"its exact version ({seen}) cannot be told from its name")
         severity = Severity.WARNING
+    if first.get("via") == "LD_LIBRARY_PATH" and own is not None:
+        # Measured with torch 2.14.1: libtorch_cuda.so's DT_RPATH ($ORIGIN/../../nvidia/
+        # <lib>/lib) wins over LD_LIBRARY_PATH and torch preloads its wheels, so torch still
+        # loads its own copy; extensions without that RPATH, and libraries loaded before
+        # torch, take this one. LD_PRELOAD beats everything (undefined symbol at import).
+        message += "; torch's wheel still loads its own through RPATH, other libraries in the process take this one"
+        severity = Severity.WARNING
     return Hit(message, evidence, env_fix(facts, first), severity)
 
 
@@ -351,9 +374,12 @@ def multiple(facts: Facts, kb: Any, lib: Lib) -> Hit | None:
     first = facts[lib.ld_first_key] if isinstance(facts[lib.ld_first_key], dict) else None
     _, _, tk_root = toolkit_cuda(facts)
     consumers: dict[str, str] = {}
-    torch_loads = first.get("path") if first else (own.get("library") if own else None)
-    if torch_loads:
-        consumers["torch"] = str(torch_loads) + (f" (via {first.get('via')})" if first else "")
+    if first and (first.get("via") == "LD_PRELOAD" or own is None):
+        consumers["torch"] = f"{first.get('path')} (via {first.get('via')})"
+    elif own is not None and own.get("library"):
+        consumers["torch"] = str(own.get("library"))
+    if first and first.get("via") == "LD_LIBRARY_PATH" and own is not None:
+        consumers["other libraries"] = f"{first.get('path')} (first on LD_LIBRARY_PATH)"
     build = next((i for i in found if tk_root and i.get("kind") == "toolkit" and i.get("prefix") == tk_root), None)
     build = build or next((i for i in found if i.get("kind") in ("dpkg", "system") and i.get("header")), None)
     if build is not None:
@@ -406,8 +432,12 @@ def cudnn_shadowed(facts: Facts, kb: Any) -> Hit | None:
     Why is this bad?
     The first libcudnn.so.9 loaded wins for the whole process. A different release
     gives "cuDNN version incompatibility: PyTorch was compiled against (9, 24, 0) but
-    found runtime version (9, 1, 0)", undefined symbols, or silently slower kernels.
-    A warning instead of an error means the file name shows only the major.
+    found runtime version (9, 1, 0)", undefined symbols ("libtorch_cuda.so: undefined
+    symbol: cudnnSetConvolutionGroupCount, version libcudnn.so.9" with LD_PRELOAD), or
+    silently slower kernels. It is an error through LD_PRELOAD, or when torch has no
+    wheel of its own; a warning through LD_LIBRARY_PATH beside a pip torch, whose RPATH
+    still finds its own copy while extensions and libraries loaded first do not, and
+    when the file name shows only the major.
 
     Example:
     LD_LIBRARY_PATH=/usr/local/cuda-12.4/lib64 holding libcudnn.so.9 from cuDNN 9.1.0

@@ -51,20 +51,16 @@ def driver_runs(kb: Any, driver: str, cuda: str | None) -> bool | None:
     return have >= Version(floor)
 
 
-def wheel_fix(facts: Facts, kb: Any, variant: Any, note: str, clears: str) -> FixRef:
-    """A torch-wheel fix naming exactly one wheel, with the pip command a person can run."""
+def wheel_fix(facts: Facts, kb: Any, variant: Any, note: str) -> FixRef:
+    """A torch-wheel fix naming exactly one wheel (options as recipes/torch_wheel.py reads
+    them), with the pip command a person can run."""
+    companions = [f"{name}=={version}" for name, version in (("torchvision", variant.torchvision), ("torchaudio", variant.torchaudio)) if version]
+    if companions:
+        note = f"{note}; if you use them, pin {' '.join(companions)} in the same command"
     return FixRef(
         recipe="torch-wheel",
-        options={
-            "torch": variant.torch,
-            "variant": variant.variant,
-            "index_url": variant.index_url,
-            "torchvision": variant.torchvision,
-            "torchaudio": variant.torchaudio,
-            "python": facts.get("python.executable"),
-            "clears": clears,
-        },
-        commands=(f"{_pip(facts)} install --force-reinstall {' '.join(variant.pip_args())}",),
+        options={"torch": variant.torch, "variant": variant.variant, "python": facts.get("python.executable")},
+        commands=(f"{_pip(facts)} install --force-reinstall torch=={variant.torch} --index-url {variant.index_url}",),
         note=note,
     )
 
@@ -139,13 +135,8 @@ def driver_too_old_for_torch(facts: Facts, kb: Any) -> Hit | None:
         evidence["torch.deep.error"] = deep["error"]
     best = _pick(kb, facts, lambda v: v.cuda is not None and driver_runs(kb, driver, v.cuda) is True)
     if best is not None:
-        fix = wheel_fix(
-            facts,
-            kb,
-            best,
-            f"install torch {best.local_version} (CUDA {best.cuda} runs on driver {driver}), or upgrade the driver to >= {floor}",
-            "driver-too-old-for-torch",
-        )
+        note = f"install torch {best.local_version} (CUDA {best.cuda} runs on driver {driver}), or upgrade the driver to >= {floor}"
+        fix = wheel_fix(facts, kb, best, note)
     else:
         fix = FixRef(note=f"upgrade the NVIDIA driver to >= {floor}; no official torch wheel in the KB runs on driver {driver}")
     return Hit(
@@ -231,7 +222,7 @@ def gpu_arch_unsupported_by_torch(facts: Facts, kb: Any) -> Iterable[Hit] | None
     for cc, group in sorted(bad.items(), key=lambda kv: arch.cc_key(kv[0])):
         names = ", ".join(f"{g.get('index', '?')}: {g.get('name') or 'GPU'}" for g in group)
         if best is not None:
-            fix = wheel_fix(facts, kb, best, f"install torch {best.local_version}, built for {';'.join(best.arch_list or ())}", "gpu-arch-unsupported-by-torch")
+            fix = wheel_fix(facts, kb, best, f"install torch {best.local_version}, built for {';'.join(best.arch_list or ())}")
         else:
             fix = FixRef(
                 recipe="torch-source",
@@ -299,7 +290,7 @@ def torch_cpu_build_on_gpu_host(facts: Facts, kb: Any) -> Hit | None:
         choice = _pick(kb, facts, lambda v: v.cuda is not None and (not driver or driver_runs(kb, driver, v.cuda) is True))
     gpus = facts.get("gpus.list") or facts.get("pci.nvidia_gpus") or []
     fix = (
-        wheel_fix(facts, kb, choice, f"install the CUDA build torch {choice.local_version}", "torch-cpu-build-on-gpu-host")
+        wheel_fix(facts, kb, choice, f"install the CUDA build torch {choice.local_version}")
         if choice is not None
         else FixRef(recipe="torch-wheel", note="install a CUDA build of torch")
     )
@@ -341,7 +332,7 @@ def torch_not_installed(facts: Facts, kb: Any) -> Hit | None:
     commands = [f"fwdoctor check --python /path/to/the/venv/bin/python"]
     fix = None
     if choice is not None:
-        fix = wheel_fix(facts, kb, choice, f"inspect the interpreter that has torch, or install torch {choice.local_version}", "torch-not-installed")
+        fix = wheel_fix(facts, kb, choice, f"inspect the interpreter that has torch, or install torch {choice.local_version}")
         fix = FixRef(recipe=fix.recipe, options=fix.options, commands=(*commands, *fix.commands), note=fix.note)
     return Hit(
         f"no torch in the environment of {python} (searched {', '.join(facts.get('python.site_packages') or []) or 'no site dirs'})",

@@ -1,0 +1,13 @@
+"""Smoke tests: real work on the host, each in child processes with timeouts.
+
+    cli.py        `fwdoctor smoke kernel|allreduce|all` (parse, call, render)
+    kernel.py     GPU kernels vs a CPU reference, via workers/kernel_worker.py
+    compile.py    --compile-only: nvcc per target architecture, run on a matching GPU
+    allreduce.py  torchrun + workers/allreduce_worker.py: exact, timed sweep
+    bandwidth.py  algbw/busbw as nccl-tests defines them (pure)
+    emit.py       --emit slurm|torchrun job scripts
+    launch.py     streaming launcher that kills whole process trees on timeout
+    diagnose.py   error text -> finding id + what to try (pure)
+    result.py     SmokeResult, exit codes, text rendering
+    suite.py      `smoke all` and its JSON report schema
+"""

@@ -214,6 +214,8 @@ def interpret(opts: AllreduceOptions, p: Plan, launched: LaunchResult, data: dic
         return failed("allreduce", f"the launcher exited with status {launched.returncode} and no result", text or f"exit status {launched.returncode}", base, hint="" if text else "; ".join(hints))
     if not data.get("ok"):
         return failed("allreduce", f"rank {data.get('rank', '?')} failed: {data.get('error', '?')}", f"{_error_text(launched)}\n{data.get('error', '')}", {**base, **_meta(data)})
+    if p.notes:
+        base["notes"] = list(p.notes)
     return judge(opts, backend, data, base)
 
 
@@ -249,6 +251,8 @@ def judge(opts: AllreduceOptions, backend: str, data: Mapping, base: dict) -> Sm
     details = {**base, **_meta(data), "rows": rows, "avg_busbw_gbps": avg, "wrong_total": wrong, "min_busbw_gbps": opts.min_busbw}
     span = f"{bw.human_bytes(rows[0]['bytes'])}..{bw.human_bytes(rows[-1]['bytes'])}" if rows else "no sizes"
     where = f"{world} ranks ({opts.nnodes} node{'s' if opts.nnodes > 1 else ''})"
+    if world == 1:
+        where += ", busbw 0 by definition with one rank"  # 2(n-1)/n = 0: nothing crosses a bus
     if wrong:
         bad = [bw.human_bytes(r["bytes"]) for r in rows if r["wrong"]]
         return SmokeResult("allreduce", FAIL, f"{backend}, {where}: {wrong} wrong elements (sizes {', '.join(bad)}); the sums must be exact", details=details,
