@@ -33,8 +33,10 @@ doctor: venv
 test: test-venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+## bench: speed figures (printed, not asserted)
 bench: test-venv
 	$(BIN)/python benchmarks/check_speed.py
+	$(BIN)/python benchmarks/allreduce_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

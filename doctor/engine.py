@@ -13,30 +13,54 @@ from doctor.rules.base import Rule
 
 
 def collect(host: Host, probes: Sequence[Probe], deep: bool = False) -> Facts:
-    """Run every probe in order (later probes may read earlier facts). Never raises."""
-    facts = Facts()
-    for item in probes:
-        if item.deep and not deep:
-            continue
-        produced: list[Fact] = []
-        failures: list[ProbeFailure] = []
-        try:
-            for out in item.func(host, facts):
-                if isinstance(out, ProbeFailure):
-                    failures.append(out)
-                else:
-                    produced.append(out)
-        except UnreadableError as exc:
-            failures.append(ProbeFailure(item.name, f"cannot read {exc.path}: {exc.reason}"))
-        except Exception as exc:  # a probe bug must not cost the user the whole report
-            failures.append(ProbeFailure(item.name, f"internal error: {type(exc).__name__}: {exc}"))
-        have = {fact.key for fact in produced}
-        reason = "; ".join(f.reason for f in failures) if failures else "not reported by the probe"
-        for key in item.provides:
-            if key not in have:
-                produced.append(Fact.unknown(key, f"probe {item.name} failed: {reason}" if failures else reason))
-        facts = Facts([*(facts.fact(k) for k in facts), *produced], [*facts.failures, *failures])  # type: ignore[misc]
-    return facts
+    """Run every probe in order (later probes may read earlier facts). Never raises.
+
+    Deep probes (an `import torch` in a child process, ~2 s) start in a background thread
+    as soon as their turn comes, with the facts known so far, and run while the remaining
+    static probes read files; their facts are merged at the end."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    facts: list[Fact] = []
+    failures: list[ProbeFailure] = []
+    pending = []
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for item in probes:
+            if item.deep and not deep:
+                continue
+            snapshot = Facts(facts, failures)
+            if item.deep:
+                pending.append(pool.submit(_run_probe, item, host, snapshot))
+                continue
+            produced, failed = _run_probe(item, host, snapshot)
+            facts.extend(produced)
+            failures.extend(failed)
+        for future in pending:
+            produced, failed = future.result()
+            facts.extend(produced)
+            failures.extend(failed)
+    return Facts(facts, failures)
+
+
+def _run_probe(item: Probe, host: Host, facts: Facts) -> tuple[list[Fact], list[ProbeFailure]]:
+    produced: list[Fact] = []
+    failures: list[ProbeFailure] = []
+    try:
+        for out in item.func(host, facts):
+            if isinstance(out, ProbeFailure):
+                failures.append(out)
+            else:
+                produced.append(out)
+    except UnreadableError as exc:
+        failures.append(ProbeFailure(item.name, f"cannot read {exc.path}: {exc.reason}"))
+    except Exception as exc:  # a probe bug must not cost the user the whole report
+        failures.append(ProbeFailure(item.name, f"internal error: {type(exc).__name__}: {exc}"))
+    have = {fact.key for fact in produced}
+    reason = "; ".join(f.reason for f in failures)
+    for key in item.provides:
+        if key not in have:
+            why = f"probe {item.name} failed: {reason}" if failures else "not reported by the probe"
+            produced.append(Fact.unknown(key, why))
+    return produced, failures
 
 
 @dataclass

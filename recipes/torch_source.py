@@ -522,6 +522,9 @@ def _notes(req: be.BuildRequest, kb_build, env: Mapping[str, str], cmake_only: b
         f"Python: every build command runs {req.python.executable}; setup.py passes it to CMake as -D{'/-D'.join(reads) or 'Python_EXECUTABLE'}",
         f"MAX_JOBS={env.get('MAX_JOBS')} " + ("(--jobs)" if req.jobs else f"(cores, capped at ~{kb_build.gib_per_job:g} GiB of available memory per nvcc job)"),
     ]
+    ld = [posixpath.dirname(lib.library_file) for lib in (req.nccl, req.cudnn) if lib.kind == "path" and lib.library_file]
+    if ld and not cmake_only:
+        notes.append(f"the wheel does not carry NCCL/cuDNN from a path: wherever it is used, put {':'.join(dict.fromkeys(ld))} on LD_LIBRARY_PATH")
     if cmake_only:
         notes.append(f"--cmake-only: afterwards see {src}/build/CMakeCache.txt; run the same command without --cmake-only to build")
     return tuple(notes)

@@ -13,9 +13,11 @@ PROBES: tuple[Probe, ...] = (
     *compilers.PROBES,
     *python.PROBES,
     *torch.PROBES,
+    # Deep probes start here in the background (they need python.executable) and are
+    # merged last, so the file-reading probes below overlap with `import torch`.
+    *torch_deep.PROBES,
     # After python/torch: they scan the inspected interpreter's site-packages.
     *ldpath.PROBES,
     *cudnn.PROBES,
     *nccl.PROBES,
-    *torch_deep.PROBES,
 )
