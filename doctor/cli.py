@@ -33,6 +33,30 @@ def fail(message: str) -> NoReturn:
 class Group(click.Group):
     """Click's usage errors exit 2 already; make sure nothing else escapes as a traceback."""
 
+    _ext_loaded = False
+
+    def _load_ext(self) -> None:
+        # Feature commands (smoke, fix, select, install, stack, lock, docker, build) are
+        # added on first use: they import doctor.cli themselves, so importing them at
+        # module load would be circular, and `fwdoctor check` need not pay for them.
+        if not Group._ext_loaded:
+            Group._ext_loaded = True
+            from doctor.cli_ext import COMMANDS
+
+            for command in COMMANDS:
+                self.add_command(command)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None:
+            self._load_ext()
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_ext()
+        return super().list_commands(ctx)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -227,14 +251,3 @@ def explain(finding_id: str) -> None:
         click.echo(explanation(finding_id))
     except KeyError as exc:
         fail(str(exc.args[0]))
-
-
-def register_subcommands() -> None:
-    """Commands that live with their feature: smoke tests, recipes, images, builds."""
-    from doctor.cli_ext import COMMANDS
-
-    for command in COMMANDS:
-        main.add_command(command)
-
-
-register_subcommands()

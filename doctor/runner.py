@@ -80,6 +80,12 @@ def run(
         _kill_group(proc)
         out, err = proc.communicate()
         return CommandResult(args, None, _decode(out), _decode(err), timed_out=True)
+    except BaseException:
+        # Ctrl-C or SIGTERM in the doctor: the child has its own session, so it would
+        # outlive us; take its whole group down before propagating.
+        _kill_group(proc)
+        proc.wait()
+        raise
     return CommandResult(args, proc.returncode, _decode(out), _decode(err))
 
 

@@ -36,27 +36,6 @@ RECIPE = "cuda-toolkit"
 METHODS = ("runfile", "apt", "pip")
 USR_LOCAL_CUDA = "/usr/local/cuda"
 
-# Runfile URL and sha256 per CUDA release. Source: NixOS/nixpkgs
-# pkgs/development/cuda-modules/cudatoolkit/releases.nix @113ef7df9fbf9e13fa5eb5b5cfdad2111b51530e
-# (S-NIXREL; SRI digests converted to hex). Belongs in kb/cuda.yaml (`runfiles:` rows);
-# asked for in the report. Releases missing here need --runfile-url and --sha256.
-RUNFILES: dict[str, tuple[str, str]] = {
-    "11.2.1": ("https://developer.download.nvidia.com/compute/cuda/11.2.1/local_installers/cuda_11.2.1_460.32.03_linux.run", "1da98cb897cc5f58a7445a4a66ca4f6926867706cb3af58a669cdcd8dc3d17c8"),
-    "11.4.2": ("https://developer.download.nvidia.com/compute/cuda/11.4.2/local_installers/cuda_11.4.2_470.57.02_linux.run", "bbd87ca0e913f837454a796367473513cddef555082e4d86ed9a38659cc81f0a"),
-    "11.5.0": ("https://developer.download.nvidia.com/compute/cuda/11.5.0/local_installers/cuda_11.5.0_495.29.05_linux.run", "ae0a1693d9497cf3d81e6948943e3794636900db71c98d58eefdacaf7f1a1e4c"),
-    "11.6.1": ("https://developer.download.nvidia.com/compute/cuda/11.6.1/local_installers/cuda_11.6.1_510.47.03_linux.run", "ab219afce00b74200113269866fbff75ead037bcfc23551a8338c2684c984d7e"),
-    "11.7.0": ("https://developer.download.nvidia.com/compute/cuda/11.7.0/local_installers/cuda_11.7.0_515.43.04_linux.run", "087fdfcbba1f79543b1f78e43a8dfdac5f6db242d042dde820e16dc185892f26"),
-    "11.8.0": ("https://developer.download.nvidia.com/compute/cuda/11.8.0/local_installers/cuda_11.8.0_520.61.05_linux.run", "9223c4af3aebe4a7bbed9abd9b163b03a1b34b855fbc2b4a0d1b706ac09a5a16"),
-    "12.0.1": ("https://developer.download.nvidia.com/compute/cuda/12.0.1/local_installers/cuda_12.0.1_525.85.12_linux.run", "1b205a06272f1463f477276fdab903f3f666917c068e520738001e69c7a1875b"),
-    "12.1.1": ("https://developer.download.nvidia.com/compute/cuda/12.1.1/local_installers/cuda_12.1.1_530.30.02_linux.run", "d74022d41d80105319dfa21beea39b77a5b9919539c0487a05caaf2446d6a70e"),
-    "12.2.2": ("https://developer.download.nvidia.com/compute/cuda/12.2.2/local_installers/cuda_12.2.2_535.104.05_linux.run", "2b39aae3e7618d9f59a3c8fa1f1bc61f29c0b0e0df75fb05076badb352952ef2"),
-    "12.3.2": ("https://developer.download.nvidia.com/compute/cuda/12.3.2/local_installers/cuda_12.3.2_545.23.08_linux.run", "24b2afc9f770d8cf43d6fa7adc2ebfd47c4084db01bdda1ce3ce0a4d493ba65b"),
-    "12.4.0": ("https://developer.download.nvidia.com/compute/cuda/12.4.0/local_installers/cuda_12.4.0_550.54.14_linux.run", "e6a842f4eca9490575cdb68b6b1bb78d47b95a897de48dee292c431892e57d17"),
-    "12.5.1": ("https://developer.download.nvidia.com/compute/cuda/12.5.1/local_installers/cuda_12.5.1_555.42.06_linux.run", "b5e0a779e089c86610051141c4cf498beef431858ec63398107391727ecbdb04"),
-    "12.6.0": ("https://developer.download.nvidia.com/compute/cuda/12.6.0/local_installers/cuda_12.6.0_560.28.03_linux.run", "31ab04394e69b14dd8656e2b44c2877db1a0e898dff8a7546a4c628438101b94"),
-    "12.8.0": ("https://developer.download.nvidia.com/compute/cuda/12.8.0/local_installers/cuda_12.8.0_570.86.10_linux.run", "610867dcd6d94c4e36c4924f1d01b9db28ec08164e8af6c764f21b84200695f8"),
-}
-
 # The cuda-keyring package that configures NVIDIA's apt repository.
 KEYRING_URL = "https://developer.download.nvidia.com/compute/cuda/repos/{repo}/{arch}/cuda-keyring_1.1-1_all.deb"
 
@@ -154,7 +133,7 @@ def _plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
     elif method == "apt":
         steps, root, more = _apt_steps(facts, xy, options, fw_python, work_dir)
     else:
-        steps, root, more = _runfile_steps(xy, version, options, fw_python, work_dir)
+        steps, root, more = _runfile_steps(kb, xy, version, options, fw_python, work_dir)
     notes += more
     steps += _link_steps(facts, root, bool(options.get("link")), method)
     nvcc = posixpath.join(root, "bin", "nvcc")
@@ -253,20 +232,20 @@ def _q(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- methods
-def _runfile_steps(xy: str, version: str, options: Mapping[str, Any], fw_python: str, work_dir: str) -> tuple[list[Step], str, list[str]]:
+def _runfile_steps(kb: Any, xy: str, version: str, options: Mapping[str, Any], fw_python: str, work_dir: str) -> tuple[list[Step], str, list[str]]:
     url = options.get("runfile_url")
     sha = options.get("sha256")
     if url and not sha:
         raise ToolkitOptionError("--runfile-url needs --sha256: fwdoctor runs no installer it cannot verify")
     if not url:
-        known = sorted((v for v in RUNFILES if v.startswith(xy + ".") and (version.count(".") < 2 or v == version)), key=Version)
-        if not known:
+        # URL and sha256 per release live in the KB (kb/cuda.yaml `runfiles:`, from nixpkgs).
+        known = kb.cuda.runfile(version)
+        if known is None:
             raise ToolkitOptionError(
-                f"no runfile checksum for CUDA {version} in fwdoctor's table: pass --runfile-url URL --sha256 HEX "
+                f"no runfile checksum for CUDA {version} in fwdoctor's knowledge base: pass --runfile-url URL --sha256 HEX "
                 f"(from NVIDIA's download page), or use --method apt/pip"
             )
-        url, table_sha = RUNFILES[known[-1]]
-        sha = sha or table_sha
+        url, sha = known.url, sha or known.sha256
     prefix = str(options.get("prefix") or f"/usr/local/cuda-{xy}")
     download_dir = str(options.get("download_dir") or posixpath.join(work_dir, "downloads"))
     runfile = posixpath.join(download_dir, posixpath.basename(str(url).split("?")[0]) or f"cuda_{xy}_linux.run")
