@@ -23,6 +23,57 @@ Fix
 """
 
 
+def _doc(what: str, why: str, fix: str) -> str:
+    return f"What it does\n    {what}\n\nWhy is this bad?\n    {why}\n\nFix\n    {fix}\n"
+
+
+# The source-build pre-flight's own findings (recipes/buildenv.py raises them).
+BUILD_DOCS = {
+    "build-input-missing": _doc(
+        "Reports a tool or input the build cannot start without: g++, git (unless --source), ccache with --ccache, "
+        "or an --nccl/--cudnn path with no include/ and lib/.",
+        "The build would stop minutes or hours in, with a CMake or compiler error far from the cause.",
+        "Install the named tool (the finding gives the command) or point the option at a real install.",
+    ),
+    "build-python-unusable": _doc(
+        "Checks that --python runs, has pip, and is a virtual or conda environment.",
+        "CMake and setup.py build against the interpreter they find; a wrong or broken one produces a wheel "
+        "for the wrong Python (the classic: CMake picking /usr/bin/python3 instead of the venv).",
+        "Pass --python /path/to/venv/bin/python of a working environment with pip.",
+    ),
+    "build-tool-installed": _doc(
+        "Notes that cmake (too old for this torch) or ninja (absent) will be installed into the target environment.",
+        "Nothing is wrong; the plan says so because it changes that environment.",
+        "Nothing to do; install them yourself beforehand to avoid it.",
+    ),
+    "build-disk-low": _doc(
+        "Compares free disk at the work folder with what a PyTorch build needs (source, objects, wheel).",
+        "The build fails late with 'No space left on device'.",
+        "Free space or pass --workdir on a larger disk.",
+    ),
+    "build-ram-low": _doc(
+        "Compares available memory with what one nvcc/c++ job needs; MAX_JOBS is derived from it.",
+        "Compiler processes are killed by the OOM killer ('c++: fatal error: Killed signal terminated program cc1plus').",
+        "Add memory or swap, or build on a larger machine.",
+    ),
+    "build-no-wheel": _doc(
+        "Checks that the NCCL or cuDNN version given by number exists as an nvidia-*-cuXX pip wheel for the toolkit's CUDA major.",
+        "pip would fail to fetch it, or a wheel for another CUDA major would give undefined symbols at run time.",
+        "Pick a version that exists for that CUDA major (`pip index versions nvidia-nccl-cu12`), or pass a path to an install.",
+    ),
+    "build-torch-unsupported": _doc(
+        "Checks that the knowledge base knows how the requested torch version reads its build variables.",
+        "Setting the wrong variables silently builds with bundled NCCL, no cuDNN, or the wrong Python.",
+        "Use a version listed in doctor/kb/build.yaml, or add a row with its source.",
+    ),
+    "build-not-checked": _doc(
+        "Reports a pre-flight check that could not be made (an unknown version, an unreadable header).",
+        "An unknown is not a pass: the build may fail where the check would have caught it.",
+        "Check the named item by hand before a long build.",
+    ),
+}
+
+
 def explanation(finding_id: str) -> str:
     from doctor.rules import RULES
 
@@ -34,6 +85,8 @@ def explanation(finding_id: str) -> str:
     header = f"{kind.id} ({kind.code}, default severity {kind.severity.value}, area {kind.area})\n{kind.title}\n"
     if kind.id == "probe-failed":
         return header + "\n" + PROBE_FAILED_DOC
+    if kind.id in BUILD_DOCS:
+        return header + "\n" + BUILD_DOCS[kind.id]
     docs = [r.doc for r in RULES if r.id == kind.id and r.doc]
     if not docs:
         return header + "\n(no rule implements this id yet)\n"

@@ -32,6 +32,7 @@ AREA_TITLES = {
     "python": "Python environment",
     "torch": "PyTorch",
     "runtime": "Runtime and the doctor itself",
+    "build": "Source-build pre-flight (`fwdoctor build torch`)",
 }
 
 FINDING_KINDS: tuple[FindingKind, ...] = (
@@ -62,6 +63,15 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("torch-not-installed", "FWD602", I, "torch", "no torch in the inspected environment"),
     FindingKind("shm-too-small", "FWD701", W, "runtime", "/dev/shm too small for NCCL"),
     FindingKind("probe-failed", "FWD702", W, "runtime", "a probe could not finish"),
+    # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.
+    FindingKind("build-input-missing", "FWD801", E, "build", "a tool or input the build needs is absent"),
+    FindingKind("build-python-unusable", "FWD802", E, "build", "the target interpreter cannot host the build"),
+    FindingKind("build-tool-installed", "FWD803", I, "build", "the plan installs a build tool into the target env"),
+    FindingKind("build-disk-low", "FWD804", E, "build", "too little free disk for a PyTorch build"),
+    FindingKind("build-ram-low", "FWD805", E, "build", "too little memory for even one compile job"),
+    FindingKind("build-no-wheel", "FWD806", E, "build", "no pip wheel of the requested NCCL/cuDNN for this CUDA"),
+    FindingKind("build-torch-unsupported", "FWD807", E, "build", "the KB has no build data for this torch version"),
+    FindingKind("build-not-checked", "FWD808", W, "build", "a pre-flight check could not be made"),
 )
 
 BY_ID: dict[str, FindingKind] = {kind.id: kind for kind in FINDING_KINDS}
