@@ -226,7 +226,7 @@ def test_leftover_library_versions_beside_the_soname_link_are_ignored(tmp_path):
         (lib / name).write_text("")
     (lib / "libcuda.so.1").symlink_to("libcuda.so.580.95.05")
     found = userspace_libs(Host.at_root(tmp_path))
-    assert found == [{"path": "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "name": "libcuda", "version": "580.95.05"}]
+    assert found == [{"path": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05", "name": "libcuda", "version": "580.95.05"}]
 
 
 def test_versioned_libraries_count_when_no_soname_link_exists(tmp_path):

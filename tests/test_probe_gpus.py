@@ -242,3 +242,22 @@ def test_the_shm_floor_is_read_from_the_kb():
     assert load(gpus_yaml()).shm_min_bytes == 512 * 1024 * 1024
     with pytest.raises(KBError, match="runtime"):
         load(gpus_yaml(runtime={"shm_min_mib": 0, "source": "S-FWD-SHM"}))
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_host_the_kb_agrees_with_nvml_about_every_known_gpu():
+    from doctor.probes.driver import nvml_snapshot
+
+    host = Host.live_host()
+    snap = nvml_snapshot(host)
+    if snap is None or snap.source != "nvml" or not snap.gpus:
+        pytest.skip("no GPU answering through NVML on this host")
+    facts = collect(host, PROBES)
+    kb = bundled_gpu_kb()
+    pci = facts.get("pci.nvidia_gpus") or []
+    for gpu in facts["gpus.list"]:
+        assert gpu["source"] == "nvml" and gpu["cc"]
+        by_name = kb.cc_for_name(gpu["name"])
+        by_pci = kb.cc_for_gpu({**gpu, "cc": None, "name": ""}, pci)
+        assert by_name in (None, gpu["cc"]), f"gpus.yaml says {by_name} for {gpu['name']!r}, NVML says {gpu['cc']}"
+        assert by_pci in (None, gpu["cc"]), f"gpus.yaml's PCI id row says {by_pci} for {gpu['bus_id']}, NVML says {gpu['cc']}"

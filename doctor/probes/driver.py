@@ -372,9 +372,10 @@ def userspace_libs(host: Host) -> list[dict[str, str]]:
         real_dir = host.resolve(directory)
         for name in DRIVER_LIBS:
             soname = posixpath.join(directory, f"{name}.so.1")
-            parsed = lib_version(posixpath.basename(host.resolve(soname))) if host.exists(soname) else None
+            target = posixpath.basename(host.resolve(soname)) if host.exists(soname) else ""
+            parsed = lib_version(target)
             if parsed is not None and parsed[0] == name:
-                candidates = [(soname, parsed)]
+                candidates = [(posixpath.join(directory, target), parsed)]
             else:  # no link, or a link whose target name carries no version
                 candidates = [(path, lib_version(posixpath.basename(path))) for path in host.glob(directory, f"{name}.so.*.*")]
             for path, parsed in candidates:
