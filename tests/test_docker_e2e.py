@@ -86,7 +86,7 @@ def wheelhouse(engine) -> Path:
             _unavailable(f"cannot fetch the lock's wheels from pypi.org: {done.stderr.strip().splitlines()[-1:]}")
     target = WHEEL_CACHE / TORCH_WHEEL.name
     if not target.exists():
-        os.link(TORCH_WHEEL, target) if TORCH_WHEEL.stat().st_dev == WHEEL_CACHE.stat().st_dev else shutil.copy(TORCH_WHEEL, target)
+        shutil.copy(TORCH_WHEEL, target)
     return WHEEL_CACHE
 
 

@@ -103,3 +103,13 @@ def test_a_resolution_failure_exits_1_with_pips_reason(cli, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     result = cli("lock", str(stack), "--out", "out")
     assert result.exit_code == 1 and "No matching distribution found for torch==2.13.0+cpu" in result.output
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_each_committed_resolved_stack_is_what_the_kb_resolves_today(name):
+    from doctor.kb import KB
+    from recipes import stack as stack_mod
+
+    resolved = stack_mod.load_and_resolve(REPO / "stacks" / f"{name}.yaml", KB())
+    committed = (REPO / "lockfiles" / name / lockfile.RESOLVED_NAME).read_text()
+    assert committed == resolved.to_yaml(), f"stale: run `make lockfiles` (lockfiles/{name}/{lockfile.RESOLVED_NAME})"

@@ -6,17 +6,17 @@ from doctor.probes import compilers, cuda, cudnn, driver, gpus, ldpath, nccl, py
 from doctor.probes.base import Probe
 
 PROBES: tuple[Probe, ...] = (
+    # The interpreter first: `--deep` starts `import torch` in a child (~1.5 s) as soon as
+    # it knows which interpreter, and every file-reading probe below overlaps with it.
+    *python.PROBES,
+    *torch.PROBES,
+    *torch_deep.PROBES,
     *system.PROBES,
     *driver.PROBES,
     *gpus.PROBES,
     *cuda.PROBES,
     *compilers.PROBES,
-    *python.PROBES,
-    *torch.PROBES,
-    # Deep probes start here in the background (they need python.executable) and are
-    # merged last, so the file-reading probes below overlap with `import torch`.
-    *torch_deep.PROBES,
-    # After python/torch: they scan the inspected interpreter's site-packages.
+    # They scan the inspected interpreter's site-packages (python.site_packages).
     *ldpath.PROBES,
     *cudnn.PROBES,
     *nccl.PROBES,

@@ -204,10 +204,26 @@ def nvml_snapshot(host: Host, child_argv: Sequence[str] | None = None) -> NvmlSn
     cached = _SNAPSHOTS.get(id(host))
     if cached is not None and cached[0]() is host and child_argv is None:
         return cached[1]
+    if child_argv is None and not _driver_traces(host):
+        # No module, no nvidia-smi, no libnvidia-ml: starting a Python child to ask NVML
+        # costs ~50 ms (a sixth of `check`) to learn nothing.
+        snapshot = NvmlSnapshot()
+        snapshot.why = "no NVIDIA driver on this host (no kernel module, nvidia-smi or libnvidia-ml): NVML not queried"
+        _SNAPSHOTS[id(host)] = (weakref.ref(host, lambda _ref, key=id(host): _SNAPSHOTS.pop(key, None)), snapshot)
+        return snapshot
     snapshot = _take_snapshot(host, child_argv or (sys.executable, str(CHILD)))
     if child_argv is None:
         _SNAPSHOTS[id(host)] = (weakref.ref(host, lambda _ref, key=id(host): _SNAPSHOTS.pop(key, None)), snapshot)
     return snapshot
+
+
+def _driver_traces(host: Host) -> bool:
+    """Whether anything of an NVIDIA driver is present that NVML or nvidia-smi could answer for."""
+    if host.exists("/proc/driver/nvidia/version") or host.exists("/sys/module/nvidia"):
+        return True
+    if host.which("nvidia-smi"):
+        return True
+    return any(host.glob(directory, "libnvidia-ml.so*") for directory in LIB_DIRS)
 
 
 def _take_snapshot(host: Host, child_argv: Sequence[str]) -> NvmlSnapshot:
