@@ -11,7 +11,6 @@ from packaging.requirements import Requirement
 from recipes import stack as stack_mod
 
 REPO = Path(__file__).resolve().parent.parent
-GOOD = {"name": "s1", "python": "3.12", "torch": "2.14.1"}
 
 
 def write(tmp_path: Path, text: str) -> Path:
