@@ -6,6 +6,9 @@ BIN    := $(VENV)/bin
 # its arch list, which the live tests judge. Override for another machine.
 TEST_TORCH ?= torch==2.14.1
 PYTEST_ARGS ?=
+# Where the CPU torch wheel lies on this kind of machine (a copy of download.pytorch.org's).
+CPU_TORCH_WHEELS ?= /opt/wheels
+STACKS := $(wildcard stacks/*.yaml)
 
 .PHONY: doctor test venv test-venv lint bench dockerfiles lockfiles clean
 
@@ -37,6 +40,17 @@ test: test-venv
 bench: test-venv
 	$(BIN)/python benchmarks/check_speed.py
 	$(BIN)/python benchmarks/allreduce_overhead.py
+
+## lockfiles: re-lock the committed stacks (needs PyPI; see lockfiles/README.md)
+lockfiles: venv
+	$(BIN)/fwdoctor lock stacks/cu130-py312.yaml
+	$(BIN)/fwdoctor lock stacks/cu128-py310.yaml
+	$(BIN)/fwdoctor lock stacks/cu126-pascal.yaml
+	$(BIN)/fwdoctor lock stacks/cpu-py311.yaml $(if $(wildcard $(CPU_TORCH_WHEELS)/torch-2.13.0+cpu-*.whl),--index-url https://pypi.org/simple --find-links $(CPU_TORCH_WHEELS))
+
+## dockerfiles: regenerate dockerfiles/<stack>/Dockerfile from the stacks and their locks
+dockerfiles: venv
+	for stack in $(STACKS); do $(BIN)/fwdoctor docker generate $$stack || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from doctor.smoke import allreduce as ar  # noqa: E402
 from doctor.smoke import bandwidth as bw  # noqa: E402
-from doctor.smoke.launch import run_streaming  # noqa: E402
+from doctor.runner import stream as run_streaming  # noqa: E402
 
 BARE = r'''
 import json, os, sys, time

@@ -548,7 +548,7 @@ def _check_python(pf: Preflight, py: PythonEnv) -> None:
         pf.add(PYTHON_UNUSABLE, Severity.WARNING,
                f"--python {py.executable} is not a virtual or conda environment (prefix {py.prefix}); the build requirements "
                f"and the new torch would be installed into that interpreter itself",
-               fix=FixRef(commands=(f"python3 -m venv ~/venvs/torch-build && ~/venvs/torch-build/bin/python -m pip install -U pip",)))
+               fix=FixRef(commands=("python3 -m venv ~/venvs/torch-build && ~/venvs/torch-build/bin/python -m pip install -U pip",)))
 
 
 def _check_resources(pf: Preflight, host: BuildHost, kb_build, req: BuildRequest) -> None:

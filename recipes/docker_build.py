@@ -18,10 +18,7 @@ Validation, all required for success:
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -110,28 +107,14 @@ def build_argv(
 
 def stream(argv: Sequence[str], echo: Echo, timeout: float, env: Mapping[str, str] | None = None) -> int:
     """Run `argv`, passing each output line to `echo` as it comes. Returns the exit status;
-    raises BuildError on timeout. (doctor.runner.run captures; a build needs live progress.)"""
-    try:
-        proc = subprocess.Popen(
-            list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=runner.command_env(None, env), start_new_session=True,
-        )
-    except OSError as exc:
-        raise BuildError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-    deadline = time.monotonic() + timeout
-    assert proc.stdout is not None
-    for raw in proc.stdout:
-        echo(raw.decode("utf-8", errors="replace").rstrip("\n"))
-        if time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise BuildError(f"build still running after {timeout:.0f}s: killed")
-    try:
-        return proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise BuildError(f"build still running after {timeout:.0f}s: killed") from None
+    raises BuildError on timeout (the whole process tree is killed) or when it cannot start."""
+    result = runner.stream(argv, timeout=timeout, env=runner.command_env(None, env), on_stderr_line=echo, merge_stderr=True)
+    if result.error:
+        raise BuildError(f"cannot run {argv[0]}: {result.error}")
+    if result.timed_out:
+        raise BuildError(f"build still running after {timeout:.0f}s: killed")
+    assert result.returncode is not None
+    return result.returncode
 
 
 def build(

@@ -21,9 +21,6 @@ import posixpath
 import re
 import shlex
 import shutil
-import signal
-import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
@@ -722,56 +719,35 @@ class StreamStatus:
 
 def stream(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, timeout: float, log_path: str,
            on_progress: Callable[[int, int], None] | None = None, on_line: Callable[[str], None] | None = None) -> StreamStatus:
-    """Run a long command, appending every output line to `log_path` as it comes and
-    reporting ninja's [N/M]. Same rules as doctor.runner.run (argv, LC_ALL=C, its own
-    process group killed on timeout), but streaming: runner.run only returns at the end."""
-    tail: list[str] = []
-    last: tuple[int, int] | None = None
+    """Run a long command through doctor.runner.stream, appending every output line to
+    `log_path` as it comes and reporting ninja's [N/M]."""
+    last: list[tuple[int, int] | None] = [None]
     os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
     with open(log_path, "a", encoding="utf-8", errors="replace") as log:
         log.write(f"\n$ {' '.join(shlex.quote(a) for a in argv)}  # cwd={cwd}\n")
         log.flush()
-        try:
-            proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    env=runner.command_env(env), cwd=cwd, start_new_session=True)
-        except OSError as exc:
-            log.write(f"# could not start: {exc}\n")
-            return StreamStatus(None, reason=f"could not start {argv[0]}: {exc.strerror or exc}")
-        timed_out = threading.Event()
 
-        def kill() -> None:
-            timed_out.set()
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        def line_seen(line: str) -> None:
+            log.write(line + "\n")
+            if on_line:
+                on_line(line)
+            step = be.parse_ninja_progress(line)
+            if step:
+                last[0] = step
+                if on_progress:
+                    on_progress(*step)
 
-        timer = threading.Timer(timeout, kill)
-        timer.start()
         try:
-            assert proc.stdout is not None
-            for raw in proc.stdout:
-                line = raw.decode("utf-8", errors="replace").rstrip("\n")
-                log.write(line + "\n")
-                tail.append(line)
-                del tail[:-40]
-                if on_line:
-                    on_line(line)
-                step = be.parse_ninja_progress(line)
-                if step:
-                    last = step
-                    if on_progress:
-                        on_progress(*step)
-            proc.wait()
-        except KeyboardInterrupt:
-            kill()
-            proc.wait()
+            result = runner.stream(argv, timeout=timeout, env=env, cwd=cwd, on_stderr_line=line_seen, merge_stderr=True)
+        except KeyboardInterrupt:  # runner.stream has already killed the whole tree
             log.write("# interrupted\n")
-            return StreamStatus(None, reason="interrupted", tail="\n".join(tail[-20:]), last_progress=last)
-        finally:
-            timer.cancel()
-        log.write(f"# exit status {proc.returncode}\n")
-    if timed_out.is_set():
-        return StreamStatus(None, True, f"no end within {timeout:.0f} s (killed)", "\n".join(tail[-20:]), last)
-    reason = "" if proc.returncode == 0 else f"exit status {proc.returncode}"
-    return StreamStatus(proc.returncode, False, reason, "\n".join(tail[-20:]), last)
+            return StreamStatus(None, reason="interrupted", last_progress=last[0])
+        tail = "\n".join(result.stderr_tail.splitlines()[-20:])
+        if result.error:
+            log.write(f"# could not start: {result.error}\n")
+            return StreamStatus(None, reason=f"could not start {argv[0]}: {result.error}")
+        log.write(f"# exit status {result.returncode}\n")
+    if result.timed_out:
+        return StreamStatus(None, True, f"no end within {timeout:.0f} s (killed)", tail, last[0])
+    reason = "" if result.returncode == 0 else f"exit status {result.returncode}"
+    return StreamStatus(result.returncode, False, reason, tail, last[0])

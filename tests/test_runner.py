@@ -41,3 +41,17 @@ def test_a_failing_command_reports_its_status_and_last_stderr_line():
     result = runner.run([sys.executable, "-c", "import sys; sys.stderr.write('first\\nFailed to initialize NVML\\n'); sys.exit(9)"])
     assert result.returncode == 9
     assert result.describe_failure().endswith("exit status 9: Failed to initialize NVML")
+
+
+def test_stream_hands_over_merged_lines_in_order_as_they_come():
+    seen: list[str] = []
+    script = "import sys\nprint('one', flush=True)\nsys.stderr.write('two\\n'); sys.stderr.flush()\nprint('three', flush=True)\nsys.exit(4)"
+    result = runner.stream([sys.executable, "-c", script], timeout=30, on_stderr_line=seen.append, merge_stderr=True)
+    assert seen == ["one", "two", "three"]
+    assert result.returncode == 4 and not result.timed_out
+    assert result.stderr_tail.splitlines()[-1] == "three"
+
+
+def test_stream_reports_a_missing_program_without_raising():
+    result = runner.stream(["/nonexistent/torchrun"], timeout=5)
+    assert result.error == "not found" and not result.ok

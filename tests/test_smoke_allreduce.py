@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from doctor.smoke.launch import descendants, run_streaming
+from doctor.runner import descendants
+from doctor.runner import stream as run_streaming
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -182,7 +183,7 @@ def test_descendants_finds_grandchildren_in_other_sessions():
         assert len(found) == 1
         assert os.getsid(found[0]) != os.getsid(parent.pid)
     finally:
-        from doctor.smoke.launch import kill_tree
+        from doctor.runner import kill_tree
 
         kill_tree(parent.pid)
         parent.wait(timeout=10)

@@ -6,7 +6,7 @@ import pytest
 
 from doctor.smoke import allreduce as ar
 from doctor.smoke import bandwidth as bw
-from doctor.smoke.launch import LaunchResult
+from doctor.runner import StreamResult as LaunchResult
 
 
 def test_algbw_is_bytes_over_seconds_in_decimal_gigabytes():

@@ -329,7 +329,7 @@ def torch_not_installed(facts: Facts, kb: Any) -> Hit | None:
     choice = _pick(kb, facts, lambda v: v.pypi_default and (v.cuda is None or not driver or driver_runs(kb, driver, v.cuda) is True))
     if choice is not None and driver is None:
         choice = _pick(kb, facts, lambda v: v.variant == "cpu") or choice
-    commands = [f"fwdoctor check --python /path/to/the/venv/bin/python"]
+    commands = ["fwdoctor check --python /path/to/the/venv/bin/python"]
     fix = None
     if choice is not None:
         fix = wheel_fix(facts, kb, choice, f"inspect the interpreter that has torch, or install torch {choice.local_version}")

@@ -6,7 +6,6 @@
     allreduce.py  torchrun + workers/allreduce_worker.py: exact, timed sweep
     bandwidth.py  algbw/busbw as nccl-tests defines them (pure)
     emit.py       --emit slurm|torchrun job scripts
-    launch.py     streaming launcher that kills whole process trees on timeout
     diagnose.py   error text -> finding id + what to try (pure)
     result.py     SmokeResult, exit codes, text rendering
     suite.py      `smoke all` and its JSON report schema

@@ -21,7 +21,8 @@ from typing import Callable, Mapping
 
 from doctor import runner
 from doctor.smoke import bandwidth as bw
-from doctor.smoke.launch import LaunchResult, run_streaming
+from doctor.runner import StreamResult as LaunchResult
+from doctor.runner import stream as run_streaming
 from doctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
 from doctor.smoke.workers import worker_path
 
