@@ -8,6 +8,8 @@ import json
 import os
 from pathlib import Path
 
+import sys
+
 import pytest
 
 from doctor import runner
@@ -16,7 +18,7 @@ from doctor.host import Host
 from doctor.kb import KB
 from doctor.probes import cudnn, ldpath, nccl
 
-CANDIDATES = (Path("/work/main/.venv"), Path("/tmp/venv-torch"))
+CANDIDATES = (Path(sys.prefix), Path(__file__).resolve().parents[1] / ".venv", Path("/tmp/venv-torch"))
 
 
 def torch_venv() -> Path | None:
