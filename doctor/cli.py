@@ -204,8 +204,14 @@ def check(root, env_file, facts_file, image, deep, python, timeout, as_json, fmt
     for finding_id in only:
         if finding_id not in BY_ID:
             fail(f"--only {finding_id}: unknown finding id (see `fwdoctor list`)")
-    kb = load_kb(kb_dir)
-    facts = gather_facts(root, env_file, facts_file, image, deep, python, timeout)
+    from concurrent.futures import ThreadPoolExecutor
+
+    # The KB parses while the probes read the host (and, with --deep, while torch imports
+    # in its child): neither waits for the other.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        kb_future = pool.submit(load_kb, kb_dir)
+        facts = gather_facts(root, env_file, facts_file, image, deep, python, timeout)
+        kb = kb_future.result()
     report = judge(facts, kb, RULES, only=only or None)
     fmt = "json" if as_json else fmt
     if fmt == "json":
