@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 CPU_TORCH_WHEELS ?= /opt/wheels
 STACKS := $(wildcard stacks/*.yaml)
 
-.PHONY: doctor test venv test-venv lint bench dockerfiles lockfiles clean
+.PHONY: doctor test venv test-venv bench dockerfiles lockfiles docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ lockfiles: venv
 ## dockerfiles: regenerate dockerfiles/<stack>/Dockerfile from the stacks and their locks
 dockerfiles: venv
 	for stack in $(STACKS); do $(BIN)/fwdoctor docker generate $$stack || exit 1; done
+
+## docs: regenerate docs/findings.md from the finding catalog and rule docstrings
+docs: venv
+	$(BIN)/python -m doctor.explain > docs/findings.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
