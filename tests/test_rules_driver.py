@@ -105,6 +105,14 @@ def test_no_gpu_anywhere_is_an_info(kb):
     assert set(findings) == {"no-gpu"} and findings["no-gpu"].severity is Severity.INFO
 
 
+def test_no_gpu_suggests_gpus_all_only_inside_a_container(kb):
+    none = {"pci.nvidia_gpus": [], "gpus.list": [], "driver.loaded": False, "driver.version": None}
+    bare, _ = ids(healthy(**none), kb)
+    boxed, _ = ids(healthy(**none, **{"system.container": True}), kb)
+    assert bare["no-gpu"].fix.commands == ()
+    assert boxed["no-gpu"].fix.commands == ("docker run --gpus all IMAGE ...",)
+
+
 def test_no_gpu_stays_quiet_when_the_bus_has_one_the_driver_cannot_see(kb):
     findings, _ = ids(healthy(**{"gpus.list": [], "driver.loaded": False, "driver.version": None}), kb)
     assert "no-gpu" not in findings

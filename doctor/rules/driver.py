@@ -205,7 +205,14 @@ def no_gpu(facts: Facts, kb: Any) -> Hit | None:
     return Hit(
         "no NVIDIA GPU found (none reported by the driver, none with vendor 0x10de on the PCI bus); GPU checks are skipped",
         evidence={"gpus.list": [], "pci.nvidia_gpus": pci},
-        fix=FixRef(commands=("docker run --gpus all ...",), note="Only if this host or container should have GPUs."),
+        fix=FixRef(
+            commands=("docker run --gpus all IMAGE ...",) if facts.get("system.container") else (),
+            note=(
+                "nothing to do on a CPU-only machine; if this container should have GPUs, start it with --gpus all"
+                if facts.get("system.container")
+                else "nothing to do on a CPU-only machine"
+            ),
+        ),
     )
 
 
