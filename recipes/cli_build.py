@@ -42,7 +42,7 @@ def build_group() -> None:
 @click.option("--ccache", is_flag=True, help="Use ccache as the C, C++ and CUDA compiler launcher.")
 @click.option("--debug", is_flag=True, help="DEBUG=1: -O0 -g.")
 @click.option("--cmake-only", is_flag=True, help="Configure the source tree with CMake and stop (no compiling).")
-@click.option("--docker", "docker_image", metavar="IMAGE", help="Plan the same build inside this CUDA devel image (printed only; needs Docker).")
+@click.option("--docker", "docker_image", metavar="STACK|IMAGE", help="Plan the same build inside a CUDA devel image: a stack file (stacks/*.yaml: its CUDA and OS pick the nvidia/cuda devel tag) or an image name (printed only; needs Docker).")
 @click.option("--dry-run/--apply", "dry_run", default=True, help="Print the plan (default) or run it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the pre-flight findings and the plan as JSON.")
 def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir, jobs, ccache, debug, cmake_only, docker_image, dry_run, as_json) -> None:
@@ -73,6 +73,7 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
                       workdir=workdir, jobs=jobs, ccache=ccache, debug=debug, cmake_only=cmake_only)
     try:
         if docker_image:
+            docker_image = _devel_image(docker_image, kb)
             pf, bp = ts.docker_plan(opts, docker_image, kb)
         else:
             req, host = ts.gather(opts, kb, toolkits_fact=_toolkits_fact())
@@ -102,6 +103,28 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
     result = ts.execute(bp, progress=lambda line: click.echo(f"fwdoctor: {line}", err=True))
     click.echo(result.message)
     sys.exit(0 if result.ok else 1)
+
+
+def _devel_image(spec: str, kb) -> str:
+    """--docker takes an image, or a stack file whose CUDA and OS name the devel image: the
+    same nvidia/cuda release the stack's runtime image is built from, in its devel flavor."""
+    from doctor.cli import DoctorError
+    from doctor.kb import KBError
+
+    if not spec.endswith((".yaml", ".yml")):
+        return spec
+    from recipes import stack as stack_mod
+
+    try:
+        resolved = stack_mod.load_and_resolve(spec, kb)
+    except (OSError, KBError, stack_mod.StackError, stack_mod.StackImpossible) as exc:
+        raise DoctorError(f"--docker {spec}: {exc}") from None
+    if resolved.cuda is None:
+        raise DoctorError(f"--docker {spec}: a CPU stack has no CUDA devel image to build torch with CUDA in")
+    try:
+        return kb.docker.cuda_reference(resolved.cuda, resolved.os, "devel")
+    except LookupError as exc:
+        raise DoctorError(f"--docker {spec}: {exc}") from None
 
 
 def _toolkits_fact():

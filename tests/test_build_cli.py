@@ -197,3 +197,18 @@ def test_an_nvcc_wrapper_outside_a_toolkit_is_not_taken_for_a_toolkit_root(tmp_p
     wrapper.chmod(0o755)
     with pytest.raises(ts.InputError, match="has no include/cuda_runtime.h"):
         ts.find_toolkit(str(wrapper), env={})
+
+
+@needs_nvcc
+def test_docker_takes_a_stack_file_and_builds_in_its_cuda_devel_image():
+    from click.testing import CliRunner
+
+    from doctor.cli import main
+
+    repo = Path(__file__).resolve().parents[1]
+    result = CliRunner().invoke(main, ["build", "torch", "--version", "2.9.1", "--cuda", "13.0", "--arch", "9.0",
+                                       "--python", sys.executable, "--docker", str(repo / "stacks" / "cu130-py312.yaml")])
+    assert "nvidia/cuda:13.0.2-devel-ubuntu24.04" in result.output
+    cpu = CliRunner().invoke(main, ["build", "torch", "--version", "2.9.1", "--cuda", "13.0", "--arch", "9.0",
+                                    "--python", sys.executable, "--docker", str(repo / "stacks" / "cpu-py311.yaml")])
+    assert cpu.exit_code == 2 and "CPU stack has no CUDA devel image" in cpu.output
