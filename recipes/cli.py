@@ -322,7 +322,7 @@ def install_torch_cmd(root, env_file, facts_file, image, deep, python, timeout, 
 @install_group.command("cuda-toolkit")
 @click.argument("version")
 @source_options
-@click.option("--method", type=click.Choice(["runfile", "apt", "pip"]), default="runfile", show_default=True)
+@click.option("--method", type=click.Choice(["runfile", "apt", "pip"]), default=None, help="Default: runfile when fwdoctor knows its checksum, else pip for CUDA 13+, else apt.")
 @click.option("--prefix", help="Install here (default: /usr/local/cuda-X.Y; pip: ~/.local/cuda-X.Y).")
 @click.option("--link", is_flag=True, help="Also point /usr/local/cuda at it (default: leave it).")
 @click.option("--force", is_flag=True, help="Install even if the driver cannot run this CUDA's programs.")

@@ -101,6 +101,17 @@ def plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
         return Plan(RECIPE, f"install CUDA toolkit {options.get('version') or '?'}", refused=str(exc))
 
 
+def default_method(kb: Any, version: str) -> str:
+    """The method when none is asked for: NVIDIA's runfile when the KB has its checksum;
+    else, for CUDA 13+, the pip wheels (checksummed by pip, no root needed); else apt."""
+    try:
+        if kb.cuda.runfile(version) is not None:
+            return "runfile"
+        return "pip" if Version(version).major >= 13 else "apt"
+    except (InvalidVersion, ValueError):
+        return "runfile"  # _plan reports the bad version
+
+
 def _plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
     version = str(options.get("version") or "")
     try:
@@ -108,7 +119,7 @@ def _plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
     except InvalidVersion:
         raise ToolkitOptionError(f"CUDA version {version!r}: expected X.Y, e.g. 12.8") from None
     xy = f"{parsed.major}.{parsed.minor}"
-    method = str(options.get("method") or "runfile")
+    method = str(options.get("method") or ("runfile" if options.get("runfile_url") else default_method(kb, version)))
     if method not in METHODS:
         raise ToolkitOptionError(f"--method {method!r}: expected one of {', '.join(METHODS)}")
     force = bool(options.get("force"))

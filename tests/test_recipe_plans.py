@@ -170,7 +170,7 @@ def test_cuda_toolkit_force_installs_anyway_and_says_so(kb):
 
 
 def test_cuda_toolkit_runfile_without_a_known_checksum_asks_for_one(kb):
-    plan = cuda_toolkit.plan(facts(), kb, toolkit_options(version="13.1"))
+    plan = cuda_toolkit.plan(facts(), kb, toolkit_options(version="13.1", method="runfile"))
     assert "pass --runfile-url URL --sha256 HEX" in plan.refused
     plan = cuda_toolkit.plan(facts(), kb, toolkit_options(version="13.1", runfile_url="http://127.0.0.1/x.run"))
     assert "--runfile-url needs --sha256" in plan.refused
@@ -279,3 +279,9 @@ def test_a_torch_source_fix_is_refused_with_the_build_command_to_run(kb):
     host = facts(python__executable="/venv/bin/python", cuda__active={"root": "/usr/local/cuda-12.8"})
     plan = registry.plan_for("torch-source", host, kb, {"arch_list": "3.5;5.0"})
     assert plan.refused.splitlines()[1] == "fwdoctor build torch --cuda /usr/local/cuda-12.8 --arch '3.5;5.0' --python /venv/bin/python    # prints the plan; add --apply to build"
+
+
+def test_the_default_method_is_the_runfile_only_where_its_checksum_is_known(kb):
+    assert cuda_toolkit.default_method(kb, "12.8") == "runfile"  # nixpkgs' sha256 is in the KB
+    assert cuda_toolkit.default_method(kb, "13.0") == "pip"  # no runfile checksum; pip wheels exist
+    assert cuda_toolkit.default_method(kb, "12.9") == "apt"  # no checksum, and CUDA 12 wheels are split

@@ -1,5 +1,5 @@
 #!/bin/sh
-# fwdoctor plan: cuda-toolkit: install CUDA toolkit 13.0 (runfile)
+# fwdoctor plan: cuda-toolkit: install CUDA toolkit 13.0 (pip)
 set -eu
 
 # REFUSED: driver 535.104.05 cannot run CUDA 13.0 programs (needs >= 580.65.06). fwdoctor never installs or replaces the NVIDIA driver: upgrade it to >= 580.65.06 yourself, install CUDA 12.9 or older instead, or pass --force to install a compiler whose programs will not run here
