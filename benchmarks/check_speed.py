@@ -60,7 +60,7 @@ def main() -> None:
     python = str(venv / "bin" / "python")
     # fwdoctor itself runs from this interpreter (the repo's venv), inspecting `python`.
     doctor = [sys.executable, "-m", "doctor", "check", "--python", python, "--json"]
-    subprocess.run([python, "-c", "import torch"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm the page cache
+    subprocess.run([python, "-c", "import torch"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)  # warm the page cache
     rows = [
         ("fwdoctor check (static)", doctor),
         ("fwdoctor check --deep", [*doctor, "--deep"]),

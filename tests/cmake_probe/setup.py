@@ -59,14 +59,14 @@ def cmake_args() -> list[str]:
 
 def run_cmake() -> None:
     os.makedirs(BUILD_DIR, exist_ok=True)
-    subprocess.check_call(["cmake", *cmake_args()], cwd=BUILD_DIR)
+    subprocess.check_call(["cmake", *cmake_args()], cwd=BUILD_DIR, timeout=600)
     if CMAKE_ONLY:
         print("fwdoctor-probe: CMAKE_ONLY: configured, not building", flush=True)
         return
     build = ["cmake", "--build", "."]
     if os.environ.get("MAX_JOBS"):
         build += ["-j", os.environ["MAX_JOBS"]]
-    subprocess.check_call(build, cwd=BUILD_DIR)
+    subprocess.check_call(build, cwd=BUILD_DIR, timeout=600)
 
 
 class CMakeBuild(build_ext):
