@@ -157,14 +157,14 @@ def test_arch_first_last_gives_the_first_and_last_toolkit(cuda):
 
 
 # ----------------------------------------------------------------------------- host gcc
-@pytest.mark.parametrize("cuda_version, gcc", [("11.8", "11"), ("12.0.1", "12"), ("12.4", "13"), ("12.8", "14"), ("12.9", "14"), ("13.0.88", "15"), ("13.5", "16")])
+@pytest.mark.parametrize("cuda_version, gcc", [("11.8", "11"), ("12.0.1", "12"), ("12.4", "13"), ("12.8", "14"), ("12.9", "14"), ("13.0.88", "15"), ("13.4.1", "16"), ("13.5", "16")])
 def test_host_gcc_max_follows_host_config_h(cuda, cuda_version, gcc):
     assert cuda.host_gcc_max(cuda_version) == gcc
 
 
 def test_host_gcc_max_is_none_for_a_release_the_kb_lacks(cuda):
     assert cuda.host_gcc_max("12.7") is None
-    assert cuda.host_gcc_max("13.4") is None
+    assert cuda.host_gcc_max("14.0") is None
 
 
 # ----------------------------------------------------------------------------- runfiles

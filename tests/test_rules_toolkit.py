@@ -164,9 +164,9 @@ def test_a_gcc_at_or_below_the_limit_is_fine(version):
 
 
 def test_a_toolkit_the_kb_lacks_and_without_a_header_is_not_checked():
-    tk = {**TK124, "root": "/usr/local/cuda-13.4", "version": "13.4.1"}
+    tk = {**TK124, "root": "/usr/local/cuda-14.0", "version": "14.0.10"}
     found, skipped = run(rules.host_compiler_unsupported, facts(cuda__active=active(tk), cuda__toolkits=[tk], compilers__gcc_default=gcc("15.1.0")))
-    assert found == [] and "no data for CUDA 13.4" in skipped.reason
+    assert found == [] and "no data for CUDA 14.0" in skipped.reason
 
 
 # ----------------------------------------------------------------------------- driver-too-old-for-toolkit
