@@ -58,9 +58,58 @@ def test_every_arch_list_parses_and_confirmed_lists_stay_confirmed(kb):
     for v in kb.torch.variants():
         if v.arch_list is not None:
             assert arch.parse_targets(list(v.arch_list))
-    # kb-facts §8.8: 2.6 and 2.7 lists are unconfirmed and must read as unknown.
-    assert kb.torch.variant_for("2.6.0+cu124").arch_list is None
-    assert kb.torch.variant_for("2.7.1+cu128").arch_list is None
+    # Still unconfirmed (no stored build script or wheel read for them): they must read as unknown.
+    for unknown in ("2.6.0+cu118", "2.6.0+cu126", "2.7.1+cu118", "2.9.1+cu129", "2.11.0+cu129", "2.12.1+cu129"):
+        assert kb.torch.variant_for(unknown).arch_list is None, unknown
+
+
+# Lists read from the PyPI wheels themselves (torch.yaml S-PYPIWHEELS: the "-gencode" flags string and
+# the fatbin entries of torch/lib/libtorch_cuda.so; sha256 prefixes there).
+@pytest.mark.parametrize(
+    "version, arch_list",
+    [
+        ("2.6.0+cu124", "5.0;6.0;7.0;7.5;8.0;8.6;9.0"),
+        ("2.7.0+cu126", "5.0;6.0;7.0;7.5;8.0;8.6;9.0"),
+        ("2.7.1+cu126", "5.0;6.0;7.0;7.5;8.0;8.6;9.0"),
+        ("2.8.0+cu128", "7.0;7.5;8.0;8.6;9.0;10.0;12.0"),
+        ("2.9.1+cu128", "7.0;7.5;8.0;8.6;9.0;10.0;12.0"),
+        ("2.10.0+cu128", "7.0;7.5;8.0;8.6;9.0;10.0;12.0"),
+        ("2.15.0+cu132", "7.5;8.0;8.6;9.0;10.0;12.0"),
+    ],
+)
+def test_arch_lists_match_the_official_pypi_wheels(kb, version, arch_list):
+    assert kb.torch.variant_for(version).arch_list == tuple(arch_list.split(";"))
+
+
+@pytest.mark.parametrize("version", ["2.11.0+cu130", "2.12.0+cu130", "2.12.1+cu130", "2.13.0+cu130", "2.14.0+cu130", "2.14.1+cu130"])
+def test_cu130_wheels_carry_no_ptx_although_release_md_says_12_0_plus_ptx(kb, version):
+    # S-PYPIWHEELS / S-WHEEL2141: no code=compute_120 flag and no PTX entry in libtorch_cuda.so's fatbin.
+    row = kb.torch.variant_for(version)
+    assert row.arch_list == ("7.5", "8.0", "8.6", "9.0", "10.0", "12.0")
+    assert not any(t.kind == "ptx" for t in arch.parse_targets(list(row.arch_list)))
+
+
+def test_cu132_rows_of_2_12_to_2_14_claim_no_unconfirmed_ptx(kb):
+    # RELEASE.md's "12.0+PTX" is contradicted by every CUDA 13 wheel read (torch.yaml note above 2.12);
+    # the cu132 wheels of 2.12-2.14 were not read, so PTX is not claimed for them either.
+    for version in ("2.12.1+cu132", "2.13.0+cu132", "2.14.1+cu132"):
+        assert kb.torch.variant_for(version).arch_list == ("7.5", "8.0", "8.6", "9.0", "10.0", "12.0"), version
+
+
+def test_2_7_cu128_has_blackwell_sass_and_ptx_but_no_volta(kb):
+    # S-CORRIDORKEY141: get_arch_list() of 2.7.1+cu128 on Linux ends with compute_120 and has no sm_70.
+    arch_list = list(kb.torch.variant_for("2.7.1+cu128").arch_list)
+    assert arch_list == ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0+PTX"]
+    assert not arch.runs_on(arch_list, "7.0")
+    assert arch.runs_on(arch_list, "12.0")
+
+
+def test_2_15_has_wheels_for_python_3_11_to_3_15_and_its_pypi_wheel_is_cu132(kb):
+    # S-PYPIFILES215: cp311..cp315 (+ cp314t, cp315t), Requires-Python >=3.11; version.py says +cu132.
+    row = kb.torch.variant_for("2.15.0")
+    assert row.local_version == "2.15.0+cu132" and row.pypi_default
+    assert row.pythons == ("3.11", "3.12", "3.13", "3.14", "3.15")
+    assert [v.variant for v in kb.torch.variants_of("2.15.0")] == ["cpu", "cu132"]
 
 
 def test_cuda_13_wheels_dropped_volta_and_cu126_keeps_maxwell(kb):

@@ -59,7 +59,8 @@ def test_a_v100_and_an_h100_in_one_host_need_a_wheel_with_kernels_for_both(kb):
 
 def test_the_pypi_default_wins_when_it_fits(kb):
     s = pick(kb, "580.95.05", ["9.0"], python="3.13")
-    assert s.choice.pypi_default and s.choice.local_version == "2.14.1+cu130"
+    # 2.15.0's PyPI wheel is cu132 (S-PYPIFILES215); driver 580 runs 13.2 by minor-version compat.
+    assert s.choice.pypi_default and s.choice.local_version == "2.15.0+cu132"
 
 
 def test_python_3_8_falls_back_to_the_last_release_with_3_8_wheels(kb):

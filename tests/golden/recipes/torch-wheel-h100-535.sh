@@ -4,7 +4,7 @@ set -eu
 
 # driver 535.104.05 from this host
 # Python 3.11 from /srv/it's a "test" dir/venv/bin/python
-# rejected 2.15.0+cu132: Python support not recorded in the KB; driver 535.104.05 < 580.65.06 needed for CUDA 13.2; arch list not recorded in the KB (kernels unconfirmed)
+# rejected 2.15.0+cu132: driver 535.104.05 < 580.65.06 needed for CUDA 13.2
 # rejected 2.14.1+cu130: driver 535.104.05 < 580.65.06 needed for CUDA 13.0
 # rejected 2.14.1+cu132: driver 535.104.05 < 580.65.06 needed for CUDA 13.2
 
