@@ -385,7 +385,7 @@ def multiple(facts: Facts, kb: Any, lib: Lib) -> Hit | None:
     if build is not None:
         consumers["builds"] = str(build.get("header"))
     listing = "; ".join(f"{version}: {', '.join(describe(i) for i in group)}" for version, group in by_version.items())
-    who = ", ".join(f"{k} uses {v}" for k, v in consumers.items())
+    who = ", ".join(f"{k} {'use' if k.endswith('libraries') else 'uses'} {v}" for k, v in consumers.items())
     evidence: dict[str, Any] = {"versions": {v: [i.get("prefix") for i in g] for v, g in by_version.items()}, "consumers": consumers}
     if lib is NCCL:
         bugs = {v: [b.id for b in kb.libs.nccl_known_bugs(v)] for v in by_version}
