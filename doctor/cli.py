@@ -100,6 +100,7 @@ def gather_facts(
     deep: bool,
     python: str | None,
     timeout: float,
+    against_host: bool = False,
 ):
     """Facts from exactly one source: a saved file, an image, a root folder, or this host."""
     from doctor.engine import collect
@@ -150,6 +151,14 @@ def gather_facts(
         host = Host.live_host(env, command_timeout=timeout)
     probes = PROBES
     facts = collect(host, probes, deep=deep) if not extra else _collect_with(host, probes, deep, extra)
+    if image or (root and against_host):
+        # An image runs on this host: its driver and GPUs are this host's, not the image's.
+        from doctor.engine import overlay_host
+        from doctor.probes import driver as driver_probes
+        from doctor.probes import gpus as gpu_probes
+
+        live = Host.live_host(None, command_timeout=timeout)
+        facts = overlay_host(facts, collect(live, (*driver_probes.PROBES, *gpu_probes.PROBES)))
     return facts
 
 
@@ -165,7 +174,8 @@ _source_options = [
     click.option("--root", type=click.Path(file_okay=False), help="Inspect DIR as if it were / (a container rootfs, a copied tree). Nothing inside it runs."),
     click.option("--env-file", type=click.Path(dir_okay=False), help="KEY=VALUE lines used as the environment (PATH, LD_LIBRARY_PATH, CUDA_HOME, VIRTUAL_ENV...). No shell expansion."),
     click.option("--facts", "facts_file", type=click.Path(dir_okay=False), help="Re-judge facts saved by `fwdoctor facts` (from another machine, or with a newer KB)."),
-    click.option("--image", help="Judge a Docker image's filesystem and ENV without running it (needs a Docker engine)."),
+    click.option("--image", help="Judge a Docker image's filesystem and ENV without running it (needs a Docker engine), against this host's driver and GPUs."),
+    click.option("--against-host", is_flag=True, help="With --root: take the driver and GPUs from this host (the machine the rootfs will run on), as --image does."),
     click.option("--deep", is_flag=True, help="Also import torch in the target interpreter (child process, with a timeout)."),
     click.option("--python", help="The interpreter whose environment to inspect (default: the active venv/conda env, else python3 on PATH)."),
     click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds allowed for each command the probes run."),
@@ -186,7 +196,7 @@ def source_options(func):
 @click.option("-v", "--verbose", is_flag=True, help="Show the evidence behind each finding and the checks that could not run.")
 @click.option("--only", multiple=True, metavar="ID", help="Only evaluate these finding ids (repeatable).")
 @click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Use another knowledge-base folder (default: the bundled one).")
-def check(root, env_file, facts_file, image, deep, python, timeout, as_json, fmt, verbose, only, kb_dir) -> None:
+def check(root, env_file, facts_file, image, against_host, deep, python, timeout, as_json, fmt, verbose, only, kb_dir) -> None:
     """Inspect the host and report problems, each with evidence and a fix.
 
     \b
@@ -210,7 +220,7 @@ def check(root, env_file, facts_file, image, deep, python, timeout, as_json, fmt
     # in its child): neither waits for the other.
     with ThreadPoolExecutor(max_workers=1) as pool:
         kb_future = pool.submit(load_kb, kb_dir)
-        facts = gather_facts(root, env_file, facts_file, image, deep, python, timeout)
+        facts = gather_facts(root, env_file, facts_file, image, deep, python, timeout, against_host)
         kb = kb_future.result()
     report = judge(facts, kb, RULES, only=only or None)
     fmt = "json" if as_json else fmt
@@ -225,9 +235,9 @@ def check(root, env_file, facts_file, image, deep, python, timeout, as_json, fmt
 
 @main.command()
 @source_options
-def facts(root, env_file, facts_file, image, deep, python, timeout) -> None:
+def facts(root, env_file, facts_file, image, against_host, deep, python, timeout) -> None:
     """Print the facts about the host as JSON (save them; re-judge with `check --facts`)."""
-    collected = gather_facts(root, env_file, facts_file, image, deep, python, timeout)
+    collected = gather_facts(root, env_file, facts_file, image, deep, python, timeout, against_host)
     click.echo(json.dumps({"fwdoctor": __version__, **collected.to_json()}, indent=2, default=str))
 
 

@@ -63,6 +63,27 @@ def _run_probe(item: Probe, host: Host, facts: Facts) -> tuple[list[Fact], list[
     return produced, failures
 
 
+# What a container gets from the machine it runs on rather than from its image: the
+# kernel module, the driver libraries (the NVIDIA container toolkit mounts them in) and
+# the GPUs. An image or rootfs is judged against these from the live host.
+HOST_PREFIXES: tuple[str, ...] = ("driver.", "pci.", "gpus.")
+
+
+def overlay_host(facts: Facts, host_facts: Facts, prefixes: Sequence[str] = HOST_PREFIXES) -> Facts:
+    """`facts` with every key under `prefixes` replaced by the host's, its source marked."""
+    merged: list[Fact] = [facts.fact(k) for k in facts if not k.startswith(tuple(prefixes))]  # type: ignore[misc]
+    for key in host_facts:
+        if key.startswith(tuple(prefixes)):
+            fact = host_facts.fact(key)
+            assert fact is not None
+            if fact.is_known:
+                merged.append(Fact(key, fact.value, source=f"this host: {fact.source}"))
+            else:
+                merged.append(Fact.unknown(key, f"on this host: {fact.why}"))
+    failures = [*facts.failures, *(f for f in host_facts.failures if f.probe in ("driver", "nvml", "pci", "gpus"))]
+    return Facts(merged, failures)
+
+
 @dataclass
 class Report:
     facts: Facts

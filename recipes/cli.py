@@ -96,7 +96,7 @@ def _split_python(python: str | None) -> tuple[str | None, str | None]:
 @source_options
 @_apply_options
 @_kb_option
-def fix(ids, root, env_file, facts_file, image, deep, python, timeout, do_apply, yes, log_path, kb_dir) -> None:
+def fix(ids, root, env_file, facts_file, image, against_host, deep, python, timeout, do_apply, yes, log_path, kb_dir) -> None:
     """Plan fixes for the current findings (all, or the finding ids named).
 
     \b
@@ -118,7 +118,7 @@ def fix(ids, root, env_file, facts_file, image, deep, python, timeout, do_apply,
     if do_apply:
         _live_only(root, facts_file, image)
     kb = load_kb(kb_dir)
-    facts = gather_facts(root, env_file, facts_file, image, deep, python, timeout)
+    facts = gather_facts(root, env_file, facts_file, image, deep, python, timeout, against_host)
     report = judge(facts, kb, RULES)
     wanted = [f for f in report.findings if not ids or f.id in ids]
     groups: dict[tuple[str, str], tuple[dict[str, Any], list[str]]] = {}
@@ -232,14 +232,14 @@ def _target_options(func):
     return func
 
 
-def _selection(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, kb_dir):
+def _selection(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, kb_dir, against_host=False):
     from recipes import select as sel
 
     kb = load_kb(kb_dir)
     interpreter, version = _split_python(python)
     facts = None
     if not (driver and gpus and version):  # flags alone describe another machine: no probing
-        facts = gather_facts(root, env_file, facts_file, image, deep, interpreter, timeout)
+        facts = gather_facts(root, env_file, facts_file, image, deep, interpreter, timeout, against_host)
     try:
         target = sel.target_from_facts(facts, kb, driver=driver, gpus=gpus, python=version, torch_spec=torch_spec, cuda=cuda)
     except sel.SelectError as exc:
@@ -252,7 +252,7 @@ def _selection(root, env_file, facts_file, image, deep, python, timeout, driver,
 @_target_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @_kb_option
-def select_torch_cmd(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, as_json, kb_dir) -> None:
+def select_torch_cmd(root, env_file, facts_file, image, against_host, deep, python, timeout, driver, gpus, torch_spec, cuda, as_json, kb_dir) -> None:
     """The newest official torch wheel this machine runs, and why newer ones do not.
 
     \b
@@ -264,7 +264,7 @@ def select_torch_cmd(root, env_file, facts_file, image, deep, python, timeout, d
     """
     from recipes import select as sel
 
-    _, _, _, selection = _selection(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, kb_dir)
+    _, _, _, selection = _selection(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, kb_dir, against_host)
     if as_json:
         click.echo(json.dumps(selection.to_json(), indent=2))
     else:
@@ -288,7 +288,7 @@ def install_group() -> None:
 @click.option("--no-deps", is_flag=True, help="Pass --no-deps to the installer (an offline index holding only torch).")
 @_apply_options
 @_kb_option
-def install_torch_cmd(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, installer, index_url, with_packages, no_deps, do_apply, yes, log_path, kb_dir) -> None:
+def install_torch_cmd(root, env_file, facts_file, image, against_host, deep, python, timeout, driver, gpus, torch_spec, cuda, installer, index_url, with_packages, no_deps, do_apply, yes, log_path, kb_dir) -> None:
     """Install the torch wheel `select torch` picks, pinned, into the target interpreter.
 
     \b
@@ -300,7 +300,7 @@ def install_torch_cmd(root, env_file, facts_file, image, deep, python, timeout, 
     if do_apply:
         _live_only(root, facts_file, image)
     interpreter, version = _split_python(python)
-    kb, facts, target, selection = _selection(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, kb_dir)
+    kb, facts, target, selection = _selection(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, kb_dir, against_host)
     options: dict[str, Any] = {
         "python": interpreter or (facts.get("python.executable") if facts is not None else None),
         "python_version": target.python,
@@ -334,7 +334,7 @@ def install_torch_cmd(root, env_file, facts_file, image, deep, python, timeout, 
 @click.option("--env-out", type=click.Path(dir_okay=False), help="Where to write the env snippet (default: ~/.config/fwdoctor/cuda-X.Y.env.sh).")
 @_apply_options
 @_kb_option
-def install_cuda_toolkit_cmd(version, root, env_file, facts_file, image, deep, python, timeout, method, prefix, link, force, runfile_url, sha256, keyring_sha256, index_url, download_dir, env_out, do_apply, yes, log_path, kb_dir) -> None:
+def install_cuda_toolkit_cmd(version, root, env_file, facts_file, image, against_host, deep, python, timeout, method, prefix, link, force, runfile_url, sha256, keyring_sha256, index_url, download_dir, env_out, do_apply, yes, log_path, kb_dir) -> None:
     """Install CUDA toolkit VERSION (X.Y) beside the others; never the driver.
 
     \b
@@ -347,7 +347,7 @@ def install_cuda_toolkit_cmd(version, root, env_file, facts_file, image, deep, p
     if do_apply:
         _live_only(root, facts_file, image)
     kb = load_kb(kb_dir)
-    facts = gather_facts(root, env_file, facts_file, image, deep, python, timeout)
+    facts = gather_facts(root, env_file, facts_file, image, deep, python, timeout, against_host)
     options = {
         "version": version,
         "method": method,

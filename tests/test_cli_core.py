@@ -119,3 +119,31 @@ def test_the_committed_findings_doc_is_fresh():
 
     committed = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text()
     assert committed == findings_markdown(), "docs/findings.md is stale: run `make docs`"
+
+
+def test_against_host_judges_a_rootfs_with_this_hosts_driver_and_gpus(check_json):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent / "roots" / "torch-driver-too-old"
+    env = root / "fixture.env"
+    _, alone = check_json("--root", str(root), "--env-file", str(env))
+    _, here = check_json("--root", str(root), "--env-file", str(env), "--against-host")
+    # The fixture's own /proc says driver 515.76; against this host the driver facts are
+    # this machine's (which, in CI, has no NVIDIA driver at all).
+    assert alone["facts"]["driver.version"]["value"] == "515.76"
+    assert "driver-too-old-for-torch" in {f["id"] for f in alone["findings"]}
+    driver = here["facts"]["driver.version"]
+    assert driver.get("source", "").startswith("this host: ") or driver.get("why", "").startswith("on this host: ")
+    assert here["facts"]["torch.version"] == alone["facts"]["torch.version"]  # the rootfs's own torch
+
+
+def test_overlay_takes_only_driver_pci_and_gpu_keys_from_the_host():
+    from doctor.engine import overlay_host
+    from doctor.model import Fact, Facts
+
+    image = Facts([Fact("driver.version", "515.76", "img"), Fact("torch.cuda", "13.0", "img"), Fact("gpus.list", [], "img")])
+    host = Facts([Fact("driver.version", "580.95.05", "/proc"), Fact("gpus.list", [{"name": "H100"}], "nvml"), Fact("torch.cuda", None, "host")])
+    merged = overlay_host(image, host)
+    assert merged["driver.version"] == "580.95.05" and merged.source("driver.version") == "this host: /proc"
+    assert merged["gpus.list"] == [{"name": "H100"}]
+    assert merged["torch.cuda"] == "13.0"
