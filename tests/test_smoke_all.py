@@ -10,19 +10,12 @@ import pytest
 
 from doctor.smoke.result import SmokeResult
 from doctor.smoke.suite import SCHEMA, SuiteResult, part_status, render_summary
+from helpers import torch_python
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _torch_python() -> str | None:
-    if (REPO / ".venv" / ".torch").exists():
-        return str(REPO / ".venv" / "bin" / "python")
-    if Path("/tmp/venv-torch/bin/python").exists():
-        return "/tmp/venv-torch/bin/python"
-    return None
-
-
-TORCH_PY = _torch_python()
+TORCH_PY = torch_python()
 
 
 @pytest.mark.slow

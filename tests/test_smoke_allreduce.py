@@ -18,19 +18,12 @@ import pytest
 
 from doctor.runner import descendants
 from doctor.runner import stream as run_streaming
+from helpers import torch_python
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _torch_python() -> str | None:
-    if (REPO / ".venv" / ".torch").exists():
-        return str(REPO / ".venv" / "bin" / "python")
-    if Path("/tmp/venv-torch/bin/python").exists():
-        return "/tmp/venv-torch/bin/python"
-    return None
-
-
-TORCH_PY = _torch_python()
+TORCH_PY = torch_python()
 pytestmark = pytest.mark.skipif(TORCH_PY is None, reason="no interpreter with torch (make test-venv)")
 
 SMALL = ("--backend", "gloo", "--nproc", "2", "--max-bytes", "256", "--factor", "4", "--warmup", "1", "--iters", "3", "--quiet")

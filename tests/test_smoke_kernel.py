@@ -11,20 +11,13 @@ from doctor.host import Host
 from doctor.runner import CommandResult
 from doctor.smoke import kernel
 from doctor.smoke.diagnose import diagnose
+from helpers import torch_python
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data" / "smoke"
 
 
-def _torch_python() -> str | None:
-    if (REPO / ".venv" / ".torch").exists():
-        return str(REPO / ".venv" / "bin" / "python")
-    if Path("/tmp/venv-torch/bin/python").exists():
-        return "/tmp/venv-torch/bin/python"
-    return None
-
-
-TORCH_PY = _torch_python()
+TORCH_PY = torch_python()
 HAS_GPU = kernel.gpu_expected(Host.live_host())[0]
 
 
