@@ -149,8 +149,7 @@ def gather_facts(
             deep = False
     else:
         host = Host.live_host(env, command_timeout=timeout)
-    probes = PROBES
-    facts = collect(host, probes, deep=deep) if not extra else _collect_with(host, probes, deep, extra)
+    facts = collect(host, PROBES, deep=deep, seed=extra)
     if image or (root and against_host):
         # An image runs on this host: its driver and GPUs are this host's, not the image's.
         from doctor.engine import overlay_host
@@ -160,14 +159,6 @@ def gather_facts(
         live = Host.live_host(None, command_timeout=timeout)
         facts = overlay_host(facts, collect(live, (*driver_probes.PROBES, *gpu_probes.PROBES)))
     return facts
-
-
-def _collect_with(host, probes, deep, extra):
-    from doctor.engine import collect
-    from doctor.probes.base import Probe
-
-    seed = Probe("request", tuple(f.key for f in extra), lambda h, f: list(extra))
-    return collect(host, (seed, *probes), deep=deep)
 
 
 _source_options = [

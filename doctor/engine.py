@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from doctor.findings import kind
+from doctor.findings import FINDING_KINDS, kind
 from doctor.host import Host, UnreadableError
 from doctor.model import Fact, Facts, Finding, NotChecked, ProbeFailure, Severity
 from doctor.probes.base import Probe
 from doctor.rules.base import Rule
 
 
-def collect(host: Host, probes: Sequence[Probe], deep: bool = False) -> Facts:
+def collect(host: Host, probes: Sequence[Probe], deep: bool = False, seed: Sequence[Fact] = ()) -> Facts:
     """Run every probe in order (later probes may read earlier facts). Never raises.
 
     Deep probes (an `import torch` in a child process, ~2 s) start in a background thread
@@ -20,7 +20,7 @@ def collect(host: Host, probes: Sequence[Probe], deep: bool = False) -> Facts:
     static probes read files; their facts are merged at the end."""
     from concurrent.futures import ThreadPoolExecutor
 
-    facts: list[Fact] = []
+    facts: list[Fact] = list(seed)  # what the user asked for (request.python), seen by every probe
     failures: list[ProbeFailure] = []
     pending = []
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -126,12 +126,7 @@ def judge(facts: Facts, kb: Any, rules: Iterable[Rule], only: Iterable[str] | No
                     code=pf.code,
                 )
             )
-    order = {k: i for i, k in enumerate(f.id for f in _kinds())}
+    order = {kind.id: i for i, kind in enumerate(FINDING_KINDS)}
     report.findings.sort(key=lambda f: (f.severity.rank, order.get(f.id, 999), f.message))
     return report
 
-
-def _kinds():
-    from doctor.findings import FINDING_KINDS
-
-    return FINDING_KINDS

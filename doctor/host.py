@@ -195,14 +195,6 @@ class Host:
                 return candidate
         return None
 
-    def which_all(self, name: str) -> list[str]:
-        found = []
-        for directory in self.path_list("PATH"):
-            candidate = posixpath.join(directory, name)
-            if self.is_executable(candidate) and candidate not in found:
-                found.append(candidate)
-        return found
-
     # ---------------------------------------------------------------- commands
     def run(self, argv: Sequence[str], timeout: float | None = None) -> runner.CommandResult | None:
         """Run a program on a live host; None for a root folder, where nothing runs."""

@@ -127,10 +127,6 @@ class Facts(Mapping[str, Any]):
     def fact(self, key: str) -> Fact | None:
         return self._facts.get(key)
 
-    def with_facts(self, *extra: Fact) -> "Facts":
-        """A copy with `extra` added or replaced (used by `select torch --driver ...`)."""
-        return Facts([*self._facts.values(), *extra], self.failures)
-
     # --- serialisation: `fwdoctor facts > host.json` and `check --facts host.json` ---
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -150,8 +150,3 @@ def _dirname(path: str) -> str:
     import posixpath
 
     return posixpath.dirname(path) or "."
-
-
-def steps(*argvs: Sequence[str], why: str = "") -> tuple[Step, ...]:
-    """Shorthand for several steps sharing a comment."""
-    return tuple(Step(tuple(a), why=why) for a in argvs)

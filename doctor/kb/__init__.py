@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -191,12 +191,3 @@ class KB:
 
 # The areas `KB.load` validates up front.
 AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build")
-
-
-def iter_sources(rows: Iterable[Mapping[str, Any]]) -> Iterable[str]:
-    for row in rows:
-        src = row.get("source")
-        if isinstance(src, str):
-            yield src
-        elif isinstance(src, list):
-            yield from src
