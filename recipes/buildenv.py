@@ -4,9 +4,10 @@ exact environment variables the build gets.
 
 Nothing here touches the machine: recipes/torch_source.py probes the host and fills these
 types; this module turns them into findings and an environment. The parsers read real
-tool output (nvcc --version, nvcc --list-gpu-arch, crt/host_config.h, nccl.h,
-cudnn_version.h, the "NCCL version" string inside libnccl) and never raise on garbage:
-they return None, and the caller reports "not checked".
+tool output (nvcc --version, nvcc --list-gpu-arch, crt/host_config.h, cmake/ninja
+--version, ninja's [N/M]) and never raise on garbage: they return None, and the caller
+reports "not checked". Where a probe already reads the same thing (doctor/probes/cuda.py,
+compilers.py, libscan.py), the probe's parser is used and only adapted here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Iterable
 from packaging.version import InvalidVersion, Version
 
 from doctor.arch import Target, parse_targets
+from doctor.probes import cuda as cuda_probe
 from doctor.model import Finding, FixRef, Severity
 
 GIB = 1024**3
@@ -137,13 +139,12 @@ class BuildRequest:
 
 
 # --------------------------------------------------------------------------- parsers
-_RELEASE = re.compile(r"release (\d+)\.(\d+)")
-
-
+# g++ -dumpfullversion, nccl.h, cudnn_version.h and the "NCCL version" string inside
+# libnccl: torch_source.py calls doctor/probes/compilers.py and libscan.py directly.
 def parse_nvcc_release(text: str) -> str | None:
     """`nvcc --version` -> "13.0" ("Cuda compilation tools, release 13.0, V13.0.88")."""
-    m = _RELEASE.search(text or "")
-    return f"{m.group(1)}.{m.group(2)}" if m else None
+    found = cuda_probe.parse_nvcc_version(text or "")
+    return found[0] if found else None
 
 
 def parse_gpu_arch_list(text: str) -> tuple[str, ...] | None:
@@ -156,68 +157,27 @@ def parse_gpu_arch_list(text: str) -> tuple[str, ...] | None:
     return tuple(sorted(found, key=Version)) or None
 
 
-_GNUC_GT = re.compile(r"^\s*#\s*if\s+__GNUC__\s*>\s*(\d+)", re.M)
 _GNUC_LT = re.compile(r"^\s*#\s*if\s+__GNUC__\s*<\s*(\d+)", re.M)
 
 
 def parse_host_config(text: str) -> tuple[int | None, int | None] | None:
     """crt/host_config.h -> (oldest, newest) gcc major nvcc accepts.
 
-    The header says `#if __GNUC__ > 15` ... `#error -- unsupported GNU version! gcc versions
-    later than 15 are not supported!`; older headers also `#if __GNUC__ < 6`. None when the
+    The newest is the probe's reading (`#if __GNUC__ > 15` / "gcc versions later than 15 are
+    not supported"); older headers also say `#if __GNUC__ < 6`, the oldest. None when the
     header has no GNU bound at all (not a host_config.h we understand)."""
-    hi = [int(x) for x in _GNUC_GT.findall(text or "")]
-    lo = [int(x) for x in _GNUC_LT.findall(text or "")]
-    if not hi and not lo:
+    text = text or ""
+    newest = cuda_probe.parse_host_config(text)
+    oldest = [int(x) for x in _GNUC_LT.findall(text)]
+    if newest is None and not oldest:
         return None
-    return (max(lo) if lo else None, min(hi) if hi else None)
-
-
-def parse_gcc_version(text: str) -> str | None:
-    """`g++ -dumpfullversion` -> "12.2.0"; also accepts `g++ --version` first lines."""
-    text = (text or "").strip()
-    m = re.fullmatch(r"(\d+(?:\.\d+){0,2})", text.splitlines()[0].strip()) if text else None
-    if m:
-        return m.group(1)
-    m = re.search(r"\b(\d+\.\d+\.\d+)\s*$", text.splitlines()[0]) if text else None
-    return m.group(1) if m else None
+    return (max(oldest) if oldest else None, int(newest) if newest is not None else None)
 
 
 def parse_tool_version(text: str) -> str | None:
     """`cmake --version` ("cmake version 3.25.1") or `ninja --version` ("1.11.1")."""
     m = re.search(r"(\d+\.\d+(?:\.\d+)?)", text or "")
     return m.group(1) if m else None
-
-
-def parse_nccl_header(text: str) -> str | None:
-    """nccl.h -> "2.30.7" from NCCL_MAJOR/MINOR/PATCH."""
-    parts = []
-    for name in ("MAJOR", "MINOR", "PATCH"):
-        m = re.search(rf"^#define NCCL_{name}\s+(\d+)", text or "", re.M)
-        if not m:
-            return None
-        parts.append(m.group(1))
-    return ".".join(parts)
-
-
-def parse_cudnn_header(text: str) -> str | None:
-    """cudnn_version.h (or cudnn.h before v8) -> "9.24.0"."""
-    parts = []
-    for name in ("MAJOR", "MINOR", "PATCHLEVEL"):
-        m = re.search(rf"^#define CUDNN_{name}\s+(\d+)", text or "", re.M)
-        if not m:
-            return None
-        parts.append(m.group(1))
-    return ".".join(parts)
-
-
-_NCCL_CUDA = re.compile(rb"NCCL version (\d+\.\d+\.\d+)[^\x00+]*\+cuda(\d+)\.(\d+)")
-
-
-def parse_nccl_library(data: bytes) -> tuple[str, int] | None:
-    """The bytes of libnccl.so -> ("2.30.7", 13) from its "NCCL version 2.30.7+cuda13.3"."""
-    m = _NCCL_CUDA.search(data or b"")
-    return (m.group(1).decode(), int(m.group(2))) if m else None
 
 
 _NINJA = re.compile(r"^\s*\[(\d+)/(\d+)\]\s")

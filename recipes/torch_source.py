@@ -28,6 +28,9 @@ from typing import Callable, Iterable, Mapping, Sequence
 from packaging.version import InvalidVersion, Version
 
 from doctor import runner
+from doctor.host import Host
+from doctor.probes import libscan
+from doctor.probes.compilers import parse_dumpversion
 from recipes import buildenv as be
 from recipes.plan import FileWrite, Plan, Step
 
@@ -155,11 +158,20 @@ def _toolkit_roots(env: Mapping[str, str], toolkits_fact: Sequence[Mapping] | No
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if env.get(var):
             roots.append(env[var])
-    roots += sorted(glob.glob("/usr/local/cuda-*"), reverse=True) + ["/usr/local/cuda"] + sorted(glob.glob("/opt/cuda*"))
+    roots += sorted(glob.glob("/usr/local/cuda-*"), key=_release_key, reverse=True) + ["/usr/local/cuda"] + sorted(glob.glob("/opt/cuda*"))
     unique: dict[str, str] = {}
     for root in roots:
         unique.setdefault(os.path.realpath(root), root)
     return list(unique.values())
+
+
+def _release_key(root: str) -> tuple[int, Version, str]:
+    """Newest first by the version in the name (cuda-12.10 after cuda-12.9, unlike a string
+    sort); names without one (cuda-old) sort last."""
+    try:
+        return (1, Version(root.rsplit("cuda-", 1)[-1]), root)
+    except InvalidVersion:
+        return (0, Version("0"), root)
 
 
 def _toolkit_at(root: str, nvcc: str, run: Run) -> be.Toolkit:
@@ -227,7 +239,7 @@ def lib_at_path(lib: str, spec: str) -> be.LibChoice:
         if include and libfile:
             header = next(os.path.join(include, h) for h in _HEADER[lib] if os.path.isfile(os.path.join(include, h)))
             text = _read_text(header) or ""
-            version = be.parse_nccl_header(text) if lib == "nccl" else be.parse_cudnn_header(text)
+            version = libscan.parse_nccl_header(text) if lib == "nccl" else libscan.parse_cudnn_header(text)
             cuda_major, how = _lib_cuda_major(lib, root, libfile)
             return be.LibChoice(lib, "path", version=version, include_dir=include, library_file=libfile,
                                 cuda_major=cuda_major, cuda_major_source=how)
@@ -268,21 +280,16 @@ def _lib_cuda_major(lib: str, root: str, libfile: str) -> tuple[int | None, str]
     return None, ""
 
 
-def scan_nccl_library(path: str, chunk: int = 8 * 1024 * 1024) -> tuple[str, int] | None:
-    """Find "NCCL version X+cudaY.Z" in a (large) libnccl without reading it all at once."""
+def scan_nccl_library(path: str) -> tuple[str, int] | None:
+    """("2.30.7", 13) from the "NCCL version 2.30.7+cuda13.3" string inside a (large) libnccl,
+    read a chunk at a time by the nccl probe's scanner, through the whole file."""
     try:
-        with open(path, "rb") as handle:
-            tail = b""
-            while True:
-                block = handle.read(chunk)
-                if not block:
-                    return None
-                found = be.parse_nccl_library(tail + block)
-                if found:
-                    return found
-                tail = block[-256:]
+        size = os.path.getsize(path)
     except OSError:
         return None
+    found = libscan.scan_embedded(Host.live_host(env={}), os.path.abspath(path), limit=max(size, 1))
+    major = libscan.version_major(found[1]) if found else None
+    return (found[0], major) if found and major is not None else None
 
 
 _PY_PROBE = (
@@ -338,7 +345,7 @@ def probe_host(env: Mapping[str, str], run: Run, python: be.PythonEnv, workdir: 
 
 def _gcc_version(path: str, run: Run) -> str | None:
     res = run([path, "-dumpfullversion", "-dumpversion"], timeout=PROBE_TIMEOUT_S)
-    return be.parse_gcc_version(res.stdout) if res.ok else None
+    return parse_dumpversion(res.stdout) if res.ok else None
 
 
 def _tool(name: str, path: str, run: Run) -> be.Tool:

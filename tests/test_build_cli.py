@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from doctor.probes import libscan
 from recipes import buildenv as be
 from recipes import torch_source as ts
 
@@ -116,7 +117,7 @@ def test_a_pip_layout_folder_is_read_as_an_nccl_install():
         pytest.skip(f"needs the nvidia-nccl-cu13 wheel in {site}")
     lib = ts.lib_at_path("nccl", str(site))  # site-packages itself: nvidia/nccl is found inside
     assert lib.kind == "path" and lib.library_file.endswith("libnccl.so.2")
-    assert lib.version == be.parse_nccl_header((site / "nvidia" / "nccl" / "include" / "nccl.h").read_text())
+    assert lib.version == libscan.parse_nccl_header((site / "nvidia" / "nccl" / "include" / "nccl.h").read_text())
     assert lib.cuda_major == 13 and "NCCL version" in lib.cuda_major_source
 
 

@@ -10,7 +10,10 @@ import pytest
 
 from doctor.kb import KB
 from doctor.model import Severity
+from doctor.probes import libscan
+from doctor.probes.compilers import parse_dumpversion
 from recipes import buildenv as be
+from recipes import torch_source as ts
 
 FIX = Path(__file__).resolve().parent / "golden" / "build" / "fixtures"
 
@@ -45,20 +48,23 @@ def test_host_config_with_a_lower_bound_gives_both_bounds():
 
 
 def test_tool_versions_are_read_from_recorded_output():
-    assert be.parse_gcc_version(fixture("gxx-dumpfullversion.txt")) == "12.2.0"
+    assert parse_dumpversion(fixture("gxx-dumpfullversion.txt")) == "12.2.0"
     assert be.parse_tool_version(fixture("cmake-version.txt")) == "3.25.1"
     assert be.parse_tool_version(fixture("ninja-version.txt")) == "1.11.1"
 
 
 def test_library_headers_give_their_versions():
-    assert be.parse_nccl_header(fixture("nccl-2.30.7-header-excerpt.h")) == "2.30.7"
-    assert be.parse_cudnn_header(fixture("cudnn_version-9.24.0-excerpt.h")) == "9.24.0"
+    assert libscan.parse_nccl_header(fixture("nccl-2.30.7-header-excerpt.h")) == "2.30.7"
+    assert libscan.parse_cudnn_header(fixture("cudnn_version-9.24.0-excerpt.h")) == "9.24.0"
 
 
-def test_the_nccl_version_string_inside_the_library_gives_its_cuda_major():
+def test_the_nccl_version_string_inside_the_library_gives_its_cuda_major(tmp_path):
     # The exact bytes of libnccl.so.2 from nvidia-nccl-cu13 2.30.7 around the string.
     blob = b"\x00\x00NCCL version 2.30.7+cuda13.3\x00NCCL version 2.30.7 compiled with CUDA 13.3\n\x00"
-    assert be.parse_nccl_library(blob) == ("2.30.7", 13)
+    lib = tmp_path / "libnccl.so.2"
+    lib.write_bytes(b"\x7fELF" + b"\x00" * 4096 + blob)
+    assert ts.scan_nccl_library(str(lib)) == ("2.30.7", 13)
+    assert ts.scan_nccl_library(str(tmp_path / "absent.so.2")) is None
 
 
 @pytest.mark.parametrize("garbage", ["", "\x00\xff garbage", "release twelve", "#define NCCL_MAJOR x"])
@@ -66,9 +72,10 @@ def test_garbage_gives_none_never_an_exception(garbage):
     assert be.parse_nvcc_release(garbage) is None
     assert be.parse_gpu_arch_list(garbage) is None
     assert be.parse_host_config(garbage) is None
-    assert be.parse_nccl_header(garbage) is None
-    assert be.parse_cudnn_header(garbage) is None
-    assert be.parse_nccl_library(garbage.encode("utf-8", "replace")) is None
+    assert libscan.parse_nccl_header(garbage) is None
+    assert libscan.parse_cudnn_header(garbage) is None
+    assert libscan.parse_nccl_embedded(garbage.encode("utf-8", "replace")) is None
+    assert parse_dumpversion(garbage) is None
     assert be.parse_ninja_progress(garbage) is None
 
 
@@ -249,3 +256,9 @@ def test_pip_wheel_paths_match_the_wheels_real_layout():
     include, library = be.pip_paths(be.Layout("/w"), "nccl", "2.27.5")
     assert (include, library) == ("/w/deps/nccl/nvidia/nccl/include", "/w/deps/nccl/nvidia/nccl/lib/libnccl.so.2")
     assert be.pip_paths(be.Layout("/w"), "cudnn", "9.10.2.21")[1] == "/w/deps/cudnn/nvidia/cudnn/lib/libcudnn.so.9"
+
+
+def test_installed_toolkits_are_tried_newest_version_first_not_in_string_order():
+    roots = ["/usr/local/cuda-9.2", "/usr/local/cuda-12.10", "/usr/local/cuda-unknown", "/usr/local/cuda-12.9"]
+    assert sorted(roots, key=ts._release_key, reverse=True) == [
+        "/usr/local/cuda-12.10", "/usr/local/cuda-12.9", "/usr/local/cuda-9.2", "/usr/local/cuda-unknown"]

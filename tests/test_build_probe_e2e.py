@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from doctor.kb import KB
+from doctor.probes import libscan
 from recipes import buildenv as be
 from recipes import torch_source as ts
 
@@ -109,9 +110,9 @@ def _assert_chosen_libraries_were_used(world, record: dict) -> None:
     assert record["toolkit_version"].startswith("13.0")
     assert os.path.realpath(record["nccl_library"]) == os.path.realpath(NCCL_DIR / "lib" / "libnccl.so.2")
     assert record["nccl_include"] == f"{world['work']}/prefix/nccl/include"
-    assert record["nccl_version"] == be.parse_nccl_header(nccl_h)
+    assert record["nccl_version"] == libscan.parse_nccl_header(nccl_h)
     assert os.path.realpath(record["cudnn"]["library"]) == os.path.realpath(CUDNN_DIR / "lib" / "libcudnn.so.9")
-    assert record["cudnn"]["version"] == be.parse_cudnn_header(cudnn_h)
+    assert record["cudnn"]["version"] == libscan.parse_cudnn_header(cudnn_h)
     assert record["python"] == world["python"]
 
 
