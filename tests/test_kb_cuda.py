@@ -191,18 +191,20 @@ def test_a_query_with_garbage_names_the_input(cuda, call):
 @settings(max_examples=200, deadline=None)
 @given(text=st.text(max_size=20))
 def test_queries_answer_or_raise_valueerror_for_any_text(cuda, text):
-    for query in (
-        lambda: cuda.driver_floor(text),
-        lambda: cuda.toolkit_driver(text),
-        lambda: cuda.newest_cuda_for_driver(text),
-        lambda: cuda.nvcc_supports(text, "8.6"),
-        lambda: cuda.nvcc_supports("12.4", text),
-        lambda: cuda.host_gcc_max(text),
+    for query, answers in (
+        (lambda: cuda.driver_floor(text), (str, type(None))),
+        (lambda: cuda.toolkit_driver(text), (str, type(None))),
+        (lambda: cuda.newest_cuda_for_driver(text), (str, type(None))),
+        (lambda: cuda.nvcc_supports(text, "8.6"), (bool, type(None))),
+        (lambda: cuda.nvcc_supports("12.4", text), (bool, type(None))),
+        (lambda: cuda.host_gcc_max(text), (str, type(None))),
     ):
         try:
-            query()
-        except ValueError:
-            pass
+            answer = query()
+        except ValueError as exc:
+            assert repr(text) in str(exc) or repr(text.strip()) in str(exc)  # the error names the input
+        else:
+            assert isinstance(answer, answers)
 
 
 # ----------------------------------------------------------------------------- malformed KB

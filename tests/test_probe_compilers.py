@@ -121,3 +121,15 @@ def test_a_hung_live_gcc_is_reported_and_its_version_unknown(tmp_path):
     facts = collect(Host.live_host({"PATH": f"{tmp_path}/bin"}, command_timeout=0.5), compilers.PROBES)
     assert not facts.known("compilers.gcc_default")
     assert any("no answer within the timeout" in f.reason for f in facts.failures)
+
+
+def test_a_gcc_n_that_is_the_default_gcc_is_asked_once(tmp_path):
+    # Debian: /usr/bin/gcc -> gcc-12 -> x86_64-linux-gnu-gcc-12, one file asked once.
+    log = tmp_path / "calls"
+    put(tmp_path, "/bin/x86_64-linux-gnu-gcc-12", f"#!/bin/sh\necho \"$0\" >> '{log}'\necho 12.2.0\n")
+    os.symlink("x86_64-linux-gnu-gcc-12", tmp_path / "bin/gcc-12")
+    os.symlink("gcc-12", tmp_path / "bin/gcc")
+    facts = collect(Host.live_host({"PATH": f"{tmp_path}/bin"}), compilers.PROBES)
+    assert facts["compilers.gcc_default"] == {"path": f"{tmp_path}/bin/gcc", "version": "12.2.0"}
+    assert facts["compilers.gcc_installed"] == [{"path": f"{tmp_path}/bin/gcc-12", "version": "12.2.0"}]
+    assert log.read_text().splitlines() == [f"{tmp_path}/bin/gcc"]

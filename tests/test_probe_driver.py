@@ -154,14 +154,20 @@ def test_the_mismatch_line_is_found_in_nvidia_smi_output():
 @settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_text_parsers_never_raise_on_arbitrary_text(text):
-    parse_proc_version(text)
-    parse_sys_version(text)
-    parse_modules(text)
-    parse_smi_header(text)
-    smi_error(text)
-    lib_version(text)
-    parse_smi_csv(text, list(driver.SMI_FIELDS))
-    parse_smi_csv(text, ["name"])
+    # Each answers None (or nothing) or a value taken from the text itself.
+    proc = parse_proc_version(text)
+    assert proc is None or (proc.version in text and proc.flavor in ("open", "proprietary"))
+    assert parse_sys_version(text) in (None, text.strip())
+    assert parse_modules(text) <= {line.split()[0] for line in text.splitlines() if line.split()}
+    header = parse_smi_header(text)
+    assert header is None or all(v is None or v in text for v in header)
+    error = smi_error(text)
+    assert error is None or (error in text and error.startswith(("Failed to initialize NVML", "NVIDIA-SMI has failed")))
+    lib = lib_version(text)
+    assert lib is None or text == f"{lib[0]}.so.{lib[1]}"
+    for fields in (list(driver.SMI_FIELDS), ["name"]):
+        rows = parse_smi_csv(text, fields)
+        assert rows is None or all(isinstance(row, dict) for row in rows)
 
 
 @settings(max_examples=200, deadline=None)

@@ -85,13 +85,20 @@ def test_a_docker_cgroup_means_a_container_and_a_bare_one_does_not():
 @settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_system_parsers_never_raise(text):
-    parse_os_release(text)
-    glibc_from_filename(text)
-    glibc_from_banner(text.encode("utf-8", "surrogatepass"))
-    parse_shm_size(text)
-    parse_cmake_version(text)
-    parse_ninja_version(text)
-    cgroup_says_container(text)
+    # Each answers None or a value taken from the text itself.
+    release = parse_os_release(text)
+    assert release is None or (set(release) == {"id", "version_id", "pretty"} and release["id"] and release["id"] in text)
+    glibc = glibc_from_filename(text)
+    assert glibc is None or glibc in text
+    data = text.encode("utf-8", "surrogatepass")
+    banner = glibc_from_banner(data)
+    assert banner is None or banner.encode() in data
+    size = parse_shm_size(text)
+    assert size is None or (isinstance(size, int) and size >= 0)
+    for parse in (parse_cmake_version, parse_ninja_version):
+        version = parse(text)
+        assert version is None or version in text
+    assert cgroup_says_container(text) in (True, False)
 
 
 # ----------------------------------------------------------------------------- roots

@@ -150,6 +150,22 @@ def test_a_gcc_newer_than_the_header_allows_is_an_error_with_an_installed_older_
     assert found[0].fix.commands == ("export CC=/usr/bin/gcc-12 CXX=/usr/bin/g++-12 CUDAHOSTCXX=/usr/bin/g++-12",)
 
 
+def test_the_fix_names_the_g_plus_plus_beside_the_chosen_gcc_and_keeps_its_folder():
+    f = facts(cuda__active=active(TK130), cuda__toolkits=[TK130], compilers__gcc_default=gcc("16.1.1"),
+              compilers__gcc_installed=[gcc("12.2.0", "/opt/gcc-12/bin/gcc-12")])
+    found, _ = run(rules.host_compiler_unsupported, f)
+    assert found[0].fix.commands == ("export CC=/opt/gcc-12/bin/gcc-12 CXX=/opt/gcc-12/bin/g++-12 CUDAHOSTCXX=/opt/gcc-12/bin/g++-12",)
+
+
+def test_fixes_converge_on_the_toolkit_matching_torchs_cuda_by_version_not_text():
+    # torch.cuda "13.0" and a toolkit "13.0.88": the same minor, found via packaging.version.
+    tk = {**TK130, "root": "/opt/cuda-13", "found_via": ["/opt/cuda*"]}
+    f = facts(torch__cuda="13.0", cuda__active=active(TK124, why="CUDA_HOME"), cuda__toolkits=[TK124, tk])
+    assert rules._preferred_root(f) == "/opt/cuda-13"
+    assert rules._preferred_root(facts(torch__cuda="12.4", cuda__active=active(TK124), cuda__toolkits=[tk, TK124])) == "/usr/local/cuda-12.4"
+    assert rules._preferred_root(facts(torch__cuda="13.2", cuda__active=active(TK124), cuda__toolkits=[TK124, tk])) == "/opt/cuda-13"
+
+
 def test_without_a_header_the_kb_limit_applies_and_the_fix_installs_that_gcc():
     f = facts(cuda__active=active(TK124), cuda__toolkits=[TK124], compilers__gcc_default=gcc("14.2.0"), compilers__gcc_installed=[])
     found, _ = run(rules.host_compiler_unsupported, f)

@@ -15,6 +15,8 @@ import posixpath
 import re
 from typing import Iterable
 
+from packaging.version import Version
+
 from doctor.host import Host
 from doctor.model import Fact, Facts, ProbeFailure
 from doctor.probes.base import Probe, probe
@@ -64,7 +66,7 @@ def libgcc_versions(host: Host) -> list[str]:
             for name in host.listdir(posixpath.join(base, triplet)):
                 if re.fullmatch(r"\d+(?:\.\d+)*", name) and host.is_dir(posixpath.join(base, triplet, name)):
                     found.append(name)
-    return sorted(set(found), key=lambda v: tuple(int(p) for p in v.split(".")))
+    return sorted(set(found), key=Version)
 
 
 def gcc_version(host: Host, path: str, failures: list[ProbeFailure], default: bool = False) -> tuple[str | None, str]:
@@ -100,12 +102,13 @@ def gcc_version(host: Host, path: str, failures: list[ProbeFailure], default: bo
 def compilers_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     failures: list[ProbeFailure] = []
     default_path = host.which("gcc")
+    default_version: str | None = None
     if default_path is None:
         default_fact = Fact("compilers.gcc_default", None, source="no gcc on PATH")
         default_real = None
     else:
         version, where = gcc_version(host, default_path, failures, default=True)
-        default_real = host.resolve(default_path)
+        default_real, default_version = host.resolve(default_path), version
         if version is None:
             default_fact = Fact.unknown("compilers.gcc_default", f"found {default_path}, but: {where}")
         else:
@@ -121,7 +124,12 @@ def compilers_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
             if real in seen:
                 continue
             seen.add(real)
-            version, _ = gcc_version(host, path, failures)
+            if host.live and real == default_real:
+                # /usr/bin/gcc-12 is the file /usr/bin/gcc runs: its -dumpfullversion was
+                # asked already (a failure, too, is already reported).
+                version = default_version
+            else:
+                version, _ = gcc_version(host, path, failures)
             installed.append({"path": path, "version": version or version_from_name(path)})
     if default_fact.is_known and default_fact.value and default_real not in seen:
         installed.insert(0, dict(default_fact.value))

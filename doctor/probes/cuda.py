@@ -184,7 +184,7 @@ def site_packages_dirs(host: Host) -> list[str]:
     if host.env.get("HOME"):
         prefixes.append(posixpath.join(host.env["HOME"], ".local"))
     found: list[str] = []
-    for prefix in prefixes:
+    for prefix in dict.fromkeys(prefixes):  # python and python3 usually share one prefix
         for pydir in host.glob(posixpath.join(prefix, "lib"), "python3*"):
             for leaf in ("site-packages", "dist-packages"):
                 candidate = posixpath.join(pydir, leaf)

@@ -16,6 +16,7 @@ Parsers are pure and never raise: garbage in gives None, which the probe reports
 from __future__ import annotations
 
 import csv
+import fnmatch
 import json
 import posixpath
 import re
@@ -386,6 +387,7 @@ def userspace_libs(host: Host) -> list[dict[str, str]]:
     seen: set[str] = set()
     for directory in LIB_DIRS:
         real_dir = host.resolve(directory)
+        listing: list[str] | None = None  # read at most once per folder (it holds ~1000 files)
         for name in DRIVER_LIBS:
             soname = posixpath.join(directory, f"{name}.so.1")
             target = posixpath.basename(host.resolve(soname)) if host.exists(soname) else ""
@@ -393,7 +395,9 @@ def userspace_libs(host: Host) -> list[dict[str, str]]:
             if parsed is not None and parsed[0] == name:
                 candidates = [(posixpath.join(directory, target), parsed)]
             else:  # no link, or a link whose target name carries no version
-                candidates = [(path, lib_version(posixpath.basename(path))) for path in host.glob(directory, f"{name}.so.*.*")]
+                if listing is None:
+                    listing = host.listdir(directory)
+                candidates = [(posixpath.join(directory, n), lib_version(n)) for n in listing if fnmatch.fnmatchcase(n, f"{name}.so.*.*")]
             for path, parsed in candidates:
                 key = posixpath.join(real_dir, posixpath.basename(path))
                 if parsed is None or key in seen:

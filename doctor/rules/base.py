@@ -18,6 +18,8 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from packaging.version import InvalidVersion, Version
+
 from doctor.findings import kind
 from doctor.model import Facts, Finding, FixRef, NotChecked, Severity
 
@@ -35,6 +37,25 @@ class Hit:
 
 class NotCheckable(Exception):
     """Raised by a rule whose question the KB cannot answer ("no data for CUDA 13.5")."""
+
+
+# ----------------------------------------------------------------------------- versions
+# Fact values are version strings ("12.4.131", "3.11.7", "580.95.05"); every rule reads
+# and compares them through packaging.version, here.
+def parse_version(text: Any) -> Version | None:
+    """packaging's Version of a fact value; None when it is None or no version."""
+    if text is None:
+        return None
+    try:
+        return Version(str(text))
+    except InvalidVersion:
+        return None
+
+
+def major_minor(text: Any) -> str | None:
+    """'12.4.131' -> '12.4', '3.11.7' -> '3.11', '13' -> '13.0'; None when no version."""
+    v = parse_version(text)
+    return None if v is None else f"{v.major}.{v.minor}"
 
 
 RuleFunc = Callable[[Facts, Any], "Hit | Iterable[Hit] | None"]

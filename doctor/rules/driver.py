@@ -177,7 +177,7 @@ def driver_library_mismatch(facts: Facts, kb: Any) -> Hit | None:
     )
 
 
-@rule("no-gpu", needs=("gpus.list",), optional=("pci.nvidia_gpus",))
+@rule("no-gpu", needs=("gpus.list",), optional=("pci.nvidia_gpus", "system.container"))
 def no_gpu(facts: Facts, kb: Any) -> Hit | None:
     """What it does
         Reports a host with no NVIDIA GPU at all: none from NVML/nvidia-smi or the driver,

@@ -15,10 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from packaging.version import InvalidVersion, Version
-
 from doctor.model import Facts, FixRef, Severity
-from doctor.rules.base import Hit, NotCheckable, Rule, rule
+from doctor.rules.base import Hit, NotCheckable, Rule, parse_version, rule
 
 TORCH_FACTS = ("torch.location", "torch.requires", "torch.cuda", "cuda.active", "ld.library_path", "ld.preload")
 
@@ -75,10 +73,8 @@ def install_version(inst: dict[str, Any]) -> str | None:
 
 
 def _release(version: str | None) -> tuple[int, ...] | None:
-    try:
-        return Version(version).release if version else None
-    except InvalidVersion:
-        return None
+    parsed = parse_version(version) if version else None
+    return parsed.release if parsed is not None else None
 
 
 def same_version(a: str | None, b: str | None) -> bool | None:

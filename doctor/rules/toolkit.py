@@ -13,21 +13,20 @@ from typing import Any, Iterable
 from packaging.version import InvalidVersion, Version
 
 from doctor.model import Facts, FixRef, Severity
-from doctor.rules.base import Hit, NotCheckable, Rule, rule
+from doctor.rules.base import Hit, NotCheckable, Rule, major_minor, parse_version, rule
 
 
 # ----------------------------------------------------------------------------- helpers
 def _xy(version: str) -> str:
     """'12.4.131' -> '12.4'; NotCheckable for anything that is not a version."""
-    try:
-        v = Version(str(version))
-    except InvalidVersion:
-        raise NotCheckable(f"cannot read CUDA version {version!r}") from None
-    return f"{v.major}.{v.minor}"
+    xy = major_minor(version)
+    if xy is None:
+        raise NotCheckable(f"cannot read CUDA version {version!r}")
+    return xy
 
 
 def _major(version: str) -> int:
-    return int(_xy(version).split(".")[0])
+    return Version(_xy(version)).major
 
 
 def _env_commands(root: str) -> tuple[str, ...]:
@@ -77,11 +76,12 @@ def _preferred_root(facts: Facts) -> str | None:
     with nvcc matching torch's CUDA (major.minor, then major), else the active one."""
     toolkits = _with_nvcc(facts.get("cuda.toolkits") or [])
     torch_cuda = facts.get("torch.cuda")
-    if torch_cuda:
-        want = str(torch_cuda).split(".")
+    want = parse_version(torch_cuda) if torch_cuda else None
+    if want is not None:
         for depth in (2, 1):
             for tk in toolkits:
-                if str(tk.get("version") or "").split(".")[:depth] == want[:depth]:
+                have = parse_version(tk.get("version"))
+                if have is not None and have.release[:depth] == want.release[:depth]:
                     return str(tk["root"])
     active = facts.get("cuda.active") or {}
     roots = {tk.get("root") for tk in facts.get("cuda.toolkits") or []}
@@ -331,7 +331,9 @@ def host_compiler_unsupported(facts: Facts, kb: Any) -> Hit | None:
     if good:
         best = max(good, key=lambda g: _gcc_major(g) or 0)
         cc = str(best["path"])
-        cxx = cc.replace("gcc", "g++")
+        # /usr/bin/x86_64-linux-gnu-gcc-12 -> its g++ beside it; only the file name changes
+        # (a folder such as /opt/gcc-12/bin keeps its name).
+        cxx = posixpath.join(posixpath.dirname(cc), posixpath.basename(cc).replace("gcc", "g++"))
         commands = (f"export CC={cc} CXX={cxx} CUDAHOSTCXX={cxx}",)
         fix = FixRef(recipe="env", options={"cuda_home": active.get("root")}, commands=commands, note=f"{cc} ({best.get('version')}) is installed and accepted")
     else:
@@ -345,10 +347,8 @@ def host_compiler_unsupported(facts: Facts, kb: Any) -> Hit | None:
 
 
 def _gcc_major(entry: dict[str, Any]) -> int | None:
-    try:
-        return Version(str(entry.get("version"))).major
-    except InvalidVersion:
-        return None
+    v = parse_version(entry.get("version"))
+    return None if v is None else v.major
 
 
 @rule("driver-too-old-for-toolkit", needs=("driver.version", "cuda.active"), optional=("cuda.toolkits",))

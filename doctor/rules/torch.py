@@ -10,29 +10,21 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from doctor import arch
 from doctor.model import Facts, FixRef
-from doctor.rules.base import Hit, NotCheckable, Rule, rule
+from doctor.rules.base import Hit, NotCheckable, Rule, parse_version, rule
 
 NO_KERNEL = "CUDA error: no kernel image is available for execution on the device"
 
 
 # --------------------------------------------------------------------------- helpers
-def _version(text: Any) -> Version | None:
-    try:
-        return Version(str(text))
-    except (InvalidVersion, TypeError):
-        return None
-
-
 def _python_minor(facts: Facts) -> str | None:
+    """"3.11.7" / "3.11" -> "3.11"; None when python.version gives no minor."""
     version = facts.get("python.version")
-    if not isinstance(version, str):
-        return None
-    parts = version.split(".")
-    return ".".join(parts[:2]) if len(parts) >= 2 else None
+    parsed = parse_version(version) if isinstance(version, str) else None
+    return f"{parsed.major}.{parsed.minor}" if parsed is not None and len(parsed.release) >= 2 else None
 
 
 def _pip(facts: Facts) -> str:
@@ -45,7 +37,7 @@ def driver_runs(kb: Any, driver: str, cuda: str | None) -> bool | None:
     if cuda is None:
         return True
     floor = kb.cuda.driver_floor(cuda)
-    have = _version(driver)
+    have = parse_version(driver)
     if floor is None or have is None:
         return None
     return have >= Version(floor)
@@ -127,7 +119,8 @@ def driver_too_old_for_torch(facts: Facts, kb: Any) -> Hit | None:
     if runs:
         return None
     floor = kb.cuda.driver_floor(cuda)
-    major = str(cuda).split(".")[0]
+    cuda_v = parse_version(cuda)
+    major = cuda_v.major if cuda_v is not None else cuda
     version = facts.get("torch.version") or "?"
     evidence: dict[str, Any] = {"torch.version": version, "torch.cuda": cuda, "driver.version": driver, "driver_floor": floor}
     deep = facts.get("torch.deep")
