@@ -14,7 +14,7 @@ import posixpath
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from doctor import runner
 
@@ -45,6 +45,7 @@ class Host:
     live: bool
     command_timeout: float = runner.DEFAULT_TIMEOUT_S
     _resolve_cache: dict[str, str] = field(default_factory=dict, repr=False)
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def live_host(cls, env: Mapping[str, str] | None = None, command_timeout: float = runner.DEFAULT_TIMEOUT_S) -> "Host":
@@ -59,6 +60,12 @@ class Host:
         merged = {"PATH": DEFAULT_PATH}
         merged.update(env or {})
         return cls(real, merged, live=False)
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()` once per host: for a parse several probes need (the dpkg database)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     # ---------------------------------------------------------------- paths
     def resolve(self, path: str) -> str:

@@ -388,8 +388,9 @@ def pip_installs(host: Host, spec: LibSpec, sites: list[str]) -> list[dict[str, 
 def system_installs(host: Host, spec: LibSpec) -> list[dict[str, Any]]:
     """Debian packages (kind "dpkg") and the unpackaged files in the system folders
     ("system"), one install per version major."""
-    text = read_text_quiet(host, "/var/lib/dpkg/status", limit=64 * 1024 * 1024)
-    packages = [p for p in parse_dpkg_status(text or "") if spec.deb_re.match(p["name"])]
+    # The dpkg database can be tens of MB; cuDNN and NCCL share one parse of it.
+    every = host.memo("dpkg-status", lambda: parse_dpkg_status(read_text_quiet(host, "/var/lib/dpkg/status", limit=64 * 1024 * 1024) or ""))
+    packages = [p for p in every if spec.deb_re.match(p["name"])]
     installs = []
     claimed: set[int | None] = set()
     for package in packages:

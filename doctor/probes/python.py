@@ -145,8 +145,9 @@ def environment_root(host: Host, path: str) -> tuple[str | None, str]:
 
 def pyenv_target(host: Host, path: str) -> str | None:
     """The interpreter a pyenv shim (<root>/shims/python3) would exec, read the way pyenv
-    decides: $PYENV_VERSION, else <root>/version. None when it is no shim, the choice is
-    "system", or it depends on a .python-version file we do not look for."""
+    decides: $PYENV_VERSION, else (live host only) a .python-version in the working
+    directory or above, else <root>/version. None when it is no shim or the choice is
+    "system"."""
     shims = posixpath.dirname(path)
     if posixpath.basename(shims) != "shims":
         return None
