@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from doctor.smoke import allreduce as ar  # noqa: E402
 from doctor.smoke import bandwidth as bw  # noqa: E402
-from doctor.runner import stream as run_streaming  # noqa: E402
+from doctor.runner import stream  # noqa: E402
 
 BARE = r'''
 import json, os, sys, time
@@ -63,7 +63,7 @@ def bare_run(python: str, nproc: int, sizes: list[int], warmup: int, iters: int,
         argv = [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc-per-node", str(nproc), "--max-restarts", "0",
                 script, ",".join(map(str, sizes)), str(warmup), str(iters), out]
         env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-        launched = run_streaming(argv, timeout=timeout, env=env)
+        launched = stream(argv, timeout=timeout, env=env)
         if not launched.ok:
             raise SystemExit(f"bare loop failed: {launched.stderr_tail[-2000:]}")
         return json.loads(Path(out).read_text())

@@ -35,7 +35,7 @@ class Exported:
 
 def export(tag: str, client: Any = None, keep: bool = False) -> Exported:
     """Export image `tag` into a temporary folder. Raises ImageError."""
-    client = client or _client()
+    client = client or docker_client()
     import docker.errors
 
     try:
@@ -43,7 +43,7 @@ def export(tag: str, client: Any = None, keep: bool = False) -> Exported:
     except docker.errors.ImageNotFound:
         raise ImageError(f"no image {tag!r} in the local engine (pull or build it first)") from None
     except docker.errors.APIError as exc:
-        raise ImageError(f"the Docker engine refused: {_api_message(exc)}") from None
+        raise ImageError(f"the Docker engine refused: {api_message(exc)}") from None
     env = parse_env((image.attrs.get("Config") or {}).get("Env") or [])
     root = tempfile.mkdtemp(prefix="fwdoctor-image-")
     if not keep:
@@ -56,7 +56,7 @@ def export(tag: str, client: Any = None, keep: bool = False) -> Exported:
         skipped = safe_extract(_ChunkReader(container.export(chunk_size=_CHUNK)), root)
     except docker.errors.APIError as exc:
         shutil.rmtree(root, ignore_errors=True)
-        raise ImageError(f"exporting {tag!r} failed: {_api_message(exc)}") from None
+        raise ImageError(f"exporting {tag!r} failed: {api_message(exc)}") from None
     except tarfile.TarError as exc:
         shutil.rmtree(root, ignore_errors=True)
         raise ImageError(f"the export of {tag!r} is not a readable tar stream: {exc}") from None
@@ -184,7 +184,8 @@ class _ChunkReader:
         return data
 
 
-def _client() -> Any:
+def docker_client() -> Any:
+    """A connected Docker SDK client (600 s per call). Raises ImageError when there is none."""
     try:
         import docker
     except ImportError:
@@ -197,8 +198,10 @@ def _client() -> Any:
     return client
 
 
-def _api_message(exc: Any) -> str:
-    return str(getattr(exc, "explanation", None) or exc).strip().splitlines()[0][:300]
+def api_message(exc: Any) -> str:
+    """A docker.errors.APIError's first line (the engine's explanation), at most 300 characters."""
+    lines = str(getattr(exc, "explanation", None) or exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:300]
 
 
 def _short(exc: BaseException) -> str:

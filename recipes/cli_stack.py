@@ -15,6 +15,9 @@ from typing import NoReturn
 
 import click
 
+from doctor.cli import EXIT_FINDINGS
+from recipes.cli import _kb_option
+
 
 def _fail(message: str) -> NoReturn:
     from doctor.cli import fail
@@ -24,7 +27,7 @@ def _fail(message: str) -> NoReturn:
 
 def _findings_exit(message: str) -> NoReturn:
     click.echo(f"fwdoctor: {message}", err=True)
-    sys.exit(1)
+    sys.exit(EXIT_FINDINGS)
 
 
 def _resolve(stack_file: str, kb_dir: str | None = None):
@@ -42,7 +45,6 @@ def _resolve(stack_file: str, kb_dir: str | None = None):
         _findings_exit(f"impossible stack: {exc}")
 
 
-_kb_option = click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Use another knowledge-base folder.")
 
 
 # ----------------------------------------------------------------------------- stack
@@ -101,7 +103,7 @@ def lock_command(stack_file, out_dir, check_only, index_url, extra_index_urls, f
             for problem in problems:
                 click.echo(f"stale: {problem}")
             click.echo(f"fix: fwdoctor lock {stack_file}")
-            sys.exit(1)
+            sys.exit(EXIT_FINDINGS)
         click.echo(f"{target / lockfile.LOCK_NAME}: matches {stack_file}")
         return
     try:

@@ -140,14 +140,11 @@ def build(
 
 # --------------------------------------------------------------------------- validating
 def host_has_gpu() -> bool:
-    return os.path.exists("/dev/nvidia0") or bool(_listdir("/proc/driver/nvidia/gpus"))
+    """The driver has a GPU here (a bare PCI device is not enough for `--gpus all`)."""
+    from doctor.host import Host
+    from doctor.smoke.kernel import driver_gpu_evidence
 
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return os.listdir(path)
-    except OSError:
-        return []
+    return driver_gpu_evidence(Host.live_host()) is not None
 
 
 def validate(
@@ -159,10 +156,10 @@ def validate(
     gpus: bool | None = None,
 ) -> Validation:
     """Check the built image (see the module docstring). Never raises for a failed check."""
-    from doctor.image import _client
+    from doctor.image import docker_client
 
     result = Validation(tag)
-    client = client or _client()
+    client = client or docker_client()
     image = client.images.get(tag)
     config = image.attrs.get("Config") or {}
     labels = config.get("Labels") or {}
@@ -203,18 +200,20 @@ def run_in_container(client: Any, tag: str, command: list[str], gpus: bool, time
     import docker.errors
     from docker.types import DeviceRequest
 
+    from doctor.image import api_message
+
     kwargs: dict[str, Any] = {"network_disabled": True, "shm_size": "1g"}
     if gpus:
         kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
     try:
         container = client.containers.create(tag, command, **kwargs)
     except docker.errors.APIError as exc:
-        return -1, f"cannot create a container: {str(getattr(exc, 'explanation', None) or exc)[:300]}"
+        return -1, f"cannot create a container: {api_message(exc)}"
     try:
         try:
             container.start()
         except docker.errors.APIError as exc:
-            return -1, f"cannot start the container: {str(getattr(exc, 'explanation', None) or exc)[:300]}"
+            return -1, f"cannot start the container: {api_message(exc)}"
         try:
             status = int(container.wait(timeout=timeout).get("StatusCode", -1))
         except Exception:

@@ -19,6 +19,7 @@ import posixpath
 import shlex
 from typing import Any, Mapping
 
+from doctor.kb.cuda import cuda_parts
 from recipes.plan import FileWrite, Plan, Step
 
 RECIPE = "env"
@@ -58,11 +59,11 @@ def choose_toolkit(facts: Any, options: Mapping[str, Any]) -> str | None:
     toolkits = facts.get("cuda.toolkits") or []
     torch_cuda = facts.get("torch.cuda")
     if torch_cuda:
-        want = str(torch_cuda).split(".")
+        want = _cuda_parts(torch_cuda)
         for depth in (2, 1):
             for tk in toolkits:
-                version = str(tk.get("version") or tk.get("nvcc_release") or "")
-                if version.split(".")[:depth] == want[:depth]:
+                have = _cuda_parts(tk.get("version") or tk.get("nvcc_release"))
+                if want and have and have[:depth] == want[:depth]:
                     return str(tk["root"])
     active = facts.get("cuda.active") or {}
     return str(active["root"]) if active.get("root") else None
@@ -205,7 +206,10 @@ def stray_wheels(facts: Any) -> list[tuple[str, str]]:
     torch_cuda = facts.get("torch.cuda")
     if not torch_cuda:
         return []
-    major = int(str(torch_cuda).split(".")[0])
+    parts = _cuda_parts(torch_cuda)
+    if parts is None:
+        return []
+    major = parts[0]
     required = {str(k).lower() for k in (facts.get("torch.requires") or {})}
     out: list[tuple[str, str]] = []
     for key in ("cudnn.installs", "nccl.installs"):
@@ -221,6 +225,14 @@ def stray_wheels(facts: Any) -> list[tuple[str, str]]:
 
 
 # ----------------------------------------------------------------------------- helpers
+def _cuda_parts(version: Any) -> tuple[int, int | None, int | None] | None:
+    """'12.4.131' -> (12, 4, 131) via doctor.kb.cuda.cuda_parts; None when absent or garbage."""
+    try:
+        return cuda_parts(str(version)) if version else None
+    except ValueError:
+        return None
+
+
 def _torch_present(facts: Any) -> bool:
     return bool(facts.get("torch.installed"))
 

@@ -238,10 +238,9 @@ def resolve_gpu(kb: Any, text: str) -> Gpu:
 
 
 def _cc_for_name(kb: Any, name: str) -> str | None:
-    lookup = getattr(kb.gpus, "cc_for_name", None)
-    if lookup is None:  # the gpus KB area is not there yet
-        return None
-    # People type "RTX 4090" or "GTX 1080 Ti"; the KB knows the marketing names NVML reports.
+    lookup = kb.gpus.cc_for_name
+    # People type "RTX 4090" or "GTX 1080 Ti"; the KB knows the marketing names NVML reports
+    # ("GeForce RTX 4090"), and its name matching does not drop a missing "GeForce".
     return lookup(name) or (lookup(f"GeForce {name}") if not name.lower().startswith(("geforce", "nvidia")) else None)
 
 
@@ -348,5 +347,4 @@ def render_text(sel: Selection, max_rejected: int = 12) -> str:
 def _pip_line(c: Any) -> list[str]:
     import shlex
 
-    args = c.pip_args() if hasattr(c, "pip_args") else [f"torch=={c.torch}", "--index-url", c.index_url]
-    return ["pip", "install", *(shlex.quote(a) for a in args)]
+    return ["pip", "install", *(shlex.quote(a) for a in c.pip_args())]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from doctor.runner import descendants
-from doctor.runner import stream as run_streaming
+from doctor.runner import stream
 from helpers import torch_python
 
 REPO = Path(__file__).resolve().parents[1]
@@ -185,7 +185,7 @@ def test_descendants_finds_grandchildren_in_other_sessions():
 def test_streaming_runner_kills_a_hung_tree_and_keeps_the_stderr_tail():
     code = "import subprocess, sys, time; subprocess.Popen(['sleep', '60'], start_new_session=True); print('started', file=sys.stderr, flush=True); time.sleep(60)"
     seen: list[str] = []
-    result = run_streaming([sys.executable, "-c", code], timeout=3, on_stderr_line=seen.append)
+    result = stream([sys.executable, "-c", code], timeout=3, on_stderr_line=seen.append)
     assert result.timed_out and result.returncode is None
     assert seen == ["started"] and result.stderr_tail == "started"
     assert len(result.killed) == 2
@@ -194,7 +194,7 @@ def test_streaming_runner_kills_a_hung_tree_and_keeps_the_stderr_tail():
 
 
 def test_streaming_runner_reports_a_missing_program_without_raising():
-    result = run_streaming(["/nonexistent/torchrun"], timeout=5)
+    result = stream(["/nonexistent/torchrun"], timeout=5)
     assert result.error == "not found" and not result.ok
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from doctor.smoke import allreduce as ar
 from doctor.smoke import bandwidth as bw
-from doctor.runner import StreamResult as LaunchResult
+from doctor.runner import StreamResult
 
 
 def test_algbw_is_bytes_over_seconds_in_decimal_gigabytes():
@@ -79,7 +79,7 @@ def _data(rows, world=2):
 
 
 def _ok_launch():
-    return LaunchResult(("python",), 0, "", "")
+    return StreamResult(("python",), 0, "", "")
 
 
 def test_rows_get_algbw_and_busbw_from_bytes_time_and_world_size():
@@ -108,14 +108,14 @@ def test_any_wrong_element_fails_even_when_fast_enough():
 
 
 def test_a_run_that_left_no_result_reports_the_workers_error_line():
-    launched = LaunchResult(("python",), 1, "", "some torchrun noise\nfwdoctor-error: rank 1: RuntimeError: Connection reset by peer")
+    launched = StreamResult(("python",), 1, "", "some torchrun noise\nfwdoctor-error: rank 1: RuntimeError: Connection reset by peer")
     result = ar.interpret(ar.AllreduceOptions(backend="gloo"), ar.Plan("gloo", 2), launched, None)
     assert result.status == "fail"
     assert result.error == "fwdoctor-error: rank 1: RuntimeError: Connection reset by peer"
 
 
 def test_a_hang_is_reported_with_nccl_things_to_try():
-    launched = LaunchResult(("python",), None, "", "", timed_out=True, killed=(10, 11, 12))
+    launched = StreamResult(("python",), None, "", "", timed_out=True, killed=(10, 11, 12))
     result = ar.interpret(ar.AllreduceOptions(backend="nccl", timeout=30), ar.Plan("nccl", 2), launched, None)
     assert result.status == "fail"
     assert "hung and was killed (3 processes)" in result.message

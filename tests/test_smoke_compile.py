@@ -71,6 +71,7 @@ def test_a_malformed_arch_is_a_doctor_error(cli):
 def test_arch_without_compile_only_is_refused(cli):
     result = cli("smoke", "kernel", "--arch", "8.0")
     assert result.exit_code == 2
+    assert "--arch only applies with --compile-only" in result.output
 
 
 def test_nvcc_version_is_read_from_its_banner():

@@ -51,6 +51,7 @@ def test_asking_for_a_device_on_a_host_without_gpus_is_still_a_skip():
     out = (DATA / "kernel-worker-cu130-no-gpu-device0.json").read_text()
     (r,) = kernel.interpret("python", _ran(out), NO_GPU, 60)
     assert r.status == "skipped"
+    assert "sees no CUDA device and this host has none" in r.message
 
 
 def test_a_gpu_torch_cannot_see_fails_with_the_drivers_words():

@@ -21,8 +21,6 @@ from typing import Callable, Mapping
 
 from doctor import runner
 from doctor.smoke import bandwidth as bw
-from doctor.runner import StreamResult as LaunchResult
-from doctor.runner import stream as run_streaming
 from doctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
 from doctor.smoke.workers import worker_path
 
@@ -177,7 +175,7 @@ def run(opts: AllreduceOptions, progress: Callable[[dict], None] | None = None, 
                 except ValueError:
                     pass
 
-        launched = run_streaming(argv, timeout=opts.timeout, env=env, on_stderr_line=on_line)
+        launched = runner.stream(argv, timeout=opts.timeout, env=env, on_stderr_line=on_line)
         data = _read_result(result_path)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -193,13 +191,13 @@ def _read_result(path: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _error_text(launched: LaunchResult) -> str:
+def _error_text(launched: runner.StreamResult) -> str:
     """The stderr tail with the workers' own `fwdoctor-error:` lines last (the best summary)."""
     own = [line for line in launched.stderr_tail.splitlines() if line.startswith("fwdoctor-error:")]
     return "\n".join([launched.stderr_tail, *own])
 
 
-def interpret(opts: AllreduceOptions, p: Plan, launched: LaunchResult, data: dict | None) -> SmokeResult:
+def interpret(opts: AllreduceOptions, p: Plan, launched: runner.StreamResult, data: dict | None) -> SmokeResult:
     backend = p.backend or "?"
     base = {"backend": backend, "nproc_per_node": p.nproc, "nnodes": opts.nnodes, "node_rank": opts.node_rank, "timeout_s": opts.timeout}
     hints = HANG_HINTS.get(backend, ())

@@ -18,6 +18,7 @@ from typing import Mapping, Sequence
 
 from doctor import runner
 from doctor.arch import Target, parse_targets, runs_on
+from doctor.probes import cuda as cuda_probe
 from doctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
 
 COMPILE_TIMEOUT_S = 180.0
@@ -60,7 +61,6 @@ int main() {
 }
 """.replace("@N@", str(N))
 
-_RELEASE = re.compile(r"release (\d+\.\d+), V([\d.]+)")
 _RAN = re.compile(r"fwdoctor-kernel-ok n=(\d+) wrong=(\d+)")
 
 
@@ -95,8 +95,7 @@ def nvcc_version(path: str, env: Mapping[str, str] | None = None) -> tuple[str |
 
 def parse_nvcc_version(text: str) -> tuple[str | None, str | None]:
     """'Cuda compilation tools, release 13.0, V13.0.88' -> ('13.0', '13.0.88')."""
-    m = _RELEASE.search(text or "")
-    return (m.group(1), m.group(2)) if m else (None, None)
+    return cuda_probe.parse_nvcc_version(text or "") or (None, None)
 
 
 def gencode(target: Target) -> str:

@@ -27,11 +27,9 @@ def gpu_expected(host: Host) -> tuple[bool, str]:
     The driver's device nodes and /proc entries count; a bare PCI device counts only
     outside containers (sysfs shows the host's GPUs inside a CPU-only container too).
     """
-    if host.exists("/dev/nvidia0"):
-        return True, "/dev/nvidia0 exists"
-    gpus = host.listdir("/proc/driver/nvidia/gpus")
-    if gpus:
-        return True, f"/proc/driver/nvidia/gpus lists {len(gpus)}"
+    evidence = driver_gpu_evidence(host)
+    if evidence:
+        return True, evidence
     if host.exists("/.dockerenv") or host.exists("/run/.containerenv"):
         return False, "in a container without /dev/nvidia0"
     for dev in host.listdir("/sys/bus/pci/devices"):
@@ -44,6 +42,16 @@ def gpu_expected(host: Host) -> tuple[bool, str]:
         if vendor == "0x10de" and klass.startswith("0x03"):  # display controller: VGA 0x0300, 3D 0x0302
             return True, f"NVIDIA PCI device {dev} (class {klass})"
     return False, "no /dev/nvidia0, no /proc/driver/nvidia/gpus, no NVIDIA display/3D PCI device"
+
+
+def driver_gpu_evidence(host: Host) -> str | None:
+    """What shows the NVIDIA driver has a GPU here (its device node or /proc entries), or None."""
+    if host.exists("/dev/nvidia0"):
+        return "/dev/nvidia0 exists"
+    gpus = host.listdir("/proc/driver/nvidia/gpus")
+    if gpus:
+        return f"/proc/driver/nvidia/gpus lists {len(gpus)}"
+    return None
 
 
 def run_worker(python: str, devices: Sequence[int] | None, timeout: float, gemm: bool = True) -> runner.CommandResult:
