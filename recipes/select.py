@@ -22,6 +22,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from doctor import arch
+from doctor.rules.base import major_minor
 
 
 class SelectError(ValueError):
@@ -166,10 +167,8 @@ def select_torch(kb: Any, target: Target) -> Selection:
     rejected: list[Rejection] = []
     for release in releases:
         # PyPI default first, then highest CUDA, CPU last: the order we would prefer them in.
-        ordered = sorted(
-            by_release[release],
-            key=lambda v: (not v.pypi_default, v.cuda is None, -_cuda_key(v.cuda)),
-        )
+        ordered = sorted(by_release[release], key=lambda v: Version(v.cuda or "0"), reverse=True)
+        ordered.sort(key=lambda v: (not v.pypi_default, v.cuda is None))  # stable: CUDA stays newest first
         fitting = []
         for v in ordered:
             why = reasons_against(kb, v, target)
@@ -186,7 +185,8 @@ def select_torch(kb: Any, target: Target) -> Selection:
             later = {v.local_version for v in ordered[ordered.index(choice) + 1:]}
             keep = [r for r in rejected if r.candidate not in later]
             return Selection(target, choice, tuple(keep), notes=target.notes)
-    closest = sorted(rejected, key=lambda r: (len(r.reasons), -_version_key(r.candidate)))[:3]
+    newest_first = sorted(rejected, key=lambda r: Version(r.candidate.split("+")[0]), reverse=True)
+    closest = sorted(newest_first, key=lambda r: len(r.reasons))[:3]
     return Selection(
         target,
         None,
@@ -195,18 +195,6 @@ def select_torch(kb: Any, target: Target) -> Selection:
         closest=tuple(closest),
         notes=target.notes,
     )
-
-
-def _cuda_key(cuda: str | None) -> float:
-    if cuda is None:
-        return -1.0
-    v = Version(cuda)
-    return v.major * 1000 + v.minor
-
-
-def _version_key(candidate: str) -> float:
-    v = Version(candidate.split("+")[0])
-    return v.major * 1e6 + v.minor * 1e3 + v.micro
 
 
 def _nothing_fits(target: Target) -> str:
@@ -231,25 +219,17 @@ def resolve_gpu(kb: Any, text: str) -> Gpu:
         return Gpu(value, value)
     except ValueError:
         pass
-    cc = _cc_for_name(kb, value)
+    cc = kb.gpus.cc_for_name(value)
     if cc is None:
         raise SelectError(f"--gpu {text!r}: not a compute capability and not a GPU name the KB knows (pass the CC, e.g. --gpu 8.6)")
     return Gpu(value, cc)
 
 
-def _cc_for_name(kb: Any, name: str) -> str | None:
-    lookup = kb.gpus.cc_for_name
-    # People type "RTX 4090" or "GTX 1080 Ti"; the KB knows the marketing names NVML reports
-    # ("GeForce RTX 4090"), and its name matching does not drop a missing "GeForce".
-    return lookup(name) or (lookup(f"GeForce {name}") if not name.lower().startswith(("geforce", "nvidia")) else None)
-
-
 def python_minor(version: str) -> str:
-    try:
-        v = Version(str(version))
-    except InvalidVersion:
-        raise SelectError(f"--python {version!r}: not a Python version (expected e.g. 3.11)") from None
-    return f"{v.major}.{v.minor}"
+    minor = major_minor(version)
+    if minor is None:
+        raise SelectError(f"--python {version!r}: not a Python version (expected e.g. 3.11)")
+    return minor
 
 
 def target_from_facts(
@@ -306,7 +286,7 @@ def _host_gpus(facts: Any, kb: Any, notes: list[str]) -> Iterable[Gpu]:
     listed = facts.get("gpus.list") if facts is not None else None
     for gpu in listed or []:
         name = str(gpu.get("name") or f"GPU {gpu.get('index')}")
-        cc = gpu.get("cc") or _cc_for_name(kb, name)
+        cc = gpu.get("cc") or kb.gpus.cc_for_name(name)
         if cc is None:
             notes.append(f"{name}: compute capability unknown, arch not checked")
             continue

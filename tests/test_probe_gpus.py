@@ -201,7 +201,14 @@ def test_prefixes_and_suffixes_do_not_change_the_answer(prefix, suffix):
 
 def test_name_keys_drop_brand_words_and_memory_sizes():
     assert name_key("NVIDIA Tesla V100-SXM2-32GB") == ("v100", "sxm2")
-    assert name_key("NVIDIA GeForce RTX 4090") == ("geforce", "rtx", "4090")
+    assert name_key("NVIDIA GeForce RTX 4090") == ("rtx", "4090")
+
+
+def test_names_typed_without_geforce_find_the_same_gpu():
+    kb = KB.load(validate_all=False)
+    # NVML reports "NVIDIA GeForce RTX 4090"; people type "RTX 4090".
+    assert kb.gpus.cc_for_name("RTX 4090") == kb.gpus.cc_for_name("NVIDIA GeForce RTX 4090") == "8.9"
+    assert kb.gpus.cc_for_name("GTX 1080 Ti") == "6.1"
 
 
 def test_every_kb_row_has_a_parseable_cc_and_a_known_source():

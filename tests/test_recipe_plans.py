@@ -219,7 +219,7 @@ def test_env_file_puts_the_chosen_toolkit_and_the_venv_first_and_drops_shadows(k
     plan = env_plan(kb)
     target = tmp_path / "env.sh"
     target.write_text(plan.files[0].content)
-    script = f'. "$1"; printf "%s\\n" "$CUDA_HOME" "$PATH" "$LD_LIBRARY_PATH" "${{LD_PRELOAD-unset}}"'
+    script = '. "$1"; printf "%s\\n" "$CUDA_HOME" "$PATH" "$LD_LIBRARY_PATH" "${LD_PRELOAD-unset}"'
     out = subprocess.run(["sh", "-c", script, "sh", str(target)], capture_output=True, text=True, timeout=30, env={"PATH": "/bin:/usr/bin"})
     cuda_home, path, ld, preload = out.stdout.splitlines()
     assert cuda_home == "/usr/local/cuda-12.8"  # matches torch's CUDA 12.8, not the active 11.8

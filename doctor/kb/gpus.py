@@ -22,7 +22,8 @@ from doctor.kb import Ctx
 
 _SPLIT = re.compile(r"[\s\-_/,()]+")
 _MEMORY = re.compile(r"^\d+(?:gb|g|gib|mb)$")
-_BRANDS = ("nvidia", "tesla")
+# Leading words people and tools drop or add: "NVIDIA GeForce RTX 4090" is "RTX 4090".
+_BRANDS = ("nvidia", "tesla", "geforce")
 _PCI_ID = re.compile(r"^(?:0x)?([0-9a-f]{4})$")
 
 
