@@ -1,7 +1,7 @@
 """Does `fwdoctor smoke allreduce` measure what a bare torch.distributed loop measures?
 
 Runs, on the same gloo setup (torchrun, N CPU ranks, same sizes, warm-up and iteration
-counts), first fwdoctor's sweep (doctor.smoke.allreduce.run, which also checks every
+counts), first fwdoctor's sweep (fwdoctor.smoke.allreduce.run, which also checks every
 element in a separate, untimed all-reduce), then a bare loop of dist.all_reduce calls
 timed the same way, and prints both busbw figures per size and the ratio
 fwdoctor / bare (target: close to 1.0; the run-to-run noise of gloo on a shared CPU is
@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from doctor.smoke import allreduce as ar  # noqa: E402
-from doctor.smoke import bandwidth as bw  # noqa: E402
-from doctor.runner import stream  # noqa: E402
+from fwdoctor.smoke import allreduce as ar  # noqa: E402
+from fwdoctor.smoke import bandwidth as bw  # noqa: E402
+from fwdoctor.runner import stream  # noqa: E402
 
 BARE = r'''
 import json, os, sys, time

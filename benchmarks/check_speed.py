@@ -81,7 +81,7 @@ def main() -> None:
 
         from click.testing import CliRunner
 
-        from doctor.cli import main as cli
+        from fwdoctor.cli import main as cli
 
         profiler = cProfile.Profile()
         profiler.enable()

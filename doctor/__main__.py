@@ -1,3 +1,5 @@
-from doctor.cli import main
+"""`python -m fwdoctor ...` is `fwdoctor ...`."""
 
-main()
+from fwdoctor.cli import main
+
+main(prog_name="fwdoctor")

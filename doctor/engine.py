@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from doctor.findings import FINDING_KINDS, kind
-from doctor.host import Host, UnreadableError
-from doctor.model import Fact, Facts, Finding, NotChecked, ProbeFailure, Severity
-from doctor.probes.base import Probe
-from doctor.rules.base import Rule
+from fwdoctor.findings import FINDING_KINDS, kind
+from fwdoctor.host import Host, UnreadableError
+from fwdoctor.model import Fact, Facts, Finding, NotChecked, ProbeFailure, Severity
+from fwdoctor.probes.base import Probe
+from fwdoctor.rules.base import Rule
 
 
 def collect(host: Host, probes: Sequence[Probe], deep: bool = False, seed: Sequence[Fact] = ()) -> Facts:

@@ -6,7 +6,7 @@ Fix), the way ruff documents its rules.
 
 from __future__ import annotations
 
-from doctor.findings import BY_ID, FINDING_KINDS
+from fwdoctor.findings import BY_ID, FINDING_KINDS
 
 PROBE_FAILED_DOC = """\
 What it does
@@ -75,7 +75,7 @@ BUILD_DOCS = {
 
 
 def explanation(finding_id: str) -> str:
-    from doctor.rules import RULES
+    from fwdoctor.rules import RULES
 
     wanted = finding_id.strip()
     by_code = {k.code.lower(): k for k in FINDING_KINDS}
@@ -95,7 +95,7 @@ def explanation(finding_id: str) -> str:
 
 def findings_markdown() -> str:
     """docs/findings.md: every id with its code, severity and explanation (`make docs`)."""
-    from doctor.findings import AREA_TITLES
+    from fwdoctor.findings import AREA_TITLES
 
     lines = [
         "# Finding ids",

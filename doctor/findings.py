@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from doctor.model import Severity
+from fwdoctor.model import Severity
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from doctor import runner
+from fwdoctor import runner
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MAX_READ_BYTES = 4 * 1024 * 1024  # no probe needs more; protects against /dev/zero-like files

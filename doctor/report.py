@@ -6,10 +6,10 @@ import json
 import re
 from typing import Any
 
-from doctor import __version__
-from doctor.engine import Report
-from doctor.findings import AREA_TITLES, AREAS
-from doctor.model import Finding, Severity
+from fwdoctor import __version__
+from fwdoctor.engine import Report
+from fwdoctor.findings import AREA_TITLES, AREAS
+from fwdoctor.model import Finding, Severity
 
 MARK = {Severity.ERROR: "error", Severity.WARNING: "warn ", Severity.INFO: "info "}
 

@@ -1,6 +1,6 @@
 """Runs a Plan: the only code in fwdoctor that changes the host.
 
-    from recipes.apply import apply_plan
+    from fwdoctor.recipes.apply import apply_plan
     result = apply_plan(plan, confirm=ask_user, log_path="/tmp/fix.log", progress=print)
     if not result.ok:
         print(result.summary())          # what was done, what failed, how to undo it
@@ -12,7 +12,7 @@ a new file under $XDG_STATE_HOME/fwdoctor/logs).
 
 Order: refused plans stop at once; then `plan.files` are written atomically (temporary file
 + rename; an existing different file is backed up first), then the steps run in order, each
-through doctor.runner.run with the plan's env and its own timeout. A step whose `skip_if`
+through fwdoctor.runner.run with the plan's env and its own timeout. A step whose `skip_if`
 command exits 0 is skipped, so a second apply on a fixed host changes nothing. The first
 failing step stops the plan; the result lists what was done and how to undo each part.
 Ctrl-C or SIGTERM stops it the same way (status "interrupted"). Then `plan.verify` runs.
@@ -29,8 +29,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, TextIO
 
-from doctor import runner
-from recipes.plan import FileWrite, Plan, Step
+from fwdoctor import runner
+from fwdoctor.recipes.plan import FileWrite, Plan, Step
 
 ConfirmFn = Callable[[Plan], bool]
 ProgressFn = Callable[[str], None]
@@ -288,17 +288,17 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 # succeeded (a toolkit's env snippet: nothing may be written before a download is
 # verified) is written by a step instead, through this module, so printed plans stay
 # runnable by hand:
-#     python -m recipes.apply write PATH MODE CONTENT   (atomic; backs up a different file)
-#     python -m recipes.apply same PATH SHA256          (exit 0 when PATH's digest is SHA256: a skip check)
+#     python -m fwdoctor.recipes.apply write PATH MODE CONTENT   (atomic; backs up a different file)
+#     python -m fwdoctor.recipes.apply same PATH SHA256          (exit 0 when PATH's digest is SHA256: a skip check)
 def file_step(python: str, path: str, content: str, why: str = "", mode: int = 0o644) -> Step:
     """A Step writing `content` to `path` atomically, skipped when already there."""
     import hashlib
 
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
     return Step(
-        (python, "-m", "recipes.apply", "write", path, f"{mode:o}", content),
+        (python, "-m", "fwdoctor.recipes.apply", "write", path, f"{mode:o}", content),
         why=why or f"write {path}",
-        skip_if=(python, "-m", "recipes.apply", "same", path, digest),
+        skip_if=(python, "-m", "fwdoctor.recipes.apply", "same", path, digest),
         undo=f"rm -f {shlex.quote(path)}",
     )
 
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 0 if hashlib.sha256(handle.read()).hexdigest() == digest.lower() else 1
         except OSError:
             return 1
-    print("usage: python -m recipes.apply write PATH MODE CONTENT | same PATH SHA256", file=sys.stderr)
+    print("usage: python -m fwdoctor.recipes.apply write PATH MODE CONTENT | same PATH SHA256", file=sys.stderr)
     return 2
 
 

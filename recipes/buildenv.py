@@ -18,9 +18,9 @@ from typing import Iterable
 
 from packaging.version import InvalidVersion, Version
 
-from doctor.arch import Target, parse_targets
-from doctor.probes import cuda as cuda_probe
-from doctor.model import Finding, FixRef, Severity
+from fwdoctor.arch import Target, parse_targets
+from fwdoctor.probes import cuda as cuda_probe
+from fwdoctor.model import Finding, FixRef, Severity
 
 GIB = 1024**3
 

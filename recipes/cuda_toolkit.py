@@ -29,8 +29,8 @@ from typing import Any, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from recipes.apply import file_step
-from recipes.plan import Plan, Step
+from fwdoctor.recipes.apply import file_step
+from fwdoctor.recipes.plan import Plan, Step
 
 RECIPE = "cuda-toolkit"
 METHODS = ("runfile", "apt", "pip")
@@ -94,7 +94,7 @@ def plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
     runfile), prefix, link (bool: point /usr/local/cuda at it), force (bool), runfile_url +
     sha256 (a release not in the table, or a mirror), keyring_sha256 (apt), index_url (pip),
     python (pip: the interpreter that runs pip), download_dir, env_file, work_dir,
-    fwdoctor_python (the interpreter that runs `python -m recipes.download`)."""
+    fwdoctor_python (the interpreter that runs `python -m fwdoctor.recipes.download`)."""
     try:
         return _plan(facts, kb, options)
     except ToolkitOptionError as exc:
@@ -265,7 +265,7 @@ def _runfile_steps(kb: Any, xy: str, version: str, options: Mapping[str, Any], f
     root = not _writable(prefix)
     steps = [
         Step(
-            (fw_python, "-m", "recipes.download", "--sha256", str(sha), str(url), runfile),
+            (fw_python, "-m", "fwdoctor.recipes.download", "--sha256", str(sha), str(url), runfile),
             why=f"download the CUDA {xy} runfile; its sha256 is checked before it is kept",
             timeout_s=3600,
             skip_if=installed,
@@ -334,7 +334,7 @@ def _apt_steps(facts: Any, xy: str, options: Mapping[str, Any], fw_python: str, 
         url = KEYRING_URL.format(repo=repo, arch=repo_arch)
         deb = posixpath.join(work_dir, "downloads", "cuda-keyring_1.1-1_all.deb")
         steps += [
-            Step((fw_python, "-m", "recipes.download", "--sha256", str(keyring_sha), url, deb), why="download NVIDIA's repository keyring (sha256 checked)", skip_if=("dpkg", "-s", "cuda-keyring")),
+            Step((fw_python, "-m", "fwdoctor.recipes.download", "--sha256", str(keyring_sha), url, deb), why="download NVIDIA's repository keyring (sha256 checked)", skip_if=("dpkg", "-s", "cuda-keyring")),
             Step(("dpkg", "-i", deb), why="configure NVIDIA's CUDA apt repository", needs_root=True, skip_if=("dpkg", "-s", "cuda-keyring"), undo="dpkg -r cuda-keyring"),
         ]
     else:

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from doctor import runner
+from fwdoctor import runner
 
 BUILD_TIMEOUT_S = 3600.0
 CHECK_TIMEOUT_S = 900.0
@@ -141,8 +141,8 @@ def build(
 # --------------------------------------------------------------------------- validating
 def host_has_gpu() -> bool:
     """The driver has a GPU here (a bare PCI device is not enough for `--gpus all`)."""
-    from doctor.host import Host
-    from doctor.smoke.kernel import driver_gpu_evidence
+    from fwdoctor.host import Host
+    from fwdoctor.smoke.kernel import driver_gpu_evidence
 
     return driver_gpu_evidence(Host.live_host()) is not None
 
@@ -156,7 +156,7 @@ def validate(
     gpus: bool | None = None,
 ) -> Validation:
     """Check the built image (see the module docstring). Never raises for a failed check."""
-    from doctor.image import docker_client
+    from fwdoctor.image import docker_client
 
     result = Validation(tag)
     client = client or docker_client()
@@ -200,7 +200,7 @@ def run_in_container(client: Any, tag: str, command: list[str], gpus: bool, time
     import docker.errors
     from docker.types import DeviceRequest
 
-    from doctor.image import api_message
+    from fwdoctor.image import api_message
 
     kwargs: dict[str, Any] = {"network_disabled": True, "shm_size": "1g"}
     if gpus:

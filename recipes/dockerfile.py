@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import posixpath
 
-from recipes.lockfile import LOCK_NAME, lock_digest
-from recipes.stack import ResolvedStack
+from fwdoctor.recipes.lockfile import LOCK_NAME, lock_digest
+from fwdoctor.recipes.stack import ResolvedStack
 
 APP_UID = 10001
 VENV = "/opt/venv"
@@ -69,8 +69,9 @@ def render(
     if not stack.python_from_base:
         _apt(add, "python3 python3-venv ca-certificates", "the venv is built on the OS's python3")
     add(f"COPY {lock_path} /tmp/requirements.lock")
-    add(f"COPY doctor {TOOL_DIR}/doctor")
-    add(f"COPY recipes {TOOL_DIR}/recipes")
+    # The repository's doctor/ and recipes/ folders are the `fwdoctor` import package.
+    add(f"COPY doctor {TOOL_DIR}/fwdoctor")
+    add(f"COPY recipes {TOOL_DIR}/fwdoctor/recipes")
     add("# One step (each layer is a full copy on some storage drivers): the venv from the lock,")
     add("# then fwdoctor on the venv's path (its dependencies are in the lock). The CA secret is")
     add("# mounted for this step only; PIP_CERT points pip at it.")
@@ -80,7 +81,7 @@ def render(
     add(f" && {VENV}/bin/pip install --require-hashes --no-deps --only-binary=:all: -r /tmp/requirements.lock \\")
     add(f" && {VENV}/bin/pip check \\")
     add(f" && {VENV}/bin/python -c \"import sysconfig; open(sysconfig.get_path('purelib') + '/fwdoctor.pth', 'w').write('{TOOL_DIR}\\\\n')\" \\")
-    add(f" && printf '#!{VENV}/bin/python\\nfrom doctor.cli import main\\nmain()\\n' > {VENV}/bin/fwdoctor \\")
+    add(f" && printf '#!{VENV}/bin/python\\nfrom fwdoctor.cli import main\\nmain()\\n' > {VENV}/bin/fwdoctor \\")
     add(f" && chmod 0755 {VENV}/bin/fwdoctor \\")
     add(f" && {VENV}/bin/fwdoctor --version")
     add("")

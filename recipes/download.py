@@ -7,7 +7,7 @@ temporary file, so the destination either holds the verified file or is untouche
 
 Plans call it as a command, so a printed plan stays runnable by hand:
 
-    python -m recipes.download --sha256 HEX URL DEST
+    python -m fwdoctor.recipes.download --sha256 HEX URL DEST
 
 Exit status: 0 downloaded (or DEST already had that digest), 1 failed (message on stderr).
 """
@@ -151,7 +151,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m recipes.download", description="Download URL to DEST if its sha256 matches.")
+    parser = argparse.ArgumentParser(prog="python -m fwdoctor.recipes.download", description="Download URL to DEST if its sha256 matches.")
     parser.add_argument("--sha256", required=True, help="expected digest (64 hex digits or sha256-BASE64)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds without data before giving up")
     parser.add_argument("url")

@@ -19,8 +19,8 @@ import posixpath
 import shlex
 from typing import Any, Mapping
 
-from doctor.kb.cuda import cuda_parts
-from recipes.plan import FileWrite, Plan, Step
+from fwdoctor.kb.cuda import cuda_parts
+from fwdoctor.recipes.plan import FileWrite, Plan, Step
 
 RECIPE = "env"
 SYSTEM_PREFIXES = frozenset({"/", "/usr", "/usr/local", "/opt"})
@@ -226,7 +226,7 @@ def stray_wheels(facts: Any) -> list[tuple[str, str]]:
 
 # ----------------------------------------------------------------------------- helpers
 def _cuda_parts(version: Any) -> tuple[int, int | None, int | None] | None:
-    """'12.4.131' -> (12, 4, 131) via doctor.kb.cuda.cuda_parts; None when absent or garbage."""
+    """'12.4.131' -> (12, 4, 131) via fwdoctor.kb.cuda.cuda_parts; None when absent or garbage."""
     try:
         return cuda_parts(str(version)) if version else None
     except ValueError:

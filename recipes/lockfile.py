@@ -33,8 +33,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from doctor import runner
-from recipes.stack import ResolvedStack
+from fwdoctor import runner
+from fwdoctor.recipes.stack import ResolvedStack
 
 LOCK_NAME = "requirements.lock"
 RESOLVED_NAME = "stack.resolved.yaml"

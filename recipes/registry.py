@@ -1,6 +1,6 @@
 """Every recipe, by id: `RECIPES` maps a FixRef.recipe to its plan function.
 
-A plan function is `plan(facts, kb, options) -> recipes.plan.Plan`: pure, no side
+A plan function is `plan(facts, kb, options) -> fwdoctor.recipes.plan.Plan`: pure, no side
 effects; only recipes/apply.py runs the result. Explicit, so grep finds them all.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from recipes import cuda_toolkit, env, torch_wheel
-from recipes.plan import Plan
+from fwdoctor.recipes import cuda_toolkit, env, torch_wheel
+from fwdoctor.recipes.plan import Plan
 
 PlanFunc = Callable[[Any, Any, Mapping[str, Any]], Plan]
 

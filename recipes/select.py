@@ -4,7 +4,7 @@ The answer is the newest release (within an optional SpecifierSet) that has a wh
 - for the target Python (X.Y in the row's `pythons`),
 - whose CUDA the driver runs (driver >= kb.cuda.driver_floor(cuda): CUDA minor-version
   compatibility, S-COMPAT), and
-- with kernels for every GPU (doctor.arch.runs_on over the row's arch list: the same rule
+- with kernels for every GPU (fwdoctor.arch.runs_on over the row's arch list: the same rule
   `check` applies for gpu-arch-unsupported-by-torch).
 Within that release the PyPI default wheel wins when it fits (a plain `pip install torch`),
 else the highest CUDA that fits. Every newer candidate that lost says why.
@@ -21,8 +21,8 @@ from typing import Any, Iterable, Sequence
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from doctor import arch
-from doctor.rules.base import major_minor
+from fwdoctor import arch
+from fwdoctor.rules.base import major_minor
 
 
 class SelectError(ValueError):
@@ -68,7 +68,7 @@ class Rejection:
 @dataclass(frozen=True)
 class Selection:
     target: Target
-    choice: Any | None  # doctor.kb.torch.TorchVariant
+    choice: Any | None  # fwdoctor.kb.torch.TorchVariant
     rejected: tuple[Rejection, ...] = ()  # newer (or same-release) candidates that lost, newest first
     reason: str = ""  # why nothing fits (choice is None)
     closest: tuple[Rejection, ...] = field(default_factory=tuple)  # nearest misses when nothing fits

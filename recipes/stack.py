@@ -30,7 +30,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from doctor import arch
+from fwdoctor import arch
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 # fwdoctor's own runtime dependencies, locked into every image so that `fwdoctor check` and
@@ -232,7 +232,7 @@ def parse(data: Any, where: str = "<stack>") -> Stack:
         except InvalidVersion:
             raise err("min_driver", f"not a driver version: {min_driver!r} (e.g. '535.104.05')") from None
     flavor = text("flavor") or "base"
-    from doctor.kb.docker import FLAVORS
+    from fwdoctor.kb.docker import FLAVORS
 
     if flavor not in FLAVORS:
         raise err("flavor", f"{flavor!r} is not one of {', '.join(FLAVORS)}")

@@ -27,12 +27,12 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from doctor import runner
-from doctor.host import Host
-from doctor.probes import libscan
-from doctor.probes.compilers import parse_dumpversion
-from recipes import buildenv as be
-from recipes.plan import FileWrite, Plan, Step
+from fwdoctor import runner
+from fwdoctor.host import Host
+from fwdoctor.probes import libscan
+from fwdoctor.probes.compilers import parse_dumpversion
+from fwdoctor.recipes import buildenv as be
+from fwdoctor.recipes.plan import FileWrite, Plan, Step
 
 RECIPE = "torch-source"
 BUILD_TIMEOUT_S = 48 * 3600.0  # a full CUDA build with many arches on few cores takes hours
@@ -694,7 +694,7 @@ def execute(bp: BuildPlan, progress: ProgressFn | None = None, base_env: Mapping
 
 
 def _apply_plan():
-    from recipes.apply import apply_plan
+    from fwdoctor.recipes.apply import apply_plan
 
     return apply_plan
 
@@ -726,7 +726,7 @@ class StreamStatus:
 
 def stream(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, timeout: float, log_path: str,
            on_progress: Callable[[int, int], None] | None = None, on_line: Callable[[str], None] | None = None) -> StreamStatus:
-    """Run a long command through doctor.runner.stream, appending every output line to
+    """Run a long command through fwdoctor.runner.stream, appending every output line to
     `log_path` as it comes and reporting ninja's [N/M]."""
     last: list[tuple[int, int] | None] = [None]
     os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from recipes import select as sel
-from recipes.plan import Plan, Step
+from fwdoctor.recipes import select as sel
+from fwdoctor.recipes.plan import Plan, Step
 
 RECIPE = "torch-wheel"
 INSTALL_TIMEOUT_S = 3600.0

@@ -17,7 +17,7 @@ ROOTS = TESTS / "roots"
 @pytest.fixture
 def cli():
     """Invoke `fwdoctor ARGS...` in-process; returns click's Result (exit_code, output)."""
-    from doctor.cli import main
+    from fwdoctor.cli import main
 
     runner = CliRunner()
 

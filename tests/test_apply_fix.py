@@ -1,7 +1,7 @@
-"""`fwdoctor fix` (recipes/cli.py): plans for current findings, a dry run by default,
+"""`fwdoctor fix` (doctor/cli/recipes.py, recipes/fix.py): plans for current findings, a dry run by default,
 --apply with a re-check that fails when the finding remains, and a second apply that has
-nothing left to do. The findings come from small stand-in rules (monkeypatched into
-doctor.rules.RULES) whose fix is the real `env` recipe writing into a temp folder."""
+nothing left to do. The findings come from small stand-in rules (monkeypatched into the
+fix command's RULES) whose fix is the real `env` recipe writing into a temp folder."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from doctor.model import FixRef
-from doctor.rules.base import Hit, Rule
+from fwdoctor.model import FixRef
+from fwdoctor.rules.base import Hit, Rule
 
 
 def _rule(finding_id: str, marker: Path, env_file: Path) -> Rule:
@@ -25,13 +25,13 @@ def _rule(finding_id: str, marker: Path, env_file: Path) -> Rule:
 
 @pytest.fixture
 def stand_in_rules(tmp_path, monkeypatch):
-    import doctor.rules
+    import fwdoctor.cli.recipes
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     env_file = tmp_path / "fw env's.sh"
     fixed_by_env = _rule("cuda-path-inconsistent", env_file, env_file)  # fixed once the file exists
     never_fixed = _rule("multiple-toolkits", tmp_path / "never", tmp_path / "other.sh")
-    monkeypatch.setattr(doctor.rules, "RULES", (fixed_by_env, never_fixed))
+    monkeypatch.setattr(fwdoctor.cli.recipes, "RULES", (fixed_by_env, never_fixed))
     return env_file
 
 
@@ -77,14 +77,14 @@ def test_fix_apply_refuses_saved_facts_and_unknown_ids(cli, stand_in_rules, tmp_
 
 
 def test_fix_merges_what_several_findings_ask_of_the_env_file_into_one_plan(cli, tmp_path, monkeypatch):
-    import doctor.rules
+    import fwdoctor.cli.recipes
 
     env_file = tmp_path / "env.sh"
 
     def asks(finding_id: str, options: dict) -> Rule:
         return Rule(finding_id, (), lambda facts, kb: Hit("x", fix=FixRef("env", {"env_file": str(env_file), **options})))
 
-    monkeypatch.setattr(doctor.rules, "RULES", (asks("cudnn-shadowed", {"set": {"A": "1"}}), asks("nccl-shadowed", {"set": {"B": "2"}})))
+    monkeypatch.setattr(fwdoctor.cli.recipes, "RULES", (asks("cudnn-shadowed", {"set": {"A": "1"}}), asks("nccl-shadowed", {"set": {"B": "2"}})))
     result = cli("fix")
     assert result.output.count("# fwdoctor plan: env") == 1
     assert "export A=1" in result.output and "export B=2" in result.output

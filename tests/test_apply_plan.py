@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from recipes import apply as ap
-from recipes import download as dl
-from recipes.plan import FileWrite, Plan, Step
+from fwdoctor.recipes import apply as ap
+from fwdoctor.recipes import download as dl
+from fwdoctor.recipes.plan import FileWrite, Plan, Step
 
 PY = sys.executable
 
@@ -185,7 +185,7 @@ def test_a_download_killed_with_sigterm_midway_removes_its_partial_file(server, 
     _, url = server
     dest = tmp_path / "dl" / "big.run"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.Popen([PY, "-m", "recipes.download", "--sha256", "0" * 64, f"{url}/stall/big.run", str(dest)], env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([PY, "-m", "fwdoctor.recipes.download", "--sha256", "0" * 64, f"{url}/stall/big.run", str(dest)], env=env, stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(200):  # wait (up to 20 s) until the partial file exists
             if dest.parent.exists() and any(p.name.endswith(".part") for p in dest.parent.iterdir()):

@@ -157,9 +157,9 @@ def test_torch_installs_pinned_into_a_fresh_venv_from_a_local_index_and_imports(
 
 
 def test_the_printed_runfile_plan_runs_by_hand_with_sh_even_with_quotes_and_spaces_in_paths(runfile_server, isolated):
-    from doctor.kb import KB
-    from doctor.model import Facts
-    from recipes import cuda_toolkit
+    from fwdoctor.kb import KB
+    from fwdoctor.model import Facts
+    from fwdoctor.recipes import cuda_toolkit
 
     url, digest = runfile_server
     weird = isolated / "it's a \"dir\""

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from doctor.arch import parse_targets, runs_on
+from fwdoctor.arch import parse_targets, runs_on
 
 # torch 2.14 cu130 wheels: 7.5;8.0;8.6;9.0;10.0;12.0+PTX (pytorch RELEASE.md support matrix)
 CU130 = "7.5;8.0;8.6;9.0;10.0;12.0+PTX"

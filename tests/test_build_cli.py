@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from doctor.probes import libscan
-from recipes import buildenv as be
-from recipes import torch_source as ts
+from fwdoctor.probes import libscan
+from fwdoctor.recipes import buildenv as be
+from fwdoctor.recipes import torch_source as ts
 
 NVCC = "/usr/local/cuda-13.0/bin/nvcc"
 needs_nvcc = pytest.mark.skipif(not os.access(NVCC, os.X_OK), reason=f"needs the CUDA 13.0 nvcc at {NVCC}")
@@ -204,7 +204,7 @@ def test_an_nvcc_wrapper_outside_a_toolkit_is_not_taken_for_a_toolkit_root(tmp_p
 def test_docker_takes_a_stack_file_and_builds_in_its_cuda_devel_image():
     from click.testing import CliRunner
 
-    from doctor.cli import main
+    from fwdoctor.cli import main
 
     repo = Path(__file__).resolve().parents[1]
     result = CliRunner().invoke(main, ["build", "torch", "--version", "2.9.1", "--cuda", "13.0", "--arch", "9.0",

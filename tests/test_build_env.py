@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from doctor.kb import KB
-from doctor.model import Severity
-from doctor.probes import libscan
-from doctor.probes.compilers import parse_dumpversion
-from recipes import buildenv as be
-from recipes import torch_source as ts
+from fwdoctor.kb import KB
+from fwdoctor.model import Severity
+from fwdoctor.probes import libscan
+from fwdoctor.probes.compilers import parse_dumpversion
+from fwdoctor.recipes import buildenv as be
+from fwdoctor.recipes import torch_source as ts
 
 FIX = Path(__file__).resolve().parent / "golden" / "build" / "fixtures"
 

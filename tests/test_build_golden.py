@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from doctor.kb import KB
-from recipes import buildenv as be
-from recipes import torch_source as ts
+from fwdoctor.kb import KB
+from fwdoctor.recipes import buildenv as be
+from fwdoctor.recipes import torch_source as ts
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "build"
 UPDATE = os.environ.get("FWDOCTOR_UPDATE_GOLDEN") == "1"

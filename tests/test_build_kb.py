@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from doctor.kb import KB, KB_DIR, KBError
-from doctor.kb.build import ROLES, NoBuildData
+from fwdoctor.kb import KB, KB_DIR, KBError
+from fwdoctor.kb.build import ROLES, NoBuildData
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from doctor.kb import KB
-from doctor.probes import libscan
-from recipes import buildenv as be
-from recipes import torch_source as ts
+from fwdoctor.kb import KB
+from fwdoctor.probes import libscan
+from fwdoctor.recipes import buildenv as be
+from fwdoctor.recipes import torch_source as ts
 
 PROBE = Path(__file__).resolve().parent / "cmake_probe"
 NVCC = "/usr/local/cuda-13.0/bin/nvcc"

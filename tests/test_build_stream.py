@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from recipes import torch_source as ts
+from fwdoctor.recipes import torch_source as ts
 
 NINJA_LIKE = r"""
 for i in 1 2 3; do echo "  [$i/3] Building CUDA object k$i.cu.o"; done

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from doctor.host import Host
-from doctor.probes.driver import nvml_snapshot
+from fwdoctor.host import Host
+from fwdoctor.probes.driver import nvml_snapshot
 
 TESTS = Path(__file__).resolve().parent
 ROOTS = TESTS / "roots"

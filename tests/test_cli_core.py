@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from doctor.findings import FINDING_KINDS
-from doctor.kb import KB_DIR
+from fwdoctor.findings import FINDING_KINDS
+from fwdoctor.kb import KB_DIR
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_explain_accepts_codes_and_rejects_unknown_ids(cli):
 
 
 def test_markdown_output_strips_uuids_and_home_paths():
-    from doctor.report import scrub
+    from fwdoctor.report import scrub
 
     text = "GPU-5c1a8e2f-1b2c-3d4e-5f60-718293a4b5c6 at /home/alice/venv and /root/.local"
     assert scrub(text) == "<uuid> at /home/<user>/venv and ~/.local"
@@ -115,7 +115,7 @@ def test_markdown_output_strips_uuids_and_home_paths():
 def test_the_committed_findings_doc_is_fresh():
     from pathlib import Path
 
-    from doctor.explain import findings_markdown
+    from fwdoctor.explain import findings_markdown
 
     committed = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text()
     assert committed == findings_markdown(), "docs/findings.md is stale: run `make docs`"
@@ -138,8 +138,8 @@ def test_against_host_judges_a_rootfs_with_this_hosts_driver_and_gpus(check_json
 
 
 def test_overlay_takes_only_driver_pci_and_gpu_keys_from_the_host():
-    from doctor.engine import overlay_host
-    from doctor.model import Fact, Facts
+    from fwdoctor.engine import overlay_host
+    from fwdoctor.model import Fact, Facts
 
     image = Facts([Fact("driver.version", "515.76", "img"), Fact("torch.cuda", "13.0", "img"), Fact("gpus.list", [], "img")])
     host = Facts([Fact("driver.version", "580.95.05", "/proc"), Fact("gpus.list", [{"name": "H100"}], "nvml"), Fact("torch.cuda", None, "host")])

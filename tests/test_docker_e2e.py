@@ -61,7 +61,7 @@ def engine():
 
 
 def _lock_pins(lock: Path) -> dict[str, str]:
-    from recipes.lockfile import read_pins
+    from fwdoctor.recipes.lockfile import read_pins
 
     return read_pins(lock.read_text())
 
@@ -133,7 +133,7 @@ def built(engine, local_index, tmp_path_factory):
     """Lock, generate and build in a scratch build context; returns (tag, lock sha256, output)."""
     from click.testing import CliRunner
 
-    from doctor.cli import main
+    from fwdoctor.cli import main
 
     context = tmp_path_factory.mktemp("context")
     for part in ("doctor", "recipes"):
@@ -173,7 +173,7 @@ def exported(built, engine):
     """The built image's filesystem and ENV, exported once (each export copies the image)."""
     tag, _, result = built
     assert result.exit_code == 0, result.output[-2000:]
-    from doctor.image import export
+    from fwdoctor.image import export
 
     return export(tag, client=engine)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from doctor import runner
-from recipes import docker_build as db
+from fwdoctor import runner
+from fwdoctor.recipes import docker_build as db
 
 
 def fake_cli(tmp_path: Path, name: str, version: str, buildx: bool) -> str:

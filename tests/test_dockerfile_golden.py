@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from doctor.kb import KB
-from recipes import dockerfile, lockfile
-from recipes import stack as stack_mod
+from fwdoctor.kb import KB
+from fwdoctor.recipes import dockerfile, lockfile
+from fwdoctor.recipes import stack as stack_mod
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden" / "docker"

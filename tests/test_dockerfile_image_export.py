@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor import image
+from fwdoctor import image
 
 
 def tar_bytes(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:

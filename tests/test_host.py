@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from doctor.host import EnvFileError, Host, UnreadableError, parse_env_file
+from fwdoctor.host import EnvFileError, Host, UnreadableError, parse_env_file
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from doctor.kb import KB, KB_DIR, KBError
+from fwdoctor.kb import KB, KB_DIR, KBError
 
 RAW = yaml.safe_load((KB_DIR / "cuda.yaml").read_text(encoding="utf-8"))
 ROW_SECTIONS = ("minor_compat", "toolkit_drivers", "architectures", "host_gcc", "runfiles")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from doctor.kb import KB, KB_DIR
+from fwdoctor.kb import KB, KB_DIR
 
 
 @pytest.fixture(scope="module")

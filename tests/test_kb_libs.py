@@ -11,8 +11,8 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from doctor.kb import KB, KB_DIR, KBError
-from doctor.kb.libs import NoData
+from fwdoctor.kb import KB, KB_DIR, KBError
+from fwdoctor.kb.libs import NoData
 
 DATA = Path(__file__).resolve().parent / "data" / "libs"
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from doctor import arch
-from doctor.kb import KB, KB_DIR, KBError
+from fwdoctor import arch
+from fwdoctor.kb import KB, KB_DIR, KBError
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ import sys
 
 import pytest
 
-from doctor import runner
-from doctor.engine import collect
-from doctor.host import Host
-from doctor.kb import KB
-from doctor.probes import cudnn, ldpath, nccl
+from fwdoctor import runner
+from fwdoctor.engine import collect
+from fwdoctor.host import Host
+from fwdoctor.kb import KB
+from fwdoctor.probes import cudnn, ldpath, nccl
 
 CANDIDATES = (Path(sys.prefix), Path(__file__).resolve().parents[1] / ".venv", Path("/tmp/venv-torch"))
 

@@ -11,11 +11,11 @@ import subprocess
 
 import pytest
 
-from doctor.engine import collect
-from doctor.host import Host
-from doctor.kb import KB
-from doctor.probes import compilers, cuda
-from doctor.probes.cuda import parse_host_config, parse_nvcc_version
+from fwdoctor.engine import collect
+from fwdoctor.host import Host
+from fwdoctor.kb import KB
+from fwdoctor.probes import compilers, cuda
+from fwdoctor.probes.cuda import parse_host_config, parse_nvcc_version
 
 LIVE_NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK) else None)
 needs_nvcc = pytest.mark.skipif(LIVE_NVCC is None, reason="no nvcc on this machine")

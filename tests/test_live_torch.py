@@ -37,7 +37,7 @@ def check(cli, *extra: str) -> dict:
 def deep_report():
     from click.testing import CliRunner
 
-    from doctor.cli import main
+    from fwdoctor.cli import main
 
     result = CliRunner().invoke(main, ["check", "--python", str(VENV / "bin" / "python"), "--json", "--deep"], catch_exceptions=False)
     return json.loads(result.stdout)
@@ -67,8 +67,8 @@ def test_deep_asks_torch_itself(deep_report):
 
 
 def test_deep_agrees_with_the_kb_row_for_this_wheel(deep_report):
-    from doctor.kb import KB
-    from doctor.probes.torch import nvcc_names
+    from fwdoctor.kb import KB
+    from fwdoctor.probes.torch import nvcc_names
 
     row = KB.load().torch.variant_for("2.14.1+cu130")
     deep = deep_report["facts"]["torch.deep"]["value"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recipes import lockfile
+from fwdoctor.recipes import lockfile
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden" / "docker"
@@ -107,8 +107,8 @@ def test_a_resolution_failure_exits_1_with_pips_reason(cli, tmp_path, monkeypatc
 
 @pytest.mark.parametrize("name", STACKS)
 def test_each_committed_resolved_stack_is_what_the_kb_resolves_today(name):
-    from doctor.kb import KB
-    from recipes import stack as stack_mod
+    from fwdoctor.kb import KB
+    from fwdoctor.recipes import stack as stack_mod
 
     resolved = stack_mod.load_and_resolve(REPO / "stacks" / f"{name}.yaml", KB())
     committed = (REPO / "lockfiles" / name / lockfile.RESOLVED_NAME).read_text()

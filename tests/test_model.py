@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.engine import collect, judge
-from doctor.host import Host
-from doctor.model import UNKNOWN, Fact, Facts
-from doctor.probes.base import probe
-from doctor.rules.base import Hit, rule
+from fwdoctor.engine import collect, judge
+from fwdoctor.host import Host
+from fwdoctor.model import UNKNOWN, Fact, Facts
+from fwdoctor.probes.base import probe
+from fwdoctor.rules.base import Hit, rule
 
 
 def test_unknown_and_none_round_trip_distinctly():

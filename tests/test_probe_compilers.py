@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from doctor.engine import collect
-from doctor.host import Host
-from doctor.probes import compilers
-from doctor.probes.compilers import parse_dumpversion, version_from_name
+from fwdoctor.engine import collect
+from fwdoctor.host import Host
+from fwdoctor.probes import compilers
+from fwdoctor.probes.compilers import parse_dumpversion, version_from_name
 
 DATA = Path(__file__).resolve().parent / "data" / "cuda"
 ROOTS = Path(__file__).resolve().parent / "roots"

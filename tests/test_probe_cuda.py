@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from doctor.engine import collect
-from doctor.host import Host
-from doctor.kb import KB
-from doctor.probes import cuda as probe_mod
-from doctor.probes.cuda import (
+from fwdoctor.engine import collect
+from fwdoctor.host import Host
+from fwdoctor.kb import KB
+from fwdoctor.probes import cuda as probe_mod
+from fwdoctor.probes.cuda import (
     parse_conda_meta_name,
     parse_cuda_h,
     parse_dist_info_name,

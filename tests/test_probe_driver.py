@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from doctor.engine import collect
-from doctor.host import Host
-from doctor.probes import driver
-from doctor.probes.driver import (
+from fwdoctor.engine import collect
+from fwdoctor.host import Host
+from fwdoctor.probes import driver
+from fwdoctor.probes.driver import (
     NvmlSnapshot,
     lib_version,
     nvml_snapshot,

@@ -11,12 +11,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from doctor.engine import collect
-from doctor.host import Host
-from doctor.kb import KB, Ctx, KBError
-from doctor.kb.gpus import from_yaml, name_key, normalize_pci_id, normalize_slot
-from doctor.probes import driver, gpus
-from doctor.probes.gpus import parse_proc_information
+from fwdoctor.engine import collect
+from fwdoctor.host import Host
+from fwdoctor.kb import KB, Ctx, KBError
+from fwdoctor.kb.gpus import from_yaml, name_key, normalize_pci_id, normalize_slot
+from fwdoctor.probes import driver, gpus
+from fwdoctor.probes.gpus import parse_proc_information
 
 TESTS = Path(__file__).resolve().parent
 DATA = TESTS / "data" / "driver"
@@ -115,7 +115,7 @@ def test_unparseable_sysfs_ids_are_a_probe_failure(tmp_path):
 
 
 def test_a_live_host_answered_by_nvidia_smi_lists_its_gpus():
-    from doctor.probes.driver import nvml_snapshot
+    from fwdoctor.probes.driver import nvml_snapshot
 
     host = Host.live_host({"PATH": f"{TESTS / 'fakebin' / 'h100'}:/usr/bin:/bin"}, command_timeout=5)
     snap = nvml_snapshot(host)
@@ -253,7 +253,7 @@ def test_the_shm_floor_is_read_from_the_kb():
 
 @pytest.mark.gpu
 def test_on_a_gpu_host_the_kb_agrees_with_nvml_about_every_known_gpu():
-    from doctor.probes.driver import nvml_snapshot
+    from fwdoctor.probes.driver import nvml_snapshot
 
     host = Host.live_host()
     snap = nvml_snapshot(host)

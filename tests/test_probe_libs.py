@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from doctor.engine import collect
-from doctor.host import Host
-from doctor.model import Fact, Facts
-from doctor.probes import cudnn, ldpath, libscan, nccl
-from doctor.probes.base import Probe
+from fwdoctor.engine import collect
+from fwdoctor.host import Host
+from fwdoctor.model import Fact, Facts
+from fwdoctor.probes import cudnn, ldpath, libscan, nccl
+from fwdoctor.probes.base import Probe
 
 DATA = Path(__file__).resolve().parent / "data" / "libs"
 SITE = "/opt/venv/lib/python3.11/site-packages"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from conftest import DATA, ROOTS
-from doctor.engine import collect
-from doctor.host import Host, load_env_file
-from doctor.probes import python as py
-from doctor.probes.python import parse_shebang
+from fwdoctor.engine import collect
+from fwdoctor.host import Host, load_env_file
+from fwdoctor.probes import python as py
+from fwdoctor.probes.python import parse_shebang
 
 TORCH_DATA = DATA / "torch"
 
@@ -94,8 +94,8 @@ def test_pythonnousersite_switches_the_user_site_off():
 
 
 def test_a_missing_requested_interpreter_is_unknown_with_the_reason(tmp_path):
-    from doctor.model import Fact
-    from doctor.probes.base import Probe
+    from fwdoctor.model import Fact
+    from fwdoctor.probes.base import Probe
 
     host = Host.at_root(tmp_path, {"PATH": "/nowhere"})
     seed = Probe("request", ("request.python",), lambda h, f: [Fact("request.python", "/no/such/python")])

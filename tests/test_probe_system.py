@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from doctor.engine import collect
-from doctor.host import Host
-from doctor.probes import system
-from doctor.probes.system import (
+from fwdoctor.engine import collect
+from fwdoctor.host import Host
+from fwdoctor.probes import system
+from fwdoctor.probes.system import (
     cgroup_says_container,
     glibc_from_banner,
     glibc_from_filename,

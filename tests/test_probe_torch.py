@@ -6,11 +6,11 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from conftest import DATA, ROOTS
-from doctor.engine import collect
-from doctor.host import Host, load_env_file
-from doctor.probes import python as py
-from doctor.probes import torch as tp
-from doctor.probes import torch_deep as td
+from fwdoctor.engine import collect
+from fwdoctor.host import Host, load_env_file
+from fwdoctor.probes import python as py
+from fwdoctor.probes import torch as tp
+from fwdoctor.probes import torch_deep as td
 
 TORCH_DATA = DATA / "torch"
 
@@ -130,8 +130,8 @@ def test_a_crashed_or_garbled_child_is_a_clear_reason():
 
 
 def test_a_hung_interpreter_is_killed_and_reported(tmp_path, monkeypatch):
-    from doctor.model import Fact
-    from doctor.probes.base import Probe
+    from fwdoctor.model import Fact
+    from fwdoctor.probes.base import Probe
 
     hang = tmp_path / "python"
     hang.write_text("#!/bin/sh\nsleep 30\n")

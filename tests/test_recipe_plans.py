@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from doctor.kb import KB
-from doctor.model import Fact, Facts
-from recipes import cuda_toolkit, env, registry, torch_wheel
+from fwdoctor.kb import KB
+from fwdoctor.model import Fact, Facts
+from fwdoctor.recipes import cuda_toolkit, env, registry, torch_wheel
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "recipes"
 WEIRD = "/srv/it's a \"test\" dir"  # a space, a single quote and double quotes
@@ -114,13 +114,13 @@ def test_cuda_toolkit_runfile_installs_the_toolkit_only_and_never_the_driver(kb)
 def test_cuda_toolkit_runfile_download_is_checked_against_the_known_sha256(kb):
     plan = cuda_toolkit.plan(facts(**RUNFILE_FACTS), kb, toolkit_options(version="12.8"))
     download = plan.steps[0].argv
-    assert download[:5] == (FWPY, "-m", "recipes.download", "--sha256", "610867dcd6d94c4e36c4924f1d01b9db28ec08164e8af6c764f21b84200695f8")
+    assert download[:5] == (FWPY, "-m", "fwdoctor.recipes.download", "--sha256", "610867dcd6d94c4e36c4924f1d01b9db28ec08164e8af6c764f21b84200695f8")
     assert download[5].endswith("/cuda_12.8.0_570.86.10_linux.run")
 
 
 def test_cuda_toolkit_writes_its_env_snippet_only_after_the_install(kb):
     plan = cuda_toolkit.plan(facts(**RUNFILE_FACTS), kb, toolkit_options(version="12.8"))
-    order = [s.argv[3] if s.argv[1:3] == ("-m", "recipes.apply") else s.argv[0] for s in plan.steps]
+    order = [s.argv[3] if s.argv[1:3] == ("-m", "fwdoctor.recipes.apply") else s.argv[0] for s in plan.steps]
     assert plan.files == ()
     assert order.index("write") > order.index("sh")
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.engine import judge
-from doctor.explain import explanation
-from doctor.kb import KB
-from doctor.model import Fact, Facts, Severity
-from doctor.rules import driver as driver_rules
-from doctor.rules import runtime as runtime_rules
+from fwdoctor.engine import judge
+from fwdoctor.explain import explanation
+from fwdoctor.kb import KB
+from fwdoctor.model import Fact, Facts, Severity
+from fwdoctor.rules import driver as driver_rules
+from fwdoctor.rules import runtime as runtime_rules
 
 RULES = (*driver_rules.RULES, *runtime_rules.RULES)
 H100 = {"slot": "0000:62:00.0", "device_id": "0x2330", "class": "0x030200"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.kb import KB
-from doctor.model import Fact, Facts, Severity
-from doctor.rules import libs as rules
+from fwdoctor.kb import KB
+from fwdoctor.model import Fact, Facts, Severity
+from fwdoctor.rules import libs as rules
 
 SITE = "/venv/lib/python3.11/site-packages"
 
@@ -218,6 +218,6 @@ def test_every_rule_documents_what_why_example_and_fix(item):
 
 
 def test_the_rules_cover_every_cudnn_and_nccl_finding_id():
-    from doctor.findings import FINDING_KINDS
+    from fwdoctor.findings import FINDING_KINDS
 
     assert {r.id for r in rules.RULES} == {k.id for k in FINDING_KINDS if k.area in ("cudnn", "nccl")}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from doctor.model import Fact, Facts
-from doctor.rules import python as rules
+from fwdoctor.model import Fact, Facts
+from fwdoctor.rules import python as rules
 
 VENV_CMDS = {
     "python": {"path": "/opt/venv/bin/python", "resolved": "/usr/bin/python3.11", "prefix": "/opt/venv"},

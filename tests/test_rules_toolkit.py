@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.kb import KB
-from doctor.model import Fact, Facts, Severity
-from doctor.rules import toolkit as rules
+from fwdoctor.kb import KB
+from fwdoctor.model import Fact, Facts, Severity
+from fwdoctor.rules import toolkit as rules
 
 KB_ = KB.load()
 
@@ -283,7 +283,7 @@ def test_every_rule_documents_the_four_sections(rule):
 
 
 def test_every_fix_names_a_registered_recipe():
-    from recipes.registry import recipe_ids
+    from fwdoctor.recipes.registry import recipe_ids
 
     cases = [
         (rules.toolkit_missing, facts(torch__cuda="13.0", cuda__toolkits=[RUNTIME])),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.kb import KB
-from doctor.model import Fact, Facts
-from doctor.rules import torch as rules
+from fwdoctor.kb import KB
+from fwdoctor.model import Fact, Facts
+from fwdoctor.rules import torch as rules
 
 H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "cc": "9.0"}
 V100 = {"index": 1, "name": "Tesla V100-SXM2-16GB", "cc": "7.0"}

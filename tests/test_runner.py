@@ -1,11 +1,11 @@
-"""Every command goes through doctor.runner: argv, C locale, a timeout that kills the group."""
+"""Every command goes through fwdoctor.runner: argv, C locale, a timeout that kills the group."""
 
 from __future__ import annotations
 
 import sys
 import time
 
-from doctor import runner
+from fwdoctor import runner
 
 
 def test_output_is_captured_with_a_c_locale():

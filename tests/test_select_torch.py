@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from doctor.kb import KB
-from recipes import select as sel
+from fwdoctor.kb import KB
+from fwdoctor.recipes import select as sel
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from doctor.smoke.result import SmokeResult
-from doctor.smoke.suite import SCHEMA, SuiteResult, part_status, render_summary
+from fwdoctor.smoke.result import SmokeResult
+from fwdoctor.smoke.suite import SCHEMA, SuiteResult, part_status, render_summary
 from helpers import torch_python
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from doctor.runner import descendants
-from doctor.runner import stream
+from fwdoctor.runner import descendants
+from fwdoctor.runner import stream
 from helpers import torch_python
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def clean_run():
     """One real 2-rank gloo sweep with progress on, shared by the tests that only read it."""
     from click.testing import CliRunner
 
-    from doctor.cli import main
+    from fwdoctor.cli import main
 
     args = [a for a in SMALL if a != "--quiet"]
     return CliRunner().invoke(main, ["smoke", "allreduce", "--python", TORCH_PY, *args, "--json"], catch_exceptions=False)
@@ -176,7 +176,7 @@ def test_descendants_finds_grandchildren_in_other_sessions():
         assert len(found) == 1
         assert os.getsid(found[0]) != os.getsid(parent.pid)
     finally:
-        from doctor.runner import kill_tree
+        from fwdoctor.runner import kill_tree
 
         kill_tree(parent.pid)
         parent.wait(timeout=10)
@@ -200,7 +200,7 @@ def test_streaming_runner_reports_a_missing_program_without_raising():
 
 @pytest.mark.gpu
 def test_nccl_over_every_visible_gpu_is_exact_and_reports_the_loaded_nccl(cli):
-    from doctor.smoke.allreduce import gpu_count
+    from fwdoctor.smoke.allreduce import gpu_count
 
     count, why = gpu_count(TORCH_PY)
     if not count:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.smoke import allreduce as ar
-from doctor.smoke import bandwidth as bw
-from doctor.runner import StreamResult
+from fwdoctor.smoke import allreduce as ar
+from fwdoctor.smoke import bandwidth as bw
+from fwdoctor.runner import StreamResult
 
 
 def test_algbw_is_bytes_over_seconds_in_decimal_gigabytes():

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from doctor.arch import parse_targets
-from doctor.smoke import compile as nvcc_smoke
+from fwdoctor.arch import parse_targets
+from fwdoctor.smoke import compile as nvcc_smoke
 
 DATA = Path(__file__).resolve().parent / "data" / "smoke"
 NVCC = nvcc_smoke.find_nvcc(dict(os.environ))

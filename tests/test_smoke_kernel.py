@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from doctor.host import Host
-from doctor.runner import CommandResult
-from doctor.smoke import kernel
-from doctor.smoke.diagnose import diagnose
+from fwdoctor.host import Host
+from fwdoctor.runner import CommandResult
+from fwdoctor.smoke import kernel
+from fwdoctor.smoke.diagnose import diagnose
 from helpers import torch_python
 
 REPO = Path(__file__).resolve().parents[1]
@@ -156,8 +156,8 @@ def test_error_texts_map_to_their_diagnosis(text, finding):
 
 
 def test_every_diagnosis_points_at_a_real_finding_id():
-    from doctor.findings import BY_ID
-    from doctor.smoke.diagnose import DIAGNOSES
+    from fwdoctor.findings import BY_ID
+    from fwdoctor.smoke.diagnose import DIAGNOSES
 
     assert [d.finding for d in DIAGNOSES if d.finding is not None and d.finding not in BY_ID] == []
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from doctor.kb import KB
-from recipes import stack as stack_mod
+from fwdoctor.kb import KB
+from fwdoctor.recipes import stack as stack_mod
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from recipes import stack as stack_mod
+from fwdoctor.recipes import stack as stack_mod
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -152,39 +152,39 @@ class KB:
         return dict(data["sources"])
 
     @cached_property
-    def cuda(self):  # -> doctor.kb.cuda.CudaKB
-        from doctor.kb import cuda
+    def cuda(self):  # -> fwdoctor.kb.cuda.CudaKB
+        from fwdoctor.kb import cuda
 
         return self._area("cuda.yaml", cuda.from_yaml)
 
     @cached_property
-    def gpus(self):  # -> doctor.kb.gpus.GpuKB
-        from doctor.kb import gpus
+    def gpus(self):  # -> fwdoctor.kb.gpus.GpuKB
+        from fwdoctor.kb import gpus
 
         return self._area("gpus.yaml", gpus.from_yaml)
 
     @cached_property
-    def torch(self):  # -> doctor.kb.torch.TorchKB
-        from doctor.kb import torch
+    def torch(self):  # -> fwdoctor.kb.torch.TorchKB
+        from fwdoctor.kb import torch
 
         return self._area("torch.yaml", torch.from_yaml)
 
     @cached_property
-    def libs(self):  # -> doctor.kb.libs.LibsKB (cuDNN and NCCL)
-        from doctor.kb import libs
+    def libs(self):  # -> fwdoctor.kb.libs.LibsKB (cuDNN and NCCL)
+        from fwdoctor.kb import libs
 
         return self._area("libs.yaml", libs.from_yaml)
 
 
     @cached_property
-    def docker(self):  # -> doctor.kb.docker.DockerKB (nvidia/cuda base tags)
-        from doctor.kb import docker
+    def docker(self):  # -> fwdoctor.kb.docker.DockerKB (nvidia/cuda base tags)
+        from fwdoctor.kb import docker
 
         return self._area("docker.yaml", docker.from_yaml)
 
     @cached_property
-    def build(self):  # -> doctor.kb.build.BuildKB (PyTorch source-build variables)
-        from doctor.kb import build
+    def build(self):  # -> fwdoctor.kb.build.BuildKB (PyTorch source-build variables)
+        from fwdoctor.kb import build
 
         return self._area("build.yaml", build.from_yaml)
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from doctor.kb import Ctx
+from fwdoctor.kb import Ctx
 
 # The values recipes/buildenv.py knows how to assign (a row with another role is a KB bug).
 ROLES: tuple[str, ...] = (

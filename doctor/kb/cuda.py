@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from doctor.kb import Ctx
+from fwdoctor.kb import Ctx
 
 CONFIDENCE = ("C", "S", "I")  # confirmed / secondary / inferred (see shared/kb-facts.md)
 _CUDA = re.compile(r"^\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?")

@@ -12,7 +12,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from doctor.kb import Ctx
+from fwdoctor.kb import Ctx
 
 FLAVORS = ("base", "runtime", "devel", "cudnn-runtime", "cudnn-devel")
 

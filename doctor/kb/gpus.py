@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from doctor.arch import parse_cc
-from doctor.kb import Ctx
+from fwdoctor.arch import parse_cc
+from fwdoctor.kb import Ctx
 
 _SPLIT = re.compile(r"[\s\-_/,()]+")
 _MEMORY = re.compile(r"^\d+(?:gb|g|gib|mb)$")

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from doctor.kb import Ctx
+from fwdoctor.kb import Ctx
 
 LIBRARIES = ("cudnn", "nccl")
 

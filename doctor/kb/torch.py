@@ -17,8 +17,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from doctor import arch
-from doctor.kb import Ctx
+from fwdoctor import arch
+from fwdoctor.kb import Ctx
 
 _VARIANT = re.compile(r"^(cpu|cu\d{3})$")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from doctor.probes import compilers, cuda, cudnn, driver, gpus, ldpath, nccl, python, system, torch, torch_deep
-from doctor.probes.base import Probe
+from fwdoctor.probes import compilers, cuda, cudnn, driver, gpus, ldpath, nccl, python, system, torch, torch_deep
+from fwdoctor.probes.base import Probe
 
 PROBES: tuple[Probe, ...] = (
     # The interpreter first: `--deep` starts `import torch` in a child (~1.5 s) as soon as

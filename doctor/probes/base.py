@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from doctor.host import Host
-from doctor.model import Fact, Facts, ProbeFailure
+from fwdoctor.host import Host
+from fwdoctor.model import Fact, Facts, ProbeFailure
 
 ProbeFunc = Callable[[Host, Facts], Iterable["Fact | ProbeFailure"]]
 

@@ -17,9 +17,9 @@ from typing import Iterable
 
 from packaging.version import Version
 
-from doctor.host import Host
-from doctor.model import Fact, Facts, ProbeFailure
-from doctor.probes.base import Probe, probe
+from fwdoctor.host import Host
+from fwdoctor.model import Fact, Facts, ProbeFailure
+from fwdoctor.probes.base import Probe, probe
 
 NAME = "compilers"
 LIBGCC_DIRS = ("/usr/lib/gcc", "/usr/lib64/gcc")

@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from doctor.host import Host, UnreadableError
-from doctor.model import Fact, Facts, ProbeFailure
-from doctor.probes.base import Probe, probe
+from fwdoctor.host import Host, UnreadableError
+from fwdoctor.model import Fact, Facts, ProbeFailure
+from fwdoctor.probes.base import Probe, probe
 
 NAME = "cuda-toolkits"
 INCLUDE_DIRS = ("include", "targets/x86_64-linux/include", "targets/sbsa-linux/include", "targets/aarch64-linux/include")

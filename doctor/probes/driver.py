@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from doctor.host import Host
-from doctor.model import Fact, Facts, ProbeFailure
-from doctor.probes.base import Probe, probe
+from fwdoctor.host import Host
+from fwdoctor.model import Fact, Facts, ProbeFailure
+from fwdoctor.probes.base import Probe, probe
 
 PROC_VERSION = "/proc/driver/nvidia/version"
 SYS_VERSION = "/sys/module/nvidia/version"

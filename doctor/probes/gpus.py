@@ -17,10 +17,10 @@ import posixpath
 import re
 from typing import Any, Iterable
 
-from doctor.host import Host
-from doctor.model import Fact, Facts, ProbeFailure
-from doctor.probes.base import Probe, probe
-from doctor.probes.driver import nvml_snapshot
+from fwdoctor.host import Host
+from fwdoctor.model import Fact, Facts, ProbeFailure
+from fwdoctor.probes.base import Probe, probe
+from fwdoctor.probes.driver import nvml_snapshot
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 PROC_GPUS = "/proc/driver/nvidia/gpus"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from doctor.host import Host
-from doctor.model import Fact, Facts
-from doctor.probes.base import Probe, probe
-from doctor.probes.libscan import preload_entries
+from fwdoctor.host import Host
+from fwdoctor.model import Fact, Facts
+from fwdoctor.probes.base import Probe, probe
+from fwdoctor.probes.libscan import preload_entries
 
 
 @probe("ldpath", provides=("ld.library_path", "ld.preload"))

@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from doctor.host import Host, UnreadableError
-from doctor.model import Facts
+from fwdoctor.host import Host, UnreadableError
+from fwdoctor.model import Facts
 
 # The NCCL "NCCL version X.Y.Z+cudaA.B" string sits in .rodata, about 3 MB into the
 # 250 MB libnccl.so.2 of nvidia-nccl-cu13 2.30.7 (offset 2911660 on this machine). Scanning

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from doctor.host import Host
-from doctor.model import Fact, Facts
-from doctor.probes.base import Probe, probe
-from doctor.probes.libscan import NCCL, find_installs, ld_first
+from fwdoctor.host import Host
+from fwdoctor.model import Fact, Facts
+from fwdoctor.probes.base import Probe, probe
+from fwdoctor.probes.libscan import NCCL, find_installs, ld_first
 
 
 @probe("nccl", provides=("nccl.installs", "nccl.ld_first"))

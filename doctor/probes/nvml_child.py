@@ -1,7 +1,7 @@
 """Ask NVML about the driver and each GPU, and print the answer as one JSON object.
 
 Run in a child process (`python doctor/probes/nvml_child.py`, or `python -m
-doctor.probes.nvml_child`) by doctor/probes/driver.py, under a timeout: loading
+fwdoctor.probes.nvml_child`) by doctor/probes/driver.py, under a timeout: loading
 libnvidia-ml talks to the kernel driver, and a wedged driver can hang or crash the caller.
 This file imports nothing from the doctor so that it runs by path in any interpreter
 that has nvidia-ml-py.

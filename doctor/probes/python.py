@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from doctor.host import Host, UnreadableError
-from doctor.model import Fact, Facts, ProbeFailure
-from doctor.probes.base import probe
+from fwdoctor.host import Host, UnreadableError
+from fwdoctor.model import Fact, Facts, ProbeFailure
+from fwdoctor.probes.base import probe
 
 # Distributions whose shadowing by the user site breaks GPU setups (FINDINGS.md: torch, nvidia-*).
 SHADOW_WATCH = re.compile(r"^(torch|torchvision|torchaudio|triton|nvidia-.*|cuda-.*)$")

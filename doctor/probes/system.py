@@ -18,9 +18,9 @@ import posixpath
 import re
 from typing import Iterable
 
-from doctor.host import Host
-from doctor.model import Fact, Facts, ProbeFailure
-from doctor.probes.base import Probe, probe
+from fwdoctor.host import Host
+from fwdoctor.model import Fact, Facts, ProbeFailure
+from fwdoctor.probes.base import Probe, probe
 
 OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")
 LIBC_PATHS = (

@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from doctor import runner
-from doctor.host import Host
-from doctor.model import Fact, Facts, ProbeFailure
-from doctor.probes.base import probe
+from fwdoctor import runner
+from fwdoctor.host import Host
+from fwdoctor.model import Fact, Facts, ProbeFailure
+from fwdoctor.probes.base import probe
 
 CHILD = Path(__file__).with_name("torch_child.py")
 MARKER = "FWDOCTOR_JSON:"

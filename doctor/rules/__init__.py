@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from doctor.rules import driver, libs, python, runtime, toolkit, torch
-from doctor.rules.base import Rule
+from fwdoctor.rules import driver, libs, python, runtime, toolkit, torch
+from fwdoctor.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
     *driver.RULES,

@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from doctor.findings import kind
-from doctor.model import Facts, Finding, FixRef, NotChecked, Severity
+from fwdoctor.findings import kind
+from fwdoctor.model import Facts, Finding, FixRef, NotChecked, Severity
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from doctor.model import Facts, FixRef
-from doctor.rules.base import Hit, Rule, rule
+from fwdoctor.model import Facts, FixRef
+from fwdoctor.rules.base import Hit, Rule, rule
 
 _MISMATCH = re.compile(r"version mismatch", re.IGNORECASE)
 

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from doctor.model import Facts, FixRef, Severity
-from doctor.rules.base import Hit, NotCheckable, Rule, parse_version, rule
+from fwdoctor.model import Facts, FixRef, Severity
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, parse_version, rule
 
 TORCH_FACTS = ("torch.location", "torch.requires", "torch.cuda", "cuda.active", "ld.library_path", "ld.preload")
 
@@ -209,7 +209,7 @@ def _supported_majors(inst: dict[str, Any], kb: Any, lib: Lib) -> tuple[tuple[in
             return (major,), "built for"
     version = install_version(inst)
     if lib is CUDNN and version and version.count(".") >= 1:
-        from doctor.kb.libs import NoData
+        from fwdoctor.kb.libs import NoData
 
         try:
             return kb.libs.cudnn_cuda_majors(version), "supports"

@@ -10,8 +10,8 @@ import posixpath
 import shlex
 from typing import Any
 
-from doctor.model import Facts, FixRef
-from doctor.rules.base import Hit, Rule, rule
+from fwdoctor.model import Facts, FixRef
+from fwdoctor.rules.base import Hit, Rule, rule
 
 
 def _norm(path: str | None) -> str | None:

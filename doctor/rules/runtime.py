@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from doctor.model import Facts, FixRef
-from doctor.rules.base import Hit, Rule, rule
+from fwdoctor.model import Facts, FixRef
+from fwdoctor.rules.base import Hit, Rule, rule
 
 
 def _gpu_count(facts: Facts) -> int | None:

@@ -12,8 +12,8 @@ from typing import Any, Iterable
 
 from packaging.version import InvalidVersion, Version
 
-from doctor.model import Facts, FixRef, Severity
-from doctor.rules.base import Hit, NotCheckable, Rule, major_minor, parse_version, rule
+from fwdoctor.model import Facts, FixRef, Severity
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, major_minor, parse_version, rule
 
 
 # ----------------------------------------------------------------------------- helpers

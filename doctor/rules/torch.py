@@ -12,9 +12,9 @@ from typing import Any, Iterable
 
 from packaging.version import Version
 
-from doctor import arch
-from doctor.model import Facts, FixRef
-from doctor.rules.base import Hit, NotCheckable, Rule, parse_version, rule
+from fwdoctor import arch
+from fwdoctor.model import Facts, FixRef
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, parse_version, rule
 
 NO_KERNEL = "CUDA error: no kernel image is available for execution on the device"
 

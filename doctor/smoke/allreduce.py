@@ -19,10 +19,10 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from doctor import runner
-from doctor.smoke import bandwidth as bw
-from doctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
-from doctor.smoke.workers import worker_path
+from fwdoctor import runner
+from fwdoctor.smoke import bandwidth as bw
+from fwdoctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
+from fwdoctor.smoke.workers import worker_path
 
 DEFAULT_MIN_BYTES = 8
 DEFAULT_MAX_BYTES = 256 * 1024**2

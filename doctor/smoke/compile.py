@@ -16,10 +16,10 @@ import tempfile
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from doctor import runner
-from doctor.arch import Target, parse_targets, runs_on
-from doctor.probes import cuda as cuda_probe
-from doctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
+from fwdoctor import runner
+from fwdoctor.arch import Target, parse_targets, runs_on
+from fwdoctor.probes import cuda as cuda_probe
+from fwdoctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
 
 COMPILE_TIMEOUT_S = 180.0
 RUN_TIMEOUT_S = 60.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import shlex
 
-from doctor.smoke.allreduce import DEFAULT_FACTOR, DEFAULT_MAX_BYTES, DEFAULT_MIN_BYTES, AllreduceOptions
+from fwdoctor.smoke.allreduce import DEFAULT_FACTOR, DEFAULT_MAX_BYTES, DEFAULT_MIN_BYTES, AllreduceOptions
 
 DEFAULT_PORT = 29500  # torchrun's default master/rendezvous port
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from doctor import runner
-from doctor.host import Host
-from doctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
-from doctor.smoke.workers import worker_path
+from fwdoctor import runner
+from fwdoctor.host import Host
+from fwdoctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
+from fwdoctor.smoke.workers import worker_path
 
 DEFAULT_TIMEOUT_S = 300.0
 

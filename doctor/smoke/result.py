@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from doctor.smoke.diagnose import diagnose, first_error_line
+from fwdoctor.smoke.diagnose import diagnose, first_error_line
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
 

@@ -41,8 +41,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from doctor import __version__
-from doctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult
+from fwdoctor import __version__
+from fwdoctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult
 
 SCHEMA = "fwdoctor-smoke/1"
 
@@ -50,7 +50,7 @@ SCHEMA = "fwdoctor-smoke/1"
 @dataclass
 class SuiteResult:
     python: str
-    check: dict[str, Any]  # doctor.report.to_json(report)
+    check: dict[str, Any]  # fwdoctor.report.to_json(report)
     kernel: list[SmokeResult] = field(default_factory=list)
     allreduce: list[SmokeResult] = field(default_factory=list)
 

@@ -18,7 +18,7 @@ dpkg -s cuda-toolkit-12-8 >/dev/null 2>&1 || apt-get install -y --no-install-rec
 test /usr/local/cuda -ef /usr/local/cuda-12.4 >/dev/null 2>&1 || ln -sfn /usr/local/cuda-12.4 /usr/local/cuda
 
 # environment for CUDA 12.8: source it (. /srv/it's a "test" dir/cuda.env.sh); no rc file is touched
-/opt/fwdoctor/bin/python -m recipes.apply same '/srv/it'"'"'s a "test" dir/cuda.env.sh' 9c0625413cd45e664bf919737da13a94b6101456cfb1e192b6a3c45623df47af >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m recipes.apply write '/srv/it'"'"'s a "test" dir/cuda.env.sh' 644 '# CUDA 12.8 environment, written by fwdoctor. Source it: . FILE
+/opt/fwdoctor/bin/python -m fwdoctor.recipes.apply same '/srv/it'"'"'s a "test" dir/cuda.env.sh' 9c0625413cd45e664bf919737da13a94b6101456cfb1e192b6a3c45623df47af >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m fwdoctor.recipes.apply write '/srv/it'"'"'s a "test" dir/cuda.env.sh' 644 '# CUDA 12.8 environment, written by fwdoctor. Source it: . FILE
 export CUDA_HOME=/usr/local/cuda-12.8
 export CUDA_PATH=/usr/local/cuda-12.8
 export PATH=/usr/local/cuda-12.8/bin"${PATH:+:$PATH}"

@@ -12,7 +12,7 @@ set -eu
 test -e '/srv/it'"'"'s a "test" dir/cu13/nvidia/cu13/lib64' >/dev/null 2>&1 || ln -s lib '/srv/it'"'"'s a "test" dir/cu13/nvidia/cu13/lib64'
 
 # environment for CUDA 13.0: source it (. /srv/it's a "test" dir/cuda.env.sh); no rc file is touched
-/opt/fwdoctor/bin/python -m recipes.apply same '/srv/it'"'"'s a "test" dir/cuda.env.sh' ee30fc1a9ff3ad4233aaf6a3f1e006eca6fa91c83659e1f2c1da76e16e8acbbc >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m recipes.apply write '/srv/it'"'"'s a "test" dir/cuda.env.sh' 644 '# CUDA 13.0 environment, written by fwdoctor. Source it: . FILE
+/opt/fwdoctor/bin/python -m fwdoctor.recipes.apply same '/srv/it'"'"'s a "test" dir/cuda.env.sh' ee30fc1a9ff3ad4233aaf6a3f1e006eca6fa91c83659e1f2c1da76e16e8acbbc >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m fwdoctor.recipes.apply write '/srv/it'"'"'s a "test" dir/cuda.env.sh' 644 '# CUDA 13.0 environment, written by fwdoctor. Source it: . FILE
 export CUDA_HOME='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cu13/nvidia/cu13'"'"'
 export CUDA_PATH='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cu13/nvidia/cu13'"'"'
 export PATH='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cu13/nvidia/cu13/bin'"'"'"${PATH:+:$PATH}"

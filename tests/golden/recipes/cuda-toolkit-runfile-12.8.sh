@@ -5,7 +5,7 @@ set -eu
 # to use it: . /srv/it's a "test" dir/cuda.env.sh
 
 # download the CUDA 12.8 runfile; its sha256 is checked before it is kept
-'/srv/it'"'"'s a "test" dir/cuda-12.8/bin/nvcc' --version >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m recipes.download --sha256 610867dcd6d94c4e36c4924f1d01b9db28ec08164e8af6c764f21b84200695f8 https://developer.download.nvidia.com/compute/cuda/12.8.0/local_installers/cuda_12.8.0_570.86.10_linux.run '/srv/it'"'"'s a "test" dir/work/downloads/cuda_12.8.0_570.86.10_linux.run'
+'/srv/it'"'"'s a "test" dir/cuda-12.8/bin/nvcc' --version >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m fwdoctor.recipes.download --sha256 610867dcd6d94c4e36c4924f1d01b9db28ec08164e8af6c764f21b84200695f8 https://developer.download.nvidia.com/compute/cuda/12.8.0/local_installers/cuda_12.8.0_570.86.10_linux.run '/srv/it'"'"'s a "test" dir/work/downloads/cuda_12.8.0_570.86.10_linux.run'
 
 # install the toolkit only (no driver) into /srv/it's a "test" dir/cuda-12.8
 '/srv/it'"'"'s a "test" dir/cuda-12.8/bin/nvcc' --version >/dev/null 2>&1 || sh '/srv/it'"'"'s a "test" dir/work/downloads/cuda_12.8.0_570.86.10_linux.run' --silent --toolkit '--toolkitpath=/srv/it'"'"'s a "test" dir/cuda-12.8' --no-opengl-libs --no-man-page --override
@@ -14,7 +14,7 @@ set -eu
 test /usr/local/cuda -ef /usr/local/cuda-12.4 >/dev/null 2>&1 || ln -sfn /usr/local/cuda-12.4 /usr/local/cuda
 
 # environment for CUDA 12.8: source it (. /srv/it's a "test" dir/cuda.env.sh); no rc file is touched
-/opt/fwdoctor/bin/python -m recipes.apply same '/srv/it'"'"'s a "test" dir/cuda.env.sh' 2d98d5b7aa97d190cb6ac7886ce10c31a55d4f1156382e6f4b2b6851d082ecf1 >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m recipes.apply write '/srv/it'"'"'s a "test" dir/cuda.env.sh' 644 '# CUDA 12.8 environment, written by fwdoctor. Source it: . FILE
+/opt/fwdoctor/bin/python -m fwdoctor.recipes.apply same '/srv/it'"'"'s a "test" dir/cuda.env.sh' 2d98d5b7aa97d190cb6ac7886ce10c31a55d4f1156382e6f4b2b6851d082ecf1 >/dev/null 2>&1 || /opt/fwdoctor/bin/python -m fwdoctor.recipes.apply write '/srv/it'"'"'s a "test" dir/cuda.env.sh' 644 '# CUDA 12.8 environment, written by fwdoctor. Source it: . FILE
 export CUDA_HOME='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8'"'"'
 export CUDA_PATH='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8'"'"'
 export PATH='"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/cuda-12.8/bin'"'"'"${PATH:+:$PATH}"

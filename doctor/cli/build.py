@@ -16,7 +16,14 @@ import sys
 
 import click
 
-from doctor.model import Severity
+from fwdoctor.cli.common import DoctorError
+from fwdoctor.engine import collect
+from fwdoctor.host import Host
+from fwdoctor.kb import KB, KBError
+from fwdoctor.model import Severity
+from fwdoctor.probes import cuda
+from fwdoctor.recipes import stack as stack_mod
+from fwdoctor.recipes import torch_source as ts
 
 MARK = {Severity.ERROR: "error", Severity.WARNING: "warn ", Severity.INFO: "info "}
 
@@ -58,10 +65,6 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
           --arch "8.0;9.0+PTX" --python ~/venvs/t/bin/python
       fwdoctor build torch --source ~/pytorch --cuda 13.0 --arch auto --python .venv/bin/python --cmake-only --apply
     """
-    from doctor.cli import DoctorError
-    from doctor.kb import KB, KBError
-    from recipes import torch_source as ts
-
     # Only the build area must load; a broken area elsewhere (cuda.yaml) costs only the
     # KB arch check, which then falls back to nvcc --list-gpu-arch or "not checked".
     kb = KB()
@@ -108,12 +111,8 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
 def _devel_image(spec: str, kb) -> str:
     """--docker takes an image, or a stack file whose CUDA and OS name the devel image: the
     same nvidia/cuda release the stack's runtime image is built from, in its devel flavor."""
-    from doctor.cli import DoctorError
-    from doctor.kb import KBError
-
     if not spec.endswith((".yaml", ".yml")):
         return spec
-    from recipes import stack as stack_mod
 
     try:
         resolved = stack_mod.load_and_resolve(spec, kb)
@@ -131,15 +130,9 @@ def _toolkits_fact():
     """cuda.toolkits from the cuda probe (the same discovery `fwdoctor check` uses), or
     None when it cannot run; torch_source also scans the usual places itself."""
     try:
-        from doctor.engine import collect
-        from doctor.host import Host
-        from doctor.probes import cuda
-
         facts = collect(Host.live_host(), cuda.PROBES)
         value = facts.get("cuda.toolkits")
         return value if isinstance(value, list) else None
     except Exception:  # the probe being broken must not stop a build
         return None
 
-
-COMMANDS: tuple[click.Command, ...] = (build_group,)

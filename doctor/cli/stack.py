@@ -10,39 +10,28 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
-from doctor.cli import EXIT_FINDINGS
-from recipes.cli import _kb_option
+from fwdoctor.cli.common import EXIT_FINDINGS, fail, findings_exit, kb_option, load_kb
+from fwdoctor.image import ImageError
+from fwdoctor.recipes import docker_build as db
+from fwdoctor.recipes import dockerfile, lockfile
+from fwdoctor.recipes import stack as stack_mod
 
 
-def _fail(message: str) -> NoReturn:
-    from doctor.cli import fail
-
-    fail(message)
-
-
-def _findings_exit(message: str) -> NoReturn:
-    click.echo(f"fwdoctor: {message}", err=True)
-    sys.exit(EXIT_FINDINGS)
-
-
-def _resolve(stack_file: str, kb_dir: str | None = None):
-    from doctor.cli import load_kb
-    from recipes import stack as stack_mod
-
+def _resolve(stack_file: str, kb_dir: str | None = None) -> stack_mod.ResolvedStack:
     kb = load_kb(kb_dir)
     try:
         spec = stack_mod.load(stack_file)
     except stack_mod.StackError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     try:
         return stack_mod.resolve(spec, kb)
     except stack_mod.StackImpossible as exc:
-        _findings_exit(f"impossible stack: {exc}")
+        findings_exit(f"impossible stack: {exc}")
 
 
 
@@ -56,7 +45,7 @@ def stack_group() -> None:
 @stack_group.command("resolve")
 @click.argument("stack_file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of YAML.")
-@_kb_option
+@kb_option
 def stack_resolve(stack_file: str, as_json: bool, kb_dir: str | None) -> None:
     """Fill STACK_FILE's missing fields from the KB and say whether it can be built.
 
@@ -83,7 +72,7 @@ def stack_resolve(stack_file: str, as_json: bool, kb_dir: str | None) -> None:
 @click.option("--extra-index-url", "extra_index_urls", multiple=True, help="Replace the stack's extra indexes (repeatable).")
 @click.option("--find-links", "find_links", multiple=True, help="Also take wheels from this folder or URL (repeatable).")
 @click.option("--cert", type=click.Path(dir_okay=False), default=lambda: os.environ.get("PIP_CERT") or None, help="CA bundle for HTTPS indexes (default: $PIP_CERT).")
-@_kb_option
+@kb_option
 def lock_command(stack_file, out_dir, check_only, index_url, extra_index_urls, find_links, cert, kb_dir) -> None:
     """Write a hash-pinned pip lock for STACK_FILE (lockfiles/<stack>/requirements.lock).
 
@@ -93,8 +82,6 @@ def lock_command(stack_file, out_dir, check_only, index_url, extra_index_urls, f
       pip install --require-hashes --no-deps --only-binary=:all: -r requirements.lock
     Stacks with conda packages also get environment.yml, locked by conda-lock when present.
     """
-    from recipes import lockfile
-
     resolved = _resolve(stack_file, kb_dir)
     target = Path(out_dir) if out_dir else Path("lockfiles") / resolved.name
     if check_only:
@@ -109,14 +96,14 @@ def lock_command(stack_file, out_dir, check_only, index_url, extra_index_urls, f
     try:
         result = lockfile.lock(resolved, stack_file, target, index_url, list(extra_index_urls) or None, list(find_links), cert)
     except lockfile.LockError as exc:
-        _findings_exit(f"lock failed: {exc}")
+        findings_exit(f"lock failed: {exc}")
     except OSError as exc:
-        _fail(f"cannot write {target}: {exc.strerror or exc}")
+        fail(f"cannot write {target}: {exc.strerror or exc}")
     for path in result.written:
         click.echo(f"wrote {path}")
     click.echo(f"{len(result.pins)} distributions pinned; lock sha256 {result.lock_sha256}")
     if result.conda_error:
-        _findings_exit(f"conda part not locked: {result.conda_error}")
+        findings_exit(f"conda part not locked: {result.conda_error}")
 
 
 # ----------------------------------------------------------------------------- docker
@@ -126,19 +113,17 @@ def docker_group() -> None:
 
 
 def _dockerfile_text(resolved, stack_file: str, lock_dir: str | None, base_image: str | None, context: str) -> tuple[str, str]:
-    from recipes import dockerfile, lockfile
-
     lock_path = Path(lock_dir) if lock_dir else Path("lockfiles") / resolved.name
     try:
         lock_text = (lock_path / lockfile.LOCK_NAME).read_text(encoding="utf-8")
     except OSError as exc:
-        _fail(f"{lock_path / lockfile.LOCK_NAME}: {exc.strerror or exc}; run `fwdoctor lock {stack_file}` first")
+        fail(f"{lock_path / lockfile.LOCK_NAME}: {exc.strerror or exc}; run `fwdoctor lock {stack_file}` first")
     problems = lockfile.check(resolved, lock_path)
     if problems:
-        _findings_exit(f"the lock is stale ({problems[0]}); run `fwdoctor lock {stack_file}`")
+        findings_exit(f"the lock is stale ({problems[0]}); run `fwdoctor lock {stack_file}`")
     rel = os.path.relpath(lock_path.resolve(), Path(context).resolve())
     if rel.startswith(".."):
-        _fail(f"--lock-dir {lock_path} is outside the build context {context}")
+        fail(f"--lock-dir {lock_path} is outside the build context {context}")
     text = dockerfile.render(resolved, lock_text, stack_file, rel.replace(os.sep, "/"), base_image)
     return text, lockfile.lock_digest(lock_text)
 
@@ -149,7 +134,7 @@ def _dockerfile_text(resolved, stack_file: str, lock_dir: str | None, base_image
 @click.option("--lock-dir", type=click.Path(file_okay=False), help="Lock folder (default: lockfiles/<stack name>).")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Dockerfile path (default: dockerfiles/<stack name>/Dockerfile); '-' prints it.")
 @click.option("--context", default=".", show_default=True, type=click.Path(file_okay=False), help="The build context the Dockerfile's COPY paths are relative to.")
-@_kb_option
+@kb_option
 def docker_generate(stack_file, base_image, lock_dir, out_file, context, kb_dir) -> None:
     """Write a two-stage Dockerfile installing STACK_FILE's lock with --require-hashes."""
     resolved = _resolve(stack_file, kb_dir)
@@ -162,7 +147,7 @@ def docker_generate(stack_file, base_image, lock_dir, out_file, context, kb_dir)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     except OSError as exc:
-        _fail(f"cannot write {target}: {exc.strerror or exc}")
+        fail(f"cannot write {target}: {exc.strerror or exc}")
     click.echo(f"wrote {target}")
 
 
@@ -175,7 +160,7 @@ def docker_generate(stack_file, base_image, lock_dir, out_file, context, kb_dir)
 @click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE", help="e.g. PIP_INDEX_URL=http://mirror/simple (repeatable).")
 @click.option("--network", help="Build network mode, e.g. host (to reach a local index).")
 @click.option("--no-validate", is_flag=True, help="Skip the checks after the build.")
-@_kb_option
+@kb_option
 def docker_build(stack_file, base_image, lock_dir, context, ca, build_args, network, no_validate, kb_dir) -> None:
     """Build STACK_FILE's image, tag it <stack>:<lock hash>, then validate it.
 
@@ -183,17 +168,13 @@ def docker_build(stack_file, base_image, lock_dir, context, ca, build_args, netw
     Validation: labels and non-root user, `fwdoctor check --image`, and `fwdoctor smoke
     kernel` in a container (--gpus all when this host has GPUs). Any failure exits 1.
     """
-    import tempfile
-
-    from recipes import docker_build as db
-
     resolved = _resolve(stack_file, kb_dir)
     text, digest = _dockerfile_text(resolved, stack_file, lock_dir, base_image, context)
     args: dict[str, str] = {}
     for item in build_args:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            _fail(f"--build-arg {item!r}: expected KEY=VALUE")
+            fail(f"--build-arg {item!r}: expected KEY=VALUE")
         args[key] = value
     tags = [f"{resolved.name}:{digest[:12]}", f"{resolved.name}:latest"]
     with tempfile.TemporaryDirectory(prefix="fwdoctor-build-") as tmp:
@@ -202,23 +183,19 @@ def docker_build(stack_file, base_image, lock_dir, context, ca, build_args, netw
         try:
             db.build(dockerfile, context, tags, click.echo, ca, args, network)
         except db.BuildError as exc:
-            _findings_exit(str(exc))
+            findings_exit(str(exc))
     click.echo(f"built {tags[0]}")
     if no_validate:
         return
-    from doctor.image import ImageError
-
     try:
         result = db.validate(tags[0], resolved.name, digest, click.echo)
     except ImageError as exc:
-        _findings_exit(f"validation of {tags[0]} could not run: {exc}")
+        findings_exit(f"validation of {tags[0]} could not run: {exc}")
     for item in result.passed:
         click.echo(f"ok: {item}")
     for item in result.problems:
         click.echo(f"FAILED: {item}")
     if not result.ok:
-        _findings_exit(f"{tags[0]} failed validation")
+        findings_exit(f"{tags[0]} failed validation")
     click.echo(f"{tags[0]} validated")
 
-
-COMMANDS: tuple[click.Command, ...] = (stack_group, lock_command, docker_group)

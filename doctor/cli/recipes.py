@@ -14,16 +14,23 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Mapping
+from dataclasses import replace
+from typing import Any
 
 import click
+from packaging.version import InvalidVersion, Version
 
-# doctor.cli imports this module while registering subcommands, after these names exist.
-from doctor.cli import EXIT_FINDINGS, fail, gather_facts, load_kb, source_options
-
-
-def _kb_option(func):
-    return click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Use another knowledge-base folder.")(func)
+from fwdoctor.cli.common import EXIT_FINDINGS, facts_from, fail, kb_option, live_only, load_kb, source_options
+from fwdoctor.engine import judge
+from fwdoctor.findings import BY_ID
+from fwdoctor.host import EnvFileError, load_env_file
+from fwdoctor.recipes import cuda_toolkit, torch_wheel
+from fwdoctor.recipes import fix as fixes
+from fwdoctor.recipes import select as sel
+from fwdoctor.recipes.apply import ApplyResult, apply_plan
+from fwdoctor.recipes.plan import Plan
+from fwdoctor.rules import RULES
+from fwdoctor.sources import SourceRequest
 
 
 def _apply_options(func):
@@ -34,16 +41,8 @@ def _apply_options(func):
 
 
 # ----------------------------------------------------------------------------- helpers
-def _live_only(root: str | None, facts_file: str | None, image: str | None) -> None:
-    for flag, value in (("--root", root), ("--facts", facts_file), ("--image", image)):
-        if value:
-            fail(f"--apply changes this host; it cannot be combined with {flag}")
-
-
 def _host_path(env_file: str | None) -> str:
     if env_file:
-        from doctor.host import EnvFileError, load_env_file
-
         try:
             return load_env_file(env_file).get("PATH", "")
         except EnvFileError as exc:
@@ -51,10 +50,8 @@ def _host_path(env_file: str | None) -> str:
     return os.environ.get("PATH", "")
 
 
-def _run(plan: Any, do_apply: bool, yes: bool, log_path: str | None) -> Any:
+def _run(plan: Plan, do_apply: bool, yes: bool, log_path: str | None) -> ApplyResult | None:
     """Print or apply one plan. Returns the ApplyResult (None for a dry run)."""
-    from recipes.apply import apply_plan
-
     click.echo(plan.to_shell(), nl=False)
     if plan.refused:
         click.echo(f"fwdoctor: refused: {plan.refused.splitlines()[0]}", err=True)
@@ -63,7 +60,7 @@ def _run(plan: Any, do_apply: bool, yes: bool, log_path: str | None) -> Any:
         click.echo("# dry run: nothing was changed; add --apply to run this plan", err=True)
         return None
 
-    def confirm(p: Any) -> bool:
+    def confirm(p: Plan) -> bool:
         return yes or click.confirm(f"Apply '{p.title}'?", default=False, err=True)
 
     result = apply_plan(plan, confirm=confirm, log_path=log_path, progress=lambda line: click.echo(line, err=True))
@@ -71,7 +68,7 @@ def _run(plan: Any, do_apply: bool, yes: bool, log_path: str | None) -> Any:
     return result
 
 
-def _exit_for(result: Any, plan: Any) -> None:
+def _exit_for(result: ApplyResult | None, plan: Plan) -> None:
     if plan.refused or (result is not None and not result.ok):
         sys.exit(EXIT_FINDINGS)
 
@@ -79,8 +76,6 @@ def _exit_for(result: Any, plan: Any) -> None:
 def _split_python(python: str | None) -> tuple[str | None, str | None]:
     """`--python 3.11` names a version (answers for another machine); anything else names
     the interpreter to inspect/install into."""
-    from packaging.version import InvalidVersion, Version
-
     if python is None:
         return None, None
     try:
@@ -95,8 +90,8 @@ def _split_python(python: str | None) -> tuple[str | None, str | None]:
 @click.argument("ids", nargs=-1, metavar="[ID]...")
 @source_options
 @_apply_options
-@_kb_option
-def fix(ids, root, env_file, facts_file, image, against_host, deep, python, timeout, do_apply, yes, log_path, kb_dir) -> None:
+@kb_option
+def fix(ids: tuple[str, ...], source: SourceRequest, do_apply: bool, yes: bool, log_path: str | None, kb_dir: str | None) -> None:
     """Plan fixes for the current findings (all, or the finding ids named).
 
     \b
@@ -107,115 +102,46 @@ def fix(ids, root, env_file, facts_file, image, against_host, deep, python, time
       fwdoctor fix driver-too-old-for-torch --apply
       fwdoctor fix --facts host.json          # what would be done there
     """
-    from doctor.engine import judge
-    from doctor.findings import BY_ID
-    from doctor.rules import RULES
-    from recipes import registry
-
     for finding_id in ids:
         if finding_id not in BY_ID:
             fail(f"{finding_id}: unknown finding id (see `fwdoctor list`)")
     if do_apply:
-        _live_only(root, facts_file, image)
+        live_only(source)
     kb = load_kb(kb_dir)
-    facts = gather_facts(root, env_file, facts_file, image, deep, python, timeout, against_host)
-    report = judge(facts, kb, RULES)
-    wanted = [f for f in report.findings if not ids or f.id in ids]
-    groups: dict[tuple[str, str], tuple[dict[str, Any], list[str]]] = {}
-    manual: list[Any] = []
-    for finding in wanted:
-        if finding.fix is None or not finding.fix.recipe:
-            if finding.fix is not None and finding.fix.commands:
-                manual.append(finding)
-            continue
-        options = dict(finding.fix.options)
-        if finding.fix.recipe == "env":
-            # One env file for everything: merge what each finding asks of it.
-            key = ("env", "")
-            merged, _ = groups.setdefault(key, ({}, []))
-            _merge_options(merged, options)
-        else:
-            key = (finding.fix.recipe, json.dumps(options, sort_keys=True, default=str))
-            groups.setdefault(key, (options, []))
-        groups[key][1].append(finding.id)
-    if not groups and not manual:
+    facts = facts_from(source)
+    todo = fixes.group_findings(judge(facts, kb, RULES).findings, ids)
+    if todo.empty:
         named = f" for {', '.join(ids)}" if ids else ""
         click.echo(f"nothing to fix{named}: no current finding has a recipe")
         return
-    for finding in manual:
+    for finding in todo.manual:
         click.echo(f"# {finding.id}: no recipe; by hand:", err=True)
-        for command in finding.fix.commands:
+        for command in finding.fix.commands if finding.fix else ():
             click.echo(f"#   {command}", err=True)
-    results = []
-    for (recipe, _), (options, finding_ids) in groups.items():
-        if recipe == "env":
-            options.setdefault("path", _host_path(env_file))
-        if python and "python" not in options:
-            options["python"] = python
+    plans: list[Plan] = []
+    for group in todo.groups:
         try:
-            plan = registry.plan_for(recipe, facts, kb, options)
+            plan = fixes.plan_group(group, facts, kb, _host_path(source.env_file), source.python)
         except KeyError as exc:
-            fail(f"{', '.join(finding_ids)}: {exc.args[0]}")
-        click.echo(f"# plan for: {', '.join(sorted(set(finding_ids)))}", err=True)
+            fail(f"{', '.join(group.finding_ids)}: {exc.args[0]}")
+        click.echo(f"# plan for: {', '.join(sorted(set(group.finding_ids)))}", err=True)
         result = _run(plan, do_apply, yes, log_path)
-        results.append((plan, result, finding_ids))
+        plans.append(plan)
         if result is not None and not result.ok:
             sys.exit(EXIT_FINDINGS)  # stop at the first failed plan; later ones may depend on it
-    if any(plan.refused for plan, _, _ in results):
+    if any(plan.refused for plan in plans):
         sys.exit(EXIT_FINDINGS)
     if not do_apply:
         return
     # Check again, as a shell that sourced any env file we wrote would see the host.
-    recheck_env = _recheck_env_file(facts, [p for p, _, _ in results], env_file)
-    after = judge(gather_facts(None, recheck_env or env_file, None, None, deep, python, timeout), kb, RULES)
-    targeted = {fid for _, _, fids in results for fid in fids}
+    recheck = source.live(env_file=fixes.recheck_env(plans))
+    after = judge(facts_from(recheck), kb, RULES)
+    targeted = {fid for group in todo.groups for fid in group.finding_ids}
     remaining = sorted({f.id for f in after.findings} & targeted)
     if remaining:
         click.echo(f"fwdoctor: still present after the fix: {', '.join(remaining)}", err=True)
         sys.exit(EXIT_FINDINGS)
     click.echo(f"fixed: {', '.join(sorted(targeted))}", err=True)
-
-
-def _merge_options(into: dict[str, Any], more: Mapping[str, Any]) -> None:
-    """Lists add up, mappings merge, a scalar already set stays (the first finding's)."""
-    for key, value in more.items():
-        have = into.get(key)
-        if isinstance(have, list) and isinstance(value, (list, tuple)):
-            into[key] = have + [v for v in value if v not in have]
-        elif isinstance(have, dict) and isinstance(value, Mapping):
-            into[key] = {**value, **have}
-        elif key not in into:
-            into[key] = list(value) if isinstance(value, tuple) else value
-
-
-def _recheck_env_file(facts: Any, plans: list[Any], env_file: str | None) -> str | None:
-    """A temporary --env-file: our environment plus what the env recipe's file sets."""
-    from recipes import env as env_recipe
-
-    if not any(p.recipe == env_recipe.RECIPE for p in plans):
-        return None
-    import tempfile
-
-    base = dict(os.environ)
-    for plan in plans:
-        if plan.recipe != env_recipe.RECIPE:
-            continue
-        for f in plan.files:
-            for line in f.content.splitlines():
-                if line.startswith("export ") and "=" in line and "$" not in line:
-                    import shlex
-
-                    key, _, value = line[len("export "):].partition("=")
-                    parts = shlex.split(value)
-                    base[key] = parts[0] if parts else ""
-                elif line.startswith("unset "):
-                    base.pop(line.split()[1], None)
-    handle = tempfile.NamedTemporaryFile("w", suffix=".env", delete=False)
-    with handle:
-        for key, value in base.items():
-            if "\n" not in value and key.isidentifier():
-                handle.write(f"{key}={value}\n")
-    return handle.name
 
 
 # ----------------------------------------------------------------------------- select
@@ -232,14 +158,12 @@ def _target_options(func):
     return func
 
 
-def _selection(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, kb_dir, against_host=False):
-    from recipes import select as sel
-
+def _selection(source: SourceRequest, driver, gpus, torch_spec, cuda, kb_dir):
     kb = load_kb(kb_dir)
-    interpreter, version = _split_python(python)
+    interpreter, version = _split_python(source.python)
     facts = None
     if not (driver and gpus and version):  # flags alone describe another machine: no probing
-        facts = gather_facts(root, env_file, facts_file, image, deep, interpreter, timeout, against_host)
+        facts = facts_from(replace(source, python=interpreter))
     try:
         target = sel.target_from_facts(facts, kb, driver=driver, gpus=gpus, python=version, torch_spec=torch_spec, cuda=cuda)
     except sel.SelectError as exc:
@@ -251,8 +175,8 @@ def _selection(root, env_file, facts_file, image, deep, python, timeout, driver,
 @source_options
 @_target_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@_kb_option
-def select_torch_cmd(root, env_file, facts_file, image, against_host, deep, python, timeout, driver, gpus, torch_spec, cuda, as_json, kb_dir) -> None:
+@kb_option
+def select_torch_cmd(source: SourceRequest, driver, gpus, torch_spec, cuda, as_json, kb_dir) -> None:
     """The newest official torch wheel this machine runs, and why newer ones do not.
 
     \b
@@ -262,9 +186,7 @@ def select_torch_cmd(root, env_file, facts_file, image, against_host, deep, pyth
       fwdoctor select torch --driver 535.104.05 --gpu 9.0 --python 3.11
       fwdoctor select torch --gpu "Tesla K80" --driver 470.82.01 --python 3.10 --json
     """
-    from recipes import select as sel
-
-    _, _, _, selection = _selection(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, kb_dir, against_host)
+    _, _, _, selection = _selection(source, driver, gpus, torch_spec, cuda, kb_dir)
     if as_json:
         click.echo(json.dumps(selection.to_json(), indent=2))
     else:
@@ -287,20 +209,18 @@ def install_group() -> None:
 @click.option("--with", "with_packages", multiple=True, type=click.Choice(["torchvision", "torchaudio"]), help="Also install the matching package (repeatable).")
 @click.option("--no-deps", is_flag=True, help="Pass --no-deps to the installer (an offline index holding only torch).")
 @_apply_options
-@_kb_option
-def install_torch_cmd(root, env_file, facts_file, image, against_host, deep, python, timeout, driver, gpus, torch_spec, cuda, installer, index_url, with_packages, no_deps, do_apply, yes, log_path, kb_dir) -> None:
+@kb_option
+def install_torch_cmd(source: SourceRequest, driver, gpus, torch_spec, cuda, installer, index_url, with_packages, no_deps, do_apply, yes, log_path, kb_dir) -> None:
     """Install the torch wheel `select torch` picks, pinned, into the target interpreter.
 
     \b
     --python names the interpreter to install into (default: the inspected one).
     Verifies afterwards: import torch, torch.version.cuda, is_available() on a GPU host.
     """
-    from recipes import torch_wheel
-
     if do_apply:
-        _live_only(root, facts_file, image)
-    interpreter, version = _split_python(python)
-    kb, facts, target, selection = _selection(root, env_file, facts_file, image, deep, python, timeout, driver, gpus, torch_spec, cuda, kb_dir, against_host)
+        live_only(source)
+    interpreter, _ = _split_python(source.python)
+    kb, facts, target, selection = _selection(source, driver, gpus, torch_spec, cuda, kb_dir)
     options: dict[str, Any] = {
         "python": interpreter or (facts.get("python.executable") if facts is not None else None),
         "python_version": target.python,
@@ -333,8 +253,8 @@ def install_torch_cmd(root, env_file, facts_file, image, against_host, deep, pyt
 @click.option("--download-dir", type=click.Path(file_okay=False), help="Where downloads are kept (default: ~/.cache/fwdoctor/downloads).")
 @click.option("--env-out", type=click.Path(dir_okay=False), help="Where to write the env snippet (default: ~/.config/fwdoctor/cuda-X.Y.env.sh).")
 @_apply_options
-@_kb_option
-def install_cuda_toolkit_cmd(version, root, env_file, facts_file, image, against_host, deep, python, timeout, method, prefix, link, force, runfile_url, sha256, keyring_sha256, index_url, download_dir, env_out, do_apply, yes, log_path, kb_dir) -> None:
+@kb_option
+def install_cuda_toolkit_cmd(version, source: SourceRequest, method, prefix, link, force, runfile_url, sha256, keyring_sha256, index_url, download_dir, env_out, do_apply, yes, log_path, kb_dir) -> None:
     """Install CUDA toolkit VERSION (X.Y) beside the others; never the driver.
 
     \b
@@ -342,12 +262,10 @@ def install_cuda_toolkit_cmd(version, root, env_file, facts_file, image, against
       fwdoctor install cuda-toolkit 12.8                      # print the runfile plan
       fwdoctor install cuda-toolkit 13.0 --method pip --apply # no root needed
     """
-    from recipes import cuda_toolkit
-
     if do_apply:
-        _live_only(root, facts_file, image)
+        live_only(source)
     kb = load_kb(kb_dir)
-    facts = gather_facts(root, env_file, facts_file, image, deep, python, timeout, against_host)
+    facts = facts_from(source)
     options = {
         "version": version,
         "method": method,
@@ -360,10 +278,8 @@ def install_cuda_toolkit_cmd(version, root, env_file, facts_file, image, against
         "index_url": index_url,
         "download_dir": download_dir,
         "env_file": env_out,
-        "python": python if python else sys.executable,
+        "python": source.python or sys.executable,
     }
     plan = cuda_toolkit.plan(facts, kb, options)
     _exit_for(_run(plan, do_apply, yes, log_path), plan)
 
-
-COMMANDS: tuple[click.Command, ...] = (fix, select_group, install_group)

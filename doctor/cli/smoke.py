@@ -10,18 +10,24 @@ import json
 import os
 import shutil
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
-from doctor import __version__
-
-
-def _fail(message: str) -> NoReturn:
-    # Imported late: doctor.cli imports this module while it registers subcommands.
-    from doctor.cli import DoctorError
-
-    raise DoctorError(message)
+from fwdoctor import __version__
+from fwdoctor.cli.common import fail, facts_from, kb_option, load_kb, with_options
+from fwdoctor.engine import judge
+from fwdoctor.host import Host
+from fwdoctor.report import to_json
+from fwdoctor.rules import RULES
+from fwdoctor.smoke import allreduce as ar
+from fwdoctor.smoke import compile as nvcc_smoke
+from fwdoctor.smoke import emit as emitter
+from fwdoctor.smoke import kernel
+from fwdoctor.smoke.bandwidth import parse_bytes
+from fwdoctor.smoke.result import exit_code, render_text
+from fwdoctor.smoke.suite import SuiteResult, render_summary
+from fwdoctor.sources import SourceRequest
 
 
 def _python(value: str | None) -> str:
@@ -30,13 +36,11 @@ def _python(value: str | None) -> str:
         return sys.executable
     found = value if os.sep in value else shutil.which(value)
     if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
-        _fail(f"--python {value}: not an executable file")
+        fail(f"--python {value}: not an executable file")
     return found
 
 
 def _emit(results: list, as_json: bool, extra_text: str = "") -> int:
-    from doctor.smoke.result import exit_code, render_text
-
     code = exit_code(results)
     if as_json:
         click.echo(json.dumps({"fwdoctor": __version__, "exit_code": code, "results": [r.to_json() for r in results]}, indent=2, default=str))
@@ -75,29 +79,23 @@ def kernel_cmd(python, devices, compile_only, archs, timeout, no_gemm, as_json) 
     (and without --compile-only) nothing runs: the result says "skipped".
     """
     if archs and not compile_only:
-        _fail("--arch only applies with --compile-only")
+        fail("--arch only applies with --compile-only")
     if timeout <= 0:
-        _fail("--timeout must be positive")
+        fail("--timeout must be positive")
     sys.exit(_emit(kernel_results(python, devices, compile_only, archs, timeout, not no_gemm), as_json))
 
 
 def kernel_results(python, devices, compile_only, archs, timeout, gemm=True) -> list:
-    from doctor.host import Host
-    from doctor.smoke import compile as nvcc_smoke
-    from doctor.smoke import kernel
-
     if compile_only:
         try:
             return nvcc_smoke.run_compile_only(list(archs), dict(os.environ))
         except ValueError as exc:
-            _fail(f"--arch: {exc}")
+            fail(f"--arch: {exc}")
     return kernel.run(_python(python), list(devices) or None, timeout, Host.live_host(), gemm=gemm)
 
 
 # ----------------------------------------------------------------------------- allreduce
 def _bytes(ctx: Any, param: Any, value: Any) -> Any:
-    from doctor.smoke.bandwidth import parse_bytes
-
     if value is None or isinstance(value, int):
         return value
     try:
@@ -117,17 +115,8 @@ _allreduce_options = [
 ]
 
 
-def _with(options):
-    def wrap(func):
-        for option in reversed(options):
-            func = option(func)
-        return func
-
-    return wrap
-
-
 @smoke.command("allreduce")
-@_with(_allreduce_options)
+@with_options(_allreduce_options)
 @click.option("--warmup", type=int, default=5, show_default=True, help="Untimed iterations per size.")
 @click.option("--iters", type=int, default=20, show_default=True, help="Timed iterations per size.")
 @click.option("--nnodes", type=int, default=1, show_default=True, help="Nodes taking part (each runs this command).")
@@ -143,8 +132,6 @@ def allreduce_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busb
 
     busbw = algbw * 2(n-1)/n in GB/s (1e9 bytes), as nccl-tests reports it.
     """
-    from doctor.smoke import allreduce as ar
-
     opts = ar.AllreduceOptions(
         python=_python(python) if not emit else (python or sys.executable),
         backend=backend, nproc=nproc, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint, rdzv_id=rdzv_id,
@@ -153,14 +140,12 @@ def allreduce_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busb
     try:
         opts.validate(need_endpoint=emit != "slurm")
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if emit:
-        from doctor.smoke import emit as emitter
-
         try:
             script = emitter.slurm_script(opts, bool(python)) if emit == "slurm" else emitter.torchrun_script(opts, bool(python))
         except ValueError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         click.echo(script, nl=False)
         return
     result = run_allreduce(opts, quiet)
@@ -168,8 +153,6 @@ def allreduce_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busb
 
 
 def run_allreduce(opts, quiet: bool = False):
-    from doctor.smoke import allreduce as ar
-
     def progress(row: dict) -> None:
         click.echo(ar.progress_line(row), err=True)
 
@@ -178,37 +161,30 @@ def run_allreduce(opts, quiet: bool = False):
 
 # ----------------------------------------------------------------------------- all
 @smoke.command("all")
-@_with(_allreduce_options)
+@with_options(_allreduce_options)
 @click.option("--no-allreduce", is_flag=True, help="Skip the all-reduce step.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds for each step (kernel, allreduce).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False), help="Write the JSON report here (schema: doctor/smoke/suite.py).")
-@click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Another knowledge-base folder for the check step.")
+@kb_option
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the summary.")
 def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_allreduce, timeout, report_file, kb_dir, as_json) -> None:
     """check --deep, then kernel, then allreduce: one summary, one JSON report.
 
     Exit 1 when check has an error finding or any test failed; skips do not fail.
     """
-    from doctor.cli import gather_facts, load_kb
-    from doctor.engine import judge
-    from doctor.report import to_json
-    from doctor.rules import RULES
-    from doctor.smoke import allreduce as ar
-    from doctor.smoke.suite import SuiteResult, render_summary
-
     target = _python(python)
     opts = ar.AllreduceOptions(python=target, backend=backend, nproc=nproc, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, timeout=timeout, min_busbw=min_busbw)
     try:
         opts.validate()
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if report_file:
         folder = os.path.dirname(os.path.abspath(report_file))
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-            _fail(f"--report {report_file}: {folder} is not a writable folder")  # before minutes of tests
+            fail(f"--report {report_file}: {folder} is not a writable folder")  # before minutes of tests
     kb = load_kb(kb_dir)
     click.echo("fwdoctor smoke all: check --deep ...", err=True)
-    facts = gather_facts(None, None, None, None, True, python, 10.0)
+    facts = facts_from(SourceRequest(deep=True, python=python))
     report = judge(facts, kb, RULES)
     suite = SuiteResult(python=target, check=to_json(report))
     click.echo("fwdoctor smoke all: kernel ...", err=True)
@@ -223,7 +199,7 @@ def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_
                 json.dump(data, handle, indent=2, default=str)
                 handle.write("\n")
         except OSError as exc:
-            _fail(f"--report {report_file}: {exc.strerror or exc}")
+            fail(f"--report {report_file}: {exc.strerror or exc}")
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
     else:
@@ -232,6 +208,3 @@ def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_
             click.echo(f"report: {report_file}")
     sys.exit(suite.exit_code)
 
-
-COMMANDS: tuple[click.Command, ...] = (smoke,)
-"""Feature commands registered on `fwdoctor` (explicit, so grep finds them all)."""

@@ -1,0 +1,79 @@
+"""The `fwdoctor` command line: one thin layer over the core and the recipes.
+
+Every command is registered from `COMMANDS`, a plain table in workflow order (the order
+`fwdoctor --help` lists them). A command's module is imported when that command runs,
+so `fwdoctor check` does not pay for importing the recipes, the smoke tests or the
+build driver. Dependencies point one way: fwdoctor.cli -> fwdoctor.recipes -> the core.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from fwdoctor import __version__
+from fwdoctor.cli.common import EXIT_DOCTOR, EXIT_FINDINGS, EXIT_OK, DoctorError, fail
+
+__all__ = ["COMMANDS", "EXIT_DOCTOR", "EXIT_FINDINGS", "EXIT_OK", "DoctorError", "fail", "main"]
+
+# (command name, module under fwdoctor.cli, attribute): the whole command line.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("check", "check", "check"),
+    ("facts", "check", "facts"),
+    ("explain", "check", "explain"),
+    ("list", "check", "list_findings"),
+    ("fix", "recipes", "fix"),
+    ("select", "recipes", "select_group"),
+    ("install", "recipes", "install_group"),
+    ("smoke", "smoke", "smoke"),
+    ("stack", "stack", "stack_group"),
+    ("lock", "stack", "lock_command"),
+    ("docker", "stack", "docker_group"),
+    ("build", "build", "build_group"),
+)
+_WHERE = {name: (module, attr) for name, module, attr in COMMANDS}
+
+
+class Group(click.Group):
+    """Commands from the table, listed in its order; nothing escapes as a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name, _, _ in COMMANDS]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = _WHERE.get(cmd_name)
+        if where is None:
+            return None
+        module = importlib.import_module(f"fwdoctor.cli.{where[0]}")
+        command: click.Command = getattr(module, where[1])
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # last resort: a bug, reported in one line
+            raise DoctorError(f"internal error: {type(exc).__name__}: {exc} (please report this)") from exc
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="fwdoctor")
+def main() -> None:
+    """fwdoctor: diagnose and fix deep-learning GPU servers.
+
+    \b
+    The workflow, in the order the commands are listed below:
+      fwdoctor check                 inspect this host: problems, evidence, fixes
+      fwdoctor explain ID            what a finding means and how to fix it
+      fwdoctor fix                   plan (or --apply) the fixes for the findings
+      fwdoctor select torch          the newest torch wheel this host runs, and why
+      fwdoctor smoke all             prove it: GPU kernels, nvcc, all-reduce
+      fwdoctor lock / docker         freeze a stack: hash-pinned lock, Dockerfile, image
+      fwdoctor build torch           a PyTorch source build with an explicit CUDA/NCCL/Python
+
+    Exit codes: 0 healthy, 1 error findings (or a refused/failed action), 2 fwdoctor
+    itself failed (bad input), always with a one-line reason.
+    """

@@ -1,0 +1,87 @@
+"""`fwdoctor check`, `facts`, `explain`, `list`: judge a host and say what the findings mean."""
+
+from __future__ import annotations
+
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import click
+
+from fwdoctor import __version__
+from fwdoctor import report as rep
+from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
+from fwdoctor.engine import judge
+from fwdoctor.explain import explanation
+from fwdoctor.findings import BY_ID, FINDING_KINDS
+from fwdoctor.rules import RULES
+from fwdoctor.sources import SourceRequest
+
+
+@click.command()
+@source_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (same as --format json).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True, help="markdown strips UUIDs and home paths, for pasting into a bug report.")
+@click.option("-v", "--verbose", is_flag=True, help="Show the evidence behind each finding and the checks that could not run.")
+@click.option("--only", multiple=True, metavar="ID", help="Only evaluate these finding ids (repeatable).")
+@kb_option
+def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: tuple[str, ...], kb_dir: str | None) -> None:
+    """Inspect the host and report problems, each with evidence and a fix.
+
+    \b
+    Examples:
+      fwdoctor check
+      fwdoctor check --deep -v
+      fwdoctor check --root /srv/rootfs --env-file image.env --json
+      fwdoctor facts > host.json; fwdoctor check --facts host.json
+    """
+    for finding_id in only:
+        if finding_id not in BY_ID:
+            fail(f"--only {finding_id}: unknown finding id (see `fwdoctor list`)")
+    # The KB parses while the probes read the host (and, with --deep, while torch imports
+    # in its child): neither waits for the other.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        kb_future = pool.submit(load_kb, kb_dir)
+        facts = facts_from(source)
+        kb = kb_future.result()
+    report = judge(facts, kb, RULES, only=only or None)
+    fmt = "json" if as_json else fmt
+    if fmt == "json":
+        click.echo(rep.render_json(report), nl=False)
+    elif fmt == "markdown":
+        click.echo(rep.render_markdown(report), nl=False)
+    else:
+        click.echo(rep.render_text(report, verbose=verbose, color=sys.stdout.isatty()), nl=False)
+    sys.exit(report.exit_code)
+
+
+@click.command()
+@source_options
+def facts(source: SourceRequest) -> None:
+    """Print the facts about the host as JSON (save them; re-judge with `check --facts`)."""
+    collected = facts_from(source)
+    click.echo(json.dumps({"fwdoctor": __version__, **collected.to_json()}, indent=2, default=str))
+
+
+@click.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_findings(as_json: bool) -> None:
+    """List every finding id with its code, default severity and area."""
+    if as_json:
+        click.echo(json.dumps([{"id": k.id, "code": k.code, "severity": k.severity.value, "area": k.area, "title": k.title} for k in FINDING_KINDS], indent=2))
+        return
+    for k in FINDING_KINDS:
+        click.echo(f"{k.code}  {k.severity.value:<7}  {k.id:<32} {k.title}")
+
+
+@click.command()
+@click.argument("finding_id")
+def explain(finding_id: str) -> None:
+    """Explain a finding: what it checks, the error users see, and the fix.
+
+    FINDING_ID is an id (`driver-too-old-for-torch`) or a code (`FWD104`).
+    """
+    try:
+        click.echo(explanation(finding_id))
+    except KeyError as exc:
+        fail(str(exc.args[0]))

@@ -1,0 +1,103 @@
+"""What every command shares: exit codes, the one-line error, the source and KB options.
+
+Exit codes: 0 no error findings, 1 error findings (or a failed gate, a refused plan),
+2 fwdoctor itself failed (bad arguments, unreadable input, broken KB), always with a
+one-line reason naming the input.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable, NoReturn, TypeVar
+
+import click
+
+from fwdoctor.kb import KB, KBError
+from fwdoctor.model import Facts
+from fwdoctor.sources import SourceError, SourceRequest, gather
+
+EXIT_OK, EXIT_FINDINGS, EXIT_DOCTOR = 0, 1, 2
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class DoctorError(click.ClickException):
+    """The doctor itself failed: one line on stderr, exit 2."""
+
+    exit_code = EXIT_DOCTOR
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"fwdoctor: error: {self.format_message()}", err=True)
+
+
+def fail(message: str) -> NoReturn:
+    raise DoctorError(message)
+
+
+def findings_exit(message: str) -> NoReturn:
+    """A refusal or a failed result (not a doctor failure): the reason, then exit 1."""
+    click.echo(f"fwdoctor: {message}", err=True)
+    sys.exit(EXIT_FINDINGS)
+
+
+def with_options(options: list[Callable[[F], F]]) -> Callable[[F], F]:
+    """Apply click options in the order listed (the order `--help` shows)."""
+
+    def wrap(func: F) -> F:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return wrap
+
+
+# ----------------------------------------------------------------------------- KB
+def kb_option(func: F) -> F:
+    return click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Use another knowledge-base folder (default: the bundled one).")(func)
+
+
+def load_kb(kb_dir: str | None) -> KB:
+    try:
+        return KB.load(kb_dir)
+    except KBError as exc:
+        fail(f"knowledge base: {exc}")
+
+
+# ----------------------------------------------------------------------------- sources
+_SOURCE_OPTIONS = [
+    click.option("--root", type=click.Path(file_okay=False), help="Inspect DIR as if it were / (a container rootfs, a copied tree). Nothing inside it runs."),
+    click.option("--env-file", type=click.Path(dir_okay=False), help="KEY=VALUE lines used as the environment (PATH, LD_LIBRARY_PATH, CUDA_HOME, VIRTUAL_ENV...). No shell expansion."),
+    click.option("--facts", "facts_file", type=click.Path(dir_okay=False), help="Re-judge facts saved by `fwdoctor facts` (from another machine, or with a newer KB)."),
+    click.option("--image", help="Judge a Docker image's filesystem and ENV without running it (needs a Docker engine), against this host's driver and GPUs."),
+    click.option("--against-host", is_flag=True, help="With --root: take the driver and GPUs from this host (the machine the rootfs will run on), as --image does."),
+    click.option("--deep", is_flag=True, help="Also import torch in the target interpreter (child process, with a timeout)."),
+    click.option("--python", help="The interpreter whose environment to inspect (default: the active venv/conda env, else python3 on PATH)."),
+    click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds allowed for each command the probes run."),
+]
+_SOURCE_NAMES = ("root", "env_file", "facts_file", "image", "against_host", "deep", "python", "timeout")
+
+
+def source_options(func: F) -> F:
+    """Add the source flags; the command receives them as one `source: SourceRequest`."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs["source"] = SourceRequest(**{name: kwargs.pop(name) for name in _SOURCE_NAMES})
+        return func(*args, **kwargs)
+
+    return with_options(_SOURCE_OPTIONS)(wrapper)  # type: ignore[return-value]
+
+
+def facts_from(source: SourceRequest) -> Facts:
+    """The facts `source` names; exit 2 with the reason when they cannot be had."""
+    try:
+        return gather(source, notice=lambda text: click.echo(f"fwdoctor: {text}", err=True))
+    except SourceError as exc:
+        fail(str(exc))
+
+
+def live_only(source: SourceRequest) -> None:
+    """--apply changes this host: refuse any other source of facts."""
+    for flag in source.chosen():
+        fail(f"--apply changes this host; it cannot be combined with {flag}")

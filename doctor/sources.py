@@ -1,0 +1,110 @@
+"""Where the facts come from: this host, a root folder, an image, or a saved facts file.
+
+Every command that judges or plans (check, facts, fix, select, install, smoke all) asks
+for facts the same way: a `SourceRequest` says which source and how, `gather()` returns
+the Facts or raises `SourceError` with a one-line reason naming the input. Nothing here
+knows about the command line; the CLI turns a SourceError into exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+from fwdoctor import image as image_mod
+from fwdoctor.engine import collect, overlay_host
+from fwdoctor.host import EnvFileError, Host, load_env_file
+from fwdoctor.model import Fact, Facts
+from fwdoctor.probes import PROBES
+from fwdoctor.probes import driver as driver_probes
+from fwdoctor.probes import gpus as gpu_probes
+
+
+class SourceError(Exception):
+    """The requested source cannot be read; the message names the input."""
+
+
+@dataclass(frozen=True)
+class SourceRequest:
+    """One source of facts and how to read it (the CLI's --root/--facts/--image/... flags)."""
+
+    root: str | None = None
+    env_file: str | None = None
+    facts_file: str | None = None
+    image: str | None = None
+    against_host: bool = False
+    deep: bool = False
+    python: str | None = None
+    timeout: float = 10.0
+
+    @property
+    def is_live(self) -> bool:
+        """True when the facts describe this host (nothing else was named)."""
+        return not (self.root or self.facts_file or self.image)
+
+    def live(self, env_file: str | None = None) -> "SourceRequest":
+        """The same request about this host (a re-check after a fix)."""
+        return replace(self, root=None, facts_file=None, image=None, against_host=False, env_file=env_file or self.env_file)
+
+    def chosen(self) -> list[str]:
+        return [name for name, value in (("--root", self.root), ("--facts", self.facts_file), ("--image", self.image)) if value]
+
+
+def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) -> Facts:
+    """Facts from exactly one source. `notice` receives remarks for the user (an ignored
+    --deep). Raises SourceError."""
+    chosen = request.chosen()
+    if len(chosen) > 1:
+        raise SourceError(f"{' and '.join(chosen)} cannot be combined: pick one source of facts")
+    if request.facts_file:
+        return read_facts_file(request.facts_file)
+    env = None
+    if request.env_file:
+        try:
+            env = load_env_file(request.env_file)
+        except EnvFileError as exc:
+            raise SourceError(str(exc)) from None
+    seed: list[Fact] = []
+    if request.python:
+        seed.append(Fact("request.python", request.python, source="--python"))
+    root, deep = request.root, request.deep
+    if request.image:
+        try:
+            exported = image_mod.export(request.image)
+        except image_mod.ImageError as exc:
+            raise SourceError(f"--image {request.image}: {exc}") from None
+        root, env = exported.root, {**exported.env, **(env or {})}
+    if root:
+        try:
+            host = Host.at_root(root, env)
+        except (NotADirectoryError, OSError) as exc:
+            raise SourceError(str(exc)) from None
+        if deep and notice is not None:
+            notice("--deep ignored with --root/--image: nothing inside a root folder is executed")
+        deep = False
+    else:
+        host = Host.live_host(env, command_timeout=request.timeout)
+    facts = collect(host, PROBES, deep=deep, seed=seed)
+    if request.image or (root and request.against_host):
+        facts = overlay_host(facts, host_facts(request.timeout))
+    return facts
+
+
+def host_facts(timeout: float = 10.0, probes: Sequence = (*driver_probes.PROBES, *gpu_probes.PROBES)) -> Facts:
+    """This host's driver and GPUs: what an image or rootfs runs against."""
+    return collect(Host.live_host(None, command_timeout=timeout), probes)
+
+
+def read_facts_file(path: str) -> Facts:
+    """Facts saved by `fwdoctor facts`. Raises SourceError naming the file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return Facts.from_json(data)
+    except OSError as exc:
+        raise SourceError(f"--facts {path}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SourceError(f"--facts {path}: not JSON: {exc}") from None
+    except ValueError as exc:
+        raise SourceError(f"--facts {path}: {exc}") from None
