@@ -1,14 +1,17 @@
 """Rebuilds tests/roots/libs-*/ (the output is committed; run by hand after changing a case).
 
-Reads the real cu13 wheels of a torch 2.14.1 venv (SRC below) for headers, METADATA and
-torch/version.py, and tests/data/libs for the rest. Usage: python3 tests/data/libs/make_roots.py
+Reads the real cu13 wheels of a torch 2.14.1 venv (its site-packages: the first argument,
+default the repository's .venv from `make test-venv`) for headers, METADATA and
+torch/version.py, and tests/data/libs for the rest.
+Usage: python3 tests/data/libs/make_roots.py [SITE_PACKAGES]
 """
-import os, shutil
+import os, shutil, sys
 from pathlib import Path
 
-ROOTS = Path("/work/main/tests/roots")
-DATA = Path("/work/main/tests/data/libs")
-SRC = Path("/tmp/venv-torch/lib/python3.11/site-packages")
+REPO = Path(__file__).resolve().parents[3]
+ROOTS = REPO / "tests" / "roots"
+DATA = REPO / "tests" / "data" / "libs"
+SRC = Path(sys.argv[1]) if len(sys.argv) > 1 else next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
 SP = "opt/venv/lib/python3.11/site-packages"
 
 def w(root, rel, content, mode="w"):
