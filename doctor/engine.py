@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from fwdoctor.findings import FINDING_KINDS, kind
 from fwdoctor.host import Host, UnreadableError
 from fwdoctor.model import Fact, Facts, Finding, NotChecked, ProbeFailure, Severity
 from fwdoctor.probes.base import Probe
 from fwdoctor.rules.base import Rule
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
 
 
 def collect(host: Host, probes: Sequence[Probe], deep: bool = False, seed: Sequence[Fact] = ()) -> Facts:
@@ -99,7 +102,7 @@ class Report:
         return 1 if self.has_errors else 0
 
 
-def judge(facts: Facts, kb: Any, rules: Iterable[Rule], only: Iterable[str] | None = None) -> Report:
+def judge(facts: Facts, kb: KB, rules: Iterable[Rule], only: Iterable[str] | None = None) -> Report:
     """Evaluate rules (optionally only those ids) and add `probe-failed` findings."""
     wanted = set(only) if only else None
     report = Report(facts)

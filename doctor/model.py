@@ -190,7 +190,7 @@ class FixRef:
 class Finding:
     """One problem (or notable fact) about the host.
 
-    `id` is from shared/FINDINGS.md and never changes meaning. `message` is one line with
+    `id` is from docs/findings.md and never changes meaning. `message` is one line with
     the observed values and the requirement. `evidence` holds the facts used, by key.
     """
 

@@ -25,12 +25,15 @@ from __future__ import annotations
 import os
 import posixpath
 import sys
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor.recipes.apply import file_step
 from fwdoctor.recipes.plan import Plan, Step
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
 
 RECIPE = "cuda-toolkit"
 METHODS = ("runfile", "apt", "pip")
@@ -89,7 +92,7 @@ class ToolkitOptionError(ValueError):
     pass
 
 
-def plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
+def plan(facts: Any, kb: KB, options: Mapping[str, Any]) -> Plan:
     """Registry entry. Options: version ("12.8", required), method (runfile|apt|pip, default
     runfile), prefix, link (bool: point /usr/local/cuda at it), force (bool), runfile_url +
     sha256 (a release not in the table, or a mirror), keyring_sha256 (apt), index_url (pip),
@@ -101,7 +104,7 @@ def plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
         return Plan(RECIPE, f"install CUDA toolkit {options.get('version') or '?'}", refused=str(exc))
 
 
-def default_method(kb: Any, version: str) -> str:
+def default_method(kb: KB, version: str) -> str:
     """The method when none is asked for: NVIDIA's runfile when the KB has its checksum;
     else, for CUDA 13+, the pip wheels (checksummed by pip, no root needed); else apt."""
     try:
@@ -112,7 +115,7 @@ def default_method(kb: Any, version: str) -> str:
         return "runfile"  # _plan reports the bad version
 
 
-def _plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
+def _plan(facts: Any, kb: KB, options: Mapping[str, Any]) -> Plan:
     version = str(options.get("version") or "")
     try:
         parsed = Version(version)
@@ -171,7 +174,7 @@ def _gpus(facts: Any) -> list[tuple[str, str]]:
     return out
 
 
-def _driver_refusal(facts: Any, kb: Any, xy: str) -> str:
+def _driver_refusal(facts: Any, kb: KB, xy: str) -> str:
     driver = facts.get("driver.version") if facts is not None else None
     if not driver:
         return ""
@@ -189,7 +192,7 @@ def _driver_refusal(facts: Any, kb: Any, xy: str) -> str:
     )
 
 
-def _cannot_compile(kb: Any, xy: str, gpus: list[tuple[str, str]]) -> list[str]:
+def _cannot_compile(kb: KB, xy: str, gpus: list[tuple[str, str]]) -> list[str]:
     out = []
     for name, cc in gpus:
         if kb.cuda.nvcc_supports(xy, cc) is False:
@@ -199,7 +202,7 @@ def _cannot_compile(kb: Any, xy: str, gpus: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-def _gencode(kb: Any, xy: str, gpus: list[tuple[str, str]]) -> list[str]:
+def _gencode(kb: KB, xy: str, gpus: list[tuple[str, str]]) -> list[str]:
     flags: list[str] = []
     for _, cc in sorted(set(gpus), key=lambda g: g[1]):
         if kb.cuda.nvcc_supports(xy, cc) is False:
@@ -243,7 +246,7 @@ def _q(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- methods
-def _runfile_steps(kb: Any, xy: str, version: str, options: Mapping[str, Any], fw_python: str, work_dir: str) -> tuple[list[Step], str, list[str]]:
+def _runfile_steps(kb: KB, xy: str, version: str, options: Mapping[str, Any], fw_python: str, work_dir: str) -> tuple[list[Step], str, list[str]]:
     url = options.get("runfile_url")
     sha = options.get("sha256")
     if url and not sha:

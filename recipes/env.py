@@ -17,10 +17,14 @@ from __future__ import annotations
 import os
 import posixpath
 import shlex
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from fwdoctor.kb.cuda import cuda_parts
+from fwdoctor import versions
+from fwdoctor.libraries import LIBRARIES
 from fwdoctor.recipes.plan import FileWrite, Plan, Step
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
 
 RECIPE = "env"
 SYSTEM_PREFIXES = frozenset({"/", "/usr", "/usr/local", "/opt"})
@@ -57,14 +61,9 @@ def choose_toolkit(facts: Any, options: Mapping[str, Any]) -> str | None:
     if options.get("cuda_home"):
         return str(options["cuda_home"]).rstrip("/") or "/"
     toolkits = facts.get("cuda.toolkits") or []
-    torch_cuda = facts.get("torch.cuda")
-    if torch_cuda:
-        want = _cuda_parts(torch_cuda)
-        for depth in (2, 1):
-            for tk in toolkits:
-                have = _cuda_parts(tk.get("version") or tk.get("nvcc_release"))
-                if want and have and have[:depth] == want[:depth]:
-                    return str(tk["root"])
+    match = versions.best_match(facts.get("torch.cuda"), toolkits, lambda tk: tk.get("version") or tk.get("nvcc_release"))
+    if match is not None:
+        return str(match["root"])
     active = facts.get("cuda.active") or {}
     return str(active["root"]) if active.get("root") else None
 
@@ -107,7 +106,7 @@ def env_values(facts: Any, options: Mapping[str, Any]) -> dict[str, str | None]:
     return out
 
 
-def plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
+def plan(facts: Any, kb: KB, options: Mapping[str, Any]) -> Plan:
     """Registry entry. Options: cuda_home, path (the PATH to rewrite; default: prepend),
     env_file (default ~/.config/fwdoctor/env.sh), activate (bool: source it from the venv's
     activate script), python (for uninstalls; default the inspected interpreter),
@@ -206,14 +205,13 @@ def stray_wheels(facts: Any) -> list[tuple[str, str]]:
     torch_cuda = facts.get("torch.cuda")
     if not torch_cuda:
         return []
-    parts = _cuda_parts(torch_cuda)
-    if parts is None:
+    major = versions.major(str(torch_cuda))
+    if major is None:
         return []
-    major = parts[0]
     required = {str(k).lower() for k in (facts.get("torch.requires") or {})}
     out: list[tuple[str, str]] = []
-    for key in ("cudnn.installs", "nccl.installs"):
-        for inst in facts.get(key) or []:
+    for lib in LIBRARIES:
+        for inst in facts.get(lib.installs_key) or []:
             if inst.get("kind") != "pip" or not inst.get("package"):
                 continue
             name = str(inst["package"]).split()[0]
@@ -225,14 +223,6 @@ def stray_wheels(facts: Any) -> list[tuple[str, str]]:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _cuda_parts(version: Any) -> tuple[int, int | None, int | None] | None:
-    """'12.4.131' -> (12, 4, 131) via fwdoctor.kb.cuda.cuda_parts; None when absent or garbage."""
-    try:
-        return cuda_parts(str(version)) if version else None
-    except ValueError:
-        return None
-
-
 def _torch_present(facts: Any) -> bool:
     return bool(facts.get("torch.installed"))
 
@@ -244,8 +234,8 @@ def _shadowing_dirs(facts: Any) -> set[str]:
     own = str(facts.get("torch.location") or "")
     site = posixpath.dirname(own) if own else ""
     out = set()
-    for key in ("cudnn.ld_first", "nccl.ld_first"):
-        first = facts.get(key)
+    for lib in LIBRARIES:
+        first = facts.get(lib.ld_first_key)
         if not first or first.get("via") != "LD_LIBRARY_PATH" or not first.get("path"):
             continue
         directory = posixpath.dirname(str(first["path"]))
@@ -257,7 +247,7 @@ def _shadowing_dirs(facts: Any) -> set[str]:
 
 def _is_cudnn_or_nccl(path: str) -> bool:
     base = posixpath.basename(path)
-    return base.startswith("libcudnn") or base.startswith("libnccl")
+    return any(lib.owns_file(base) for lib in LIBRARIES)
 
 
 def _inside(path: str, roots: list[str]) -> bool:

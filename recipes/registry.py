@@ -6,15 +6,18 @@ effects; only recipes/apply.py runs the result. Explicit, so grep finds them all
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from fwdoctor.recipes import cuda_toolkit, env, torch_wheel
 from fwdoctor.recipes.plan import Plan
 
-PlanFunc = Callable[[Any, Any, Mapping[str, Any]], Plan]
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+
+PlanFunc = Callable[[Any, "KB", Mapping[str, Any]], Plan]
 
 
-def torch_source_plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
+def torch_source_plan(facts: Any, kb: KB, options: Mapping[str, Any]) -> Plan:
     """`torch-source` (a finding with no official wheel): a multi-hour build that `fix`
     does not start on its own; the plan says how to run it (recipes/torch_source.py)."""
     import shlex
@@ -44,7 +47,7 @@ def recipe_ids() -> tuple[str, ...]:
     return tuple(rid for rid, _ in RECIPES)
 
 
-def plan_for(recipe: str, facts: Any, kb: Any, options: Mapping[str, Any] | None = None) -> Plan:
+def plan_for(recipe: str, facts: Any, kb: KB, options: Mapping[str, Any] | None = None) -> Plan:
     """The plan of recipe `recipe`. Raises KeyError naming the unknown id."""
     func = BY_ID.get(recipe)
     if func is None:

@@ -16,13 +16,17 @@ plus command-line overrides into a Target.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import arch
-from fwdoctor.rules.base import major_minor
+from fwdoctor.versions import major_minor
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+    from fwdoctor.kb.torch import TorchVariant
 
 
 class SelectError(ValueError):
@@ -68,7 +72,7 @@ class Rejection:
 @dataclass(frozen=True)
 class Selection:
     target: Target
-    choice: Any | None  # fwdoctor.kb.torch.TorchVariant
+    choice: TorchVariant | None
     rejected: tuple[Rejection, ...] = ()  # newer (or same-release) candidates that lost, newest first
     reason: str = ""  # why nothing fits (choice is None)
     closest: tuple[Rejection, ...] = field(default_factory=tuple)  # nearest misses when nothing fits
@@ -104,7 +108,7 @@ class Selection:
 
 
 # ----------------------------------------------------------------------------- judging one wheel
-def reasons_against(kb: Any, variant: Any, target: Target) -> list[str]:
+def reasons_against(kb: KB, variant: TorchVariant, target: Target) -> list[str]:
     """Why `variant` does not fit `target` ([] = it fits)."""
     why: list[str] = []
     if target.cuda is not None:
@@ -154,7 +158,7 @@ def _spec(text: str) -> SpecifierSet:
         raise SelectError(f"--torch {text!r}: not a version specifier (e.g. '>=2.4,<2.9' or '==2.8.*')") from None
 
 
-def select_torch(kb: Any, target: Target) -> Selection:
+def select_torch(kb: KB, target: Target) -> Selection:
     """Pick the wheel for `target` (see the module docstring)."""
     spec = _spec(target.torch_spec)
     rows = [v for v in kb.torch.variants() if spec.contains(Version(v.torch), prereleases=True)]
@@ -211,7 +215,7 @@ def _nothing_fits(target: Target) -> str:
 
 
 # ----------------------------------------------------------------------------- building a Target
-def resolve_gpu(kb: Any, text: str) -> Gpu:
+def resolve_gpu(kb: KB, text: str) -> Gpu:
     """`--gpu 8.6` or `--gpu "RTX 3090"`: a CC as is, a name through kb.gpus.cc_for_name."""
     value = text.strip()
     try:
@@ -234,7 +238,7 @@ def python_minor(version: str) -> str:
 
 def target_from_facts(
     facts: Any,
-    kb: Any,
+    kb: KB,
     driver: str | None = None,
     gpus: Sequence[str] = (),
     python: str | None = None,
@@ -282,7 +286,7 @@ def target_from_facts(
     return Target(py, drv, chosen, torch_spec, cuda, tuple(notes))
 
 
-def _host_gpus(facts: Any, kb: Any, notes: list[str]) -> Iterable[Gpu]:
+def _host_gpus(facts: Any, kb: KB, notes: list[str]) -> Iterable[Gpu]:
     listed = facts.get("gpus.list") if facts is not None else None
     for gpu in listed or []:
         name = str(gpu.get("name") or f"GPU {gpu.get('index')}")
@@ -324,7 +328,7 @@ def render_text(sel: Selection, max_rejected: int = 12) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _pip_line(c: Any) -> list[str]:
+def _pip_line(c: TorchVariant) -> list[str]:
     import shlex
 
     return ["pip", "install", *(shlex.quote(a) for a in c.pip_args())]

@@ -23,7 +23,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
@@ -31,6 +31,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import arch
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+    from fwdoctor.kb.docker import DockerKB
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 # fwdoctor's own runtime dependencies, locked into every image so that `fwdoctor check` and
@@ -241,7 +245,7 @@ def parse(data: Any, where: str = "<stack>") -> Stack:
 
 
 # --------------------------------------------------------------------------- resolving
-def resolve(stack: Stack, kb: Any) -> ResolvedStack:
+def resolve(stack: Stack, kb: KB) -> ResolvedStack:
     """Fill the stack from the KB and check it can be built. Raises StackImpossible."""
     filled: list[str] = []
     notes: list[str] = []
@@ -365,7 +369,7 @@ def resolve(stack: Stack, kb: Any) -> ResolvedStack:
     )
 
 
-def _default_os(docker: Any, python: str, cpu: bool) -> str | None:
+def _default_os(docker: DockerKB, python: str, cpu: bool) -> str | None:
     """The first OS whose own python3 is `python` (Ubuntu first: CUDA images are Ubuntu);
     for CPU stacks, else an OS whose image brings any Python (python:X.Y-slim)."""
     for row in docker.systems:
@@ -378,5 +382,5 @@ def _default_os(docker: Any, python: str, cpu: bool) -> str | None:
     return None
 
 
-def load_and_resolve(path: str | Path, kb: Any) -> ResolvedStack:
+def load_and_resolve(path: str | Path, kb: KB) -> ResolvedStack:
     return resolve(load(path), kb)

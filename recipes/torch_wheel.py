@@ -10,10 +10,14 @@ torch.version.cuda and, where a GPU exists, torch.cuda.is_available().
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from fwdoctor.recipes import select as sel
 from fwdoctor.recipes.plan import Plan, Step
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+    from fwdoctor.kb.torch import TorchVariant
 
 RECIPE = "torch-wheel"
 INSTALL_TIMEOUT_S = 3600.0
@@ -62,7 +66,7 @@ def install_argv(python: str, installer: str, packages: Sequence[str], index_url
 
 
 def plan_install(
-    variant: Any,
+    variant: TorchVariant,
     python: str,
     installer: str = "pip",
     index_url: str | None = None,
@@ -121,7 +125,7 @@ def _undo(python: str, installer: str, packages: Sequence[str]) -> list[str]:
     return [shlex.quote(a) for a in argv]
 
 
-def plan(facts: Any, kb: Any, options: Mapping[str, Any]) -> Plan:
+def plan(facts: Any, kb: KB, options: Mapping[str, Any]) -> Plan:
     """Registry entry. Options (all optional): python (interpreter path; default the
     inspected one), python_version ("3.11", for another machine), torch (SpecifierSet),
     cuda ("12.6"/"cpu"), driver, gpus (list of CC or names), installer (pip|uv),
@@ -186,7 +190,7 @@ def _as_spec(text: str) -> str:
     return f"=={text}"
 
 
-def _exact_row(kb: Any, options: Mapping[str, Any]) -> Any | None:
+def _exact_row(kb: KB, options: Mapping[str, Any]) -> TorchVariant | None:
     torch, variant = options.get("torch"), options.get("variant")
     if not torch or not variant:
         return None

@@ -1,5 +1,5 @@
 """The CUDA knowledge base (doctor/kb/cuda.yaml): an audit of the bundled file, its
-queries against the published tables (shared/kb-facts.md §1 and §2), and clear KBErrors
+queries against the published tables (S-RN132 Table 3, S-COMPAT, S-LLVM), and clear KBErrors
 for a malformed file."""
 
 from __future__ import annotations

@@ -12,13 +12,31 @@ them lazily so `fwdoctor explain` never pays for parsing the torch matrix.
 from __future__ import annotations
 
 import os
+import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import yaml
 
+if TYPE_CHECKING:  # each area module loads on first use of its property (see KB)
+    from fwdoctor.kb.build import BuildKB
+    from fwdoctor.kb.cuda import CudaKB
+    from fwdoctor.kb.docker import DockerKB
+    from fwdoctor.kb.gpus import GpuKB
+    from fwdoctor.kb.libs import LibsKB
+    from fwdoctor.kb.torch import TorchKB
+
 KB_DIR = Path(__file__).resolve().parent
+# A folder to use instead of KB_DIR when no directory is given (tests point it at their
+# frozen tests/kb, so a command without --kb and the probes' own KB() read it too).
+KB_ENV = "FWDOCTOR_KB"
+
+
+def default_kb_dir() -> Path:
+    """$FWDOCTOR_KB when set and non-empty, else the bundled KB_DIR."""
+    override = os.environ.get(KB_ENV)
+    return Path(override) if override else KB_DIR
 
 
 class KBError(ValueError):
@@ -109,25 +127,56 @@ def load_yaml(path: Path) -> Any:
         raise KBError(f"{path.name}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
 
 
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+_AREA_LOCK = threading.Lock()
+_AREA_LOCKS: dict[tuple[Any, ...], threading.Lock] = {}
+_AREA_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
 class KB:
     """The whole knowledge base. Area views load on first use and are validated then;
-    `KB.load(validate_all=True)` (the CLI's default for `check`) loads them all up front."""
+    `KB.load(validate_all=True)` (the CLI's default for `check`) loads them all up front.
+    Without `directory` it reads the folder $FWDOCTOR_KB names, else the bundled one."""
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self.directory = Path(directory) if directory else KB_DIR
+        self.directory = Path(directory) if directory else default_kb_dir()
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str] | None = None, validate_all: bool = True) -> "KB":
+    def load(cls, directory: str | os.PathLike[str] | None = None, validate_all: bool = True, areas: Sequence[str] | None = None) -> "KB":
+        """A KB with `areas` (default: all of AREAS) loaded and validated now; the others
+        still load on first use. `validate_all=False` loads nothing up front."""
         kb = cls(directory)
         if validate_all:
-            for name in AREAS:
+            for name in AREAS if areas is None else ("sources", *areas):
                 getattr(kb, name)
         return kb
 
     def _area(self, filename: str, build: Callable[[Any, Ctx], Any]) -> Any:
         path = self.directory / filename
-        if not path.exists():
-            raise KBError(f"{filename}: missing from {self.directory}")
+        try:
+            stat = path.stat()
+        except OSError:
+            raise KBError(f"{filename}: missing from {self.directory}") from None
+        # Parsed areas are shared by every KB of the same folder in this process: the CLI
+        # loads the KB while the torch probe asks it for a wheel's arch list, and the YAML
+        # construction (~10-25 ms an area) should happen once. The key changes with the file.
+        sources = self.directory / "sources.yaml"
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, build, _stamp(sources))
+        with _AREA_LOCK:
+            lock = _AREA_LOCKS.setdefault(key, threading.Lock())
+        with lock:
+            if key not in _AREA_CACHE:
+                _AREA_CACHE[key] = self._parse_area(path, filename, build)
+            return _AREA_CACHE[key]
+
+    def _parse_area(self, path: Path, filename: str, build: Callable[[Any, Ctx], Any]) -> Any:
         data = Ctx(filename).mapping(load_yaml(path))
         # An area file may cite sources of its own in a top-level `sources:` mapping;
         # they extend (never override) sources.yaml for that file's rows.
@@ -152,38 +201,38 @@ class KB:
         return dict(data["sources"])
 
     @cached_property
-    def cuda(self):  # -> fwdoctor.kb.cuda.CudaKB
+    def cuda(self) -> CudaKB:
         from fwdoctor.kb import cuda
 
         return self._area("cuda.yaml", cuda.from_yaml)
 
     @cached_property
-    def gpus(self):  # -> fwdoctor.kb.gpus.GpuKB
+    def gpus(self) -> GpuKB:
         from fwdoctor.kb import gpus
 
         return self._area("gpus.yaml", gpus.from_yaml)
 
     @cached_property
-    def torch(self):  # -> fwdoctor.kb.torch.TorchKB
+    def torch(self) -> TorchKB:
         from fwdoctor.kb import torch
 
         return self._area("torch.yaml", torch.from_yaml)
 
     @cached_property
-    def libs(self):  # -> fwdoctor.kb.libs.LibsKB (cuDNN and NCCL)
+    def libs(self) -> LibsKB:  # cuDNN and NCCL
         from fwdoctor.kb import libs
 
         return self._area("libs.yaml", libs.from_yaml)
 
 
     @cached_property
-    def docker(self):  # -> fwdoctor.kb.docker.DockerKB (nvidia/cuda base tags)
+    def docker(self) -> DockerKB:  # nvidia/cuda base tags
         from fwdoctor.kb import docker
 
         return self._area("docker.yaml", docker.from_yaml)
 
     @cached_property
-    def build(self):  # -> fwdoctor.kb.build.BuildKB (PyTorch source-build variables)
+    def build(self) -> BuildKB:  # PyTorch source-build variables
         from fwdoctor.kb import build
 
         return self._area("build.yaml", build.from_yaml)

@@ -15,22 +15,13 @@ from typing import Any, Mapping
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor.kb import Ctx
+from fwdoctor.versions import cuda_parts
 
-CONFIDENCE = ("C", "S", "I")  # confirmed / secondary / inferred (see shared/kb-facts.md)
-_CUDA = re.compile(r"^\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+CONFIDENCE = ("C", "S", "I")  # confirmed / secondary / inferred (see the header of doctor/kb/cuda.yaml)
 _CC = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 
 
 # --------------------------------------------------------------------------- parsing
-def cuda_parts(cuda: str) -> tuple[int, int | None, int | None]:
-    """'12.4.131' -> (12, 4, 131); '13' -> (13, None, None). ValueError for garbage."""
-    m = _CUDA.match(str(cuda)) if cuda is not None else None
-    if not m:
-        raise ValueError(f"not a CUDA version: {cuda!r} (expected e.g. 12.4 or 12.4.1)")
-    major, minor, patch = m.groups()
-    return int(major), None if minor is None else int(minor), None if patch is None else int(patch)
-
-
 def major_minor(cuda: str) -> str:
     """'12.4.131' -> '12.4'. ValueError when the minor is missing or the text is no version."""
     major, minor, _ = cuda_parts(cuda)

@@ -1,5 +1,8 @@
 """cuDNN and NCCL knowledge (libs.yaml): CUDA majors per cuDNN release, pip wheel names,
-version-code formulas and NCCL's documented bugs, with the small queries rules ask.
+the sources of the version-code formulas and NCCL's documented bugs, with the small
+queries rules ask. What the libraries' files, packages and version codes look like is
+fwdoctor.libraries; rows here that restate it (a wheel's -cuNN suffix, a formula) are
+checked against it on load.
 
 Every query answers from rows only; a question no row answers returns None (or raises
 `NoData` where the caller must say "not checked"), never a guess.
@@ -7,16 +10,17 @@ Every query answers from rows only; a question no row answers returns None (or r
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from fwdoctor import libraries
 from fwdoctor.kb import Ctx
+from fwdoctor.libraries import VersionCode, canonical
 
-LIBRARIES = ("cudnn", "nccl")
+LIBRARIES: tuple[str, ...] = tuple(lib.name for lib in libraries.LIBRARIES)
 
 
 class NoData(LookupError):
@@ -42,16 +46,6 @@ class PipPackage:
 
 
 @dataclass(frozen=True)
-class VersionCode:
-    old_if_major_at_most: int
-    old_if_minor_at_most: int
-    old_major_factor: int
-    major_factor: int
-    minor_factor: int
-    source: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class NcclBug:
     id: str
     summary: str
@@ -68,7 +62,7 @@ class NcclBug:
 class LibsKB:
     cudnn_cuda: tuple[CudnnCudaRow, ...]
     pip_packages: tuple[PipPackage, ...]
-    version_codes: Mapping[str, VersionCode]
+    version_codes: Mapping[str, VersionCode]  # the rows, equal to fwdoctor.libraries' formulas
     nccl_bugs: tuple[NcclBug, ...]
 
     # ------------------------------------------------------------------ cuDNN <-> CUDA
@@ -83,7 +77,7 @@ class LibsKB:
 
     # ------------------------------------------------------------------ pip wheels
     def pip_package(self, name: str) -> PipPackage | None:
-        wanted = _canonical(name)
+        wanted = canonical(name)
         for row in self.pip_packages:
             if row.package == wanted:
                 return row
@@ -104,25 +98,22 @@ class LibsKB:
     # ------------------------------------------------------------------ version codes
     def version_code(self, library: str, version: str) -> int:
         """NCCL_VERSION_CODE / CUDNN_VERSION for "2.30.7" (23007) or "8.9.3" (8903)."""
-        rule = self.version_codes.get(library)
-        if rule is None:
-            raise NoData(f"no version-code formula for {library!r}")
-        parts = [int(p) for p in _version(version, f"{library} version").release[:3]] + [0, 0]
-        major, minor, patch = parts[:3]
-        old = major <= rule.old_if_major_at_most and minor <= rule.old_if_minor_at_most
-        return major * (rule.old_major_factor if old else rule.major_factor) + minor * rule.minor_factor + patch
+        formula = self._formula(library)
+        _version(version, f"{library} version")  # NoData naming the input, as every query here
+        return formula.encode(version)
 
     def version_from_code(self, library: str, code: int) -> str:
         """The inverse: 23007 -> "2.30.7", 90300 -> "9.3.0", 8903 -> "8.9.3"."""
+        found = self._formula(library).decode(code)
+        if found is None:
+            raise NoData(f"{library} version code {code} fits no formula")
+        return found
+
+    def _formula(self, library: str) -> VersionCode:
         rule = self.version_codes.get(library)
         if rule is None:
             raise NoData(f"no version-code formula for {library!r}")
-        for factor in (rule.major_factor, rule.old_major_factor):
-            major, rest = divmod(code, factor)
-            minor, patch = divmod(rest, rule.minor_factor)
-            if major and self.version_code(library, f"{major}.{minor}.{patch}") == code:
-                return f"{major}.{minor}.{patch}"
-        raise NoData(f"{library} version code {code} fits no formula")
+        return rule
 
     # ------------------------------------------------------------------ NCCL bugs
     def nccl_known_bugs(self, version: str) -> list[NcclBug]:
@@ -136,10 +127,6 @@ class LibsKB:
 
 
 # ----------------------------------------------------------------------------- loading
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def _version(text: str, what: str) -> Version:
     try:
         return Version(text)
@@ -200,7 +187,7 @@ def from_yaml(data: Any, ctx: Ctx) -> LibsKB:
     rows_ctx = ctx.at("pip_packages")
     for i, row in enumerate(rows_ctx.rows(data.get("pip_packages"))):
         at = rows_ctx.at(i)
-        name = _canonical(at.field(row, "package", str))
+        name = canonical(at.field(row, "package", str))
         if name in seen:
             raise at.error(f"duplicate package {name!r}")
         seen.add(name)
@@ -208,9 +195,10 @@ def from_yaml(data: Any, ctx: Ctx) -> LibsKB:
         if library not in LIBRARIES:
             raise at.at("library").error(f"expected one of {', '.join(LIBRARIES)}, got {library!r}")
         major = at.field(row, "cuda_major", int)
-        suffix = re.search(r"-cu(\d+)$", name)
-        if not suffix or int(suffix.group(1)) != major:
+        if libraries.pip_cuda_major(name) != major:
             raise at.error(f"package {name!r} does not end in -cu{major}")
+        if name != libraries.library(library).wheel_for(major):
+            raise at.error(f"package {name!r} is not a {library} wheel")
         first, last = Version(at.version(row, "first") or ""), Version(at.version(row, "last") or "")
         if first > last:
             raise at.error(f"first {first} is after last {last}")
@@ -224,7 +212,13 @@ def from_yaml(data: Any, ctx: Ctx) -> LibsKB:
         if library not in LIBRARIES:
             raise at.error(f"unknown library {library!r}")
         ints = {k: at.field(row, k, int) for k in ("old_if_major_at_most", "old_if_minor_at_most", "old_major_factor", "major_factor", "minor_factor")}
-        codes[library] = VersionCode(**ints, source=at.source(row))
+        at.source(row)
+        code = VersionCode(**ints)
+        # The formula is part of what a library is (fwdoctor.libraries, used by probes that
+        # have no KB); this row cites where it comes from and must say the same.
+        if code != libraries.library(library).version_code:
+            raise at.error(f"disagrees with fwdoctor.libraries ({libraries.library(library).version_code})")
+        codes[library] = code
 
     bugs = []
     bug_ids: set[str] = set()

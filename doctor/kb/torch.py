@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from fwdoctor import arch
 from fwdoctor.kb import Ctx
+from fwdoctor.versions import parse_version
 
 _VARIANT = re.compile(r"^(cpu|cu\d{3})$")
 
@@ -78,8 +79,8 @@ class TorchKB:
         return list(seen)
 
     def variants_of(self, torch_version: str) -> list[TorchVariant]:
-        base = _public(torch_version)
-        return [v for v in self._variants if base is not None and v.torch == base]
+        parsed = parse_version(torch_version)
+        return [v for v in self._variants if parsed is not None and v.torch == parsed.base_version]
 
     def variant_for(self, version: str) -> TorchVariant | None:
         """The wheel a runtime version string names.
@@ -133,13 +134,6 @@ class TorchKB:
         """The newest release that has `variant` (default: the CPU wheel)."""
         found = [v for v in self._variants if v.variant == variant and (python is None or python in v.pythons)]
         return found[-1] if found else None
-
-
-def _public(version: str) -> str | None:
-    try:
-        return Version(str(version)).base_version
-    except InvalidVersion:
-        return None
 
 
 # --------------------------------------------------------------------------- loading

@@ -5,7 +5,8 @@ Shell equivalent:
         /usr/include/cudnn_version.h /usr/include/x86_64-linux-gnu/cudnn_version_v*.h /usr/local/cuda*/include/cudnn_version.h
     ls /usr/lib/x86_64-linux-gnu/libcudnn.so.* /usr/local/cuda*/lib64/libcudnn.so.* $SITE/nvidia/cudnn/lib
     ls -d $SITE/nvidia_cudnn_cu*.dist-info; dpkg-query -W 'libcudnn*'
-Where each install is searched is in probes/libscan.py.
+Where each install is searched is in probes/libscan.py; the file and package names in
+fwdoctor/libraries.py (CUDNN).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 from typing import Iterable
 
 from fwdoctor.host import Host
+from fwdoctor.libraries import CUDNN
 from fwdoctor.model import Fact, Facts
 from fwdoctor.probes.base import Probe, probe
-from fwdoctor.probes.libscan import CUDNN, find_installs, ld_first
+from fwdoctor.probes.libscan import find_installs, ld_first
 
 
 @probe("cudnn", provides=("cudnn.installs", "cudnn.ld_first"))

@@ -1,6 +1,7 @@
 """Finding cuDNN and NCCL installs on a host: shared by probes/cudnn.py and probes/nccl.py.
 
-Both libraries arrive the same five ways, so one scanner serves both, driven by a `LibSpec`:
+Both libraries arrive the same five ways, so one scanner serves both, driven by the
+`fwdoctor.libraries.Library` that names their files and packages:
 
 * pip wheels: `site-packages/nvidia/<dir>/{include,lib}` with a dist-info such as
   `nvidia_cudnn_cu13-9.24.0.43.dist-info` (the cu12 and cu13 wheels share that folder);
@@ -21,11 +22,16 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import Any, Iterable
 
+from fwdoctor import versions
 from fwdoctor.host import Host, UnreadableError
+from fwdoctor.libraries import CUDNN, NCCL, Library, deb_cuda_major, pip_cuda_major
+# Still reachable as libscan.parse_library_name, libscan.version_major (and libscan.CUDNN,
+# NCCL, pip_cuda_major): the tests and probes/build_libs.py (being rewritten) use those names.
+from fwdoctor.libraries import library_file_version as parse_library_name  # noqa: F401
 from fwdoctor.model import Facts
+from fwdoctor.versions import deb_upstream_version, major as version_major
 
 # The NCCL "NCCL version X.Y.Z+cudaA.B" string sits in .rodata, about 3 MB into the
 # 250 MB libnccl.so.2 of nvidia-nccl-cu13 2.30.7 (offset 2911660 on this machine). Scanning
@@ -49,79 +55,13 @@ SYSTEM_INCLUDE_DIRS = (
 )
 
 
-@dataclass(frozen=True)
-class LibSpec:
-    """What distinguishes cuDNN from NCCL for the scanner."""
-
-    name: str  # "cudnn" / "nccl": also the pip folder site-packages/nvidia/<name>
-    lib_prefix: str  # "libcudnn.so" / "libnccl.so"
-    headers: tuple[str, ...]  # header file names, most specific first
-    dist_re: re.Pattern[str]  # dist-info folder names of the pip wheels
-    deb_re: re.Pattern[str]  # runtime Debian package names (not -dev, not -static)
-    conda_names: tuple[str, ...]
-    tarball_globs: tuple[tuple[str, str], ...]  # (directory, fnmatch pattern)
-    embedded: bool  # the library carries a "NCCL version ..." string
-
-    def parse_header(self, text: str) -> str | None:
-        return parse_cudnn_header(text) if self.name == "cudnn" else parse_nccl_header(text)
-
-
-CUDNN = LibSpec(
-    name="cudnn",
-    lib_prefix="libcudnn.so",
-    # Debian's cuDNN 9 packages ship cudnn_version_v9.h under the multiarch include folder
-    # and point cudnn_version.h at it through alternatives; cuDNN <= 7 had no
-    # cudnn_version.h and kept the macros in cudnn.h (kb-facts §6.3).
-    headers=("cudnn_version.h", "cudnn_version_v9.h", "cudnn_version_v8.h", "cudnn.h"),
-    dist_re=re.compile(r"^(nvidia_cudnn(?:_cu\d+)?)-([^-]+)\.dist-info$"),
-    deb_re=re.compile(r"^(libcudnn\d+|libcudnn\d+-cuda-\d+)$"),
-    conda_names=("cudnn", "libcudnn"),
-    tarball_globs=(("/usr/local", "cudnn*"), ("/opt", "cudnn*")),
-    embedded=False,
-)
-
-NCCL = LibSpec(
-    name="nccl",
-    lib_prefix="libnccl.so",
-    headers=("nccl.h",),
-    dist_re=re.compile(r"^(nvidia_nccl(?:_cu\d+)?)-([^-]+)\.dist-info$"),
-    deb_re=re.compile(r"^libnccl\d+$"),
-    conda_names=("nccl", "libnccl"),
-    tarball_globs=(("/usr/local", "nccl*"), ("/opt", "nccl*")),
-    embedded=True,
-)
-
-
 # ----------------------------------------------------------------------------- parsers
-def _define(text: str, name: str) -> int | None:
-    match = re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+\(?(\d+)\)?[ \t]*(?:$|/[/*])", text, re.M)
-    return int(match.group(1)) if match else None
-
-
 def parse_cudnn_header(text: str) -> str | None:
-    """"9.24.0" from the CUDNN_MAJOR/MINOR/PATCHLEVEL macros of cudnn_version.h (or the
-    cudnn.h of cuDNN <= 7); None when they are absent."""
-    major, minor, patch = (_define(text, n) for n in ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL"))
-    if major is None or minor is None:
-        return None
-    return f"{major}.{minor}.{patch if patch is not None else 0}"
+    return CUDNN.parse_header(text)
 
 
 def parse_nccl_header(text: str) -> str | None:
-    """"2.30.7" from nccl.h's NCCL_MAJOR/MINOR/PATCH macros; None when absent."""
-    major, minor, patch = (_define(text, n) for n in ("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH"))
-    if major is None or minor is None:
-        return None
-    return f"{major}.{minor}.{patch if patch is not None else 0}"
-
-
-def parse_library_name(name: str, lib_prefix: str) -> str | None:
-    """The version in a library file name: libcudnn.so.9.1.0 -> "9.1.0", libnccl.so.2 -> "2";
-    None for the unversioned libcudnn.so, for sub-libraries (libcudnn_ops.so.9) and garbage."""
-    if not name.startswith(lib_prefix + "."):
-        return None
-    rest = name[len(lib_prefix) + 1:]
-    return rest if re.fullmatch(r"\d+(?:\.\d+)*", rest) else None
+    return NCCL.parse_header(text)
 
 
 _EMBEDDED_RE = re.compile(rb"NCCL version (\d+\.\d+\.\d+)[^\x00+\s]{0,16}\+cuda(\d+)\.(\d+)")
@@ -156,26 +96,6 @@ def parse_dpkg_status(text: str) -> list[dict[str, str]]:
     return packages
 
 
-def deb_cuda_major(name: str, version: str) -> int | None:
-    """The CUDA major a Debian cuDNN/NCCL package was built for: "+cuda12.2" in the version
-    (libcudnn8 8.9.7.29-1+cuda12.2, libnccl2 2.21.5-1+cuda12.4), else "-cuda-12" in the
-    name (libcudnn9-cuda-12)."""
-    match = re.search(r"\+cuda(\d+)(?:\.\d+)?", version) or re.search(r"-cuda-(\d+)$", name)
-    return int(match.group(1)) if match else None
-
-
-def deb_upstream_version(version: str) -> str | None:
-    """8.9.7.29-1+cuda12.2 -> "8.9.7.29"; 2.21.5-1+cuda12.4 -> "2.21.5"."""
-    match = re.match(r"^(?:\d+:)?(\d+(?:\.\d+)*)", version)
-    return match.group(1) if match else None
-
-
-def pip_cuda_major(project: str) -> int | None:
-    """nvidia-cudnn-cu12 -> 12; a project name without a -cuNN suffix -> None."""
-    match = re.search(r"[-_]cu(\d+)$", project)
-    return int(match.group(1)) if match else None
-
-
 def tarball_cuda_major(dirname: str) -> int | None:
     """The CUDA major in an unpacked archive's folder name:
     cudnn-linux-x86_64-9.1.0.70_cuda12-archive -> 12, nccl_2.18.1-1+cuda12.1_x86_64 -> 12."""
@@ -204,11 +124,6 @@ def record_version(record: dict[str, Any]) -> str | None:
     if library and library.count(".") >= 2:
         return library
     return header or library
-
-
-def version_major(version: str | None) -> int | None:
-    match = re.match(r"^(\d+)", version or "")
-    return int(match.group(1)) if match else None
 
 
 # ----------------------------------------------------------------------------- reading
@@ -243,18 +158,14 @@ def scan_embedded(host: Host, path: str, limit: int = EMBEDDED_SCAN_LIMIT) -> tu
     return None
 
 
-def _version_key(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
-
-
-def library_files(host: Host, directory: str, spec: LibSpec) -> list[tuple[str, str | None]]:
+def library_files(host: Host, directory: str, spec: Library) -> list[tuple[str, str | None]]:
     """(path, file-name version) of every libcudnn.so* / libnccl.so* in a directory."""
     out = []
     for name in host.listdir(directory):
         path = posixpath.join(directory, name)
         # A dangling link (the real file deleted by a half-done upgrade) is no library.
-        if (name == spec.lib_prefix or name.startswith(spec.lib_prefix + ".")) and host.is_file(path):
-            out.append((path, parse_library_name(name, spec.lib_prefix)))
+        if spec.is_library_file(name) and host.is_file(path):
+            out.append((path, spec.file_version(name)))
     return out
 
 
@@ -263,13 +174,13 @@ def best_library(files: list[tuple[str, str | None]], major: int | None = None) 
     behind the symlinks), optionally only those of one major."""
     versioned = [f for f in files if f[1] is not None and (major is None or version_major(f[1]) == major)]
     if versioned:
-        return max(versioned, key=lambda f: (len(_version_key(f[1] or "")), _version_key(f[1] or "")))
+        return max(versioned, key=lambda f: (len(versions.release(f[1]) or ()), versions.release(f[1]) or ()))
     if major is None and files:
         return files[0]
     return None
 
 
-def header_in(host: Host, directories: Iterable[str], spec: LibSpec, major: int | None = None) -> tuple[str, str] | None:
+def header_in(host: Host, directories: Iterable[str], spec: Library, major: int | None = None) -> tuple[str, str] | None:
     """(path, version) of the first readable header that yields a version, optionally
     only of one major (a Debian host may hold cudnn_version_v8.h and _v9.h side by side)."""
     for directory in directories:
@@ -286,7 +197,7 @@ def header_in(host: Host, directories: Iterable[str], spec: LibSpec, major: int 
 
 def install_record(
     host: Host,
-    spec: LibSpec,
+    spec: Library,
     kind: str,
     prefix: str,
     include_dirs: Iterable[str],
@@ -351,11 +262,11 @@ def _unique(items: Iterable[str]) -> list[str]:
     return seen
 
 
-def pip_installs(host: Host, spec: LibSpec, sites: list[str]) -> list[dict[str, Any]]:
+def pip_installs(host: Host, spec: Library, sites: list[str]) -> list[dict[str, Any]]:
     installs = []
     seen_dirs: set[str] = set()
     for site in sites:
-        folder = posixpath.join(site, "nvidia", spec.name)
+        folder = posixpath.join(site, spec.pip_dir)
         real_folder = host.resolve(folder)
         if real_folder in seen_dirs:
             continue
@@ -385,12 +296,12 @@ def pip_installs(host: Host, spec: LibSpec, sites: list[str]) -> list[dict[str, 
     return installs
 
 
-def system_installs(host: Host, spec: LibSpec) -> list[dict[str, Any]]:
+def system_installs(host: Host, spec: Library) -> list[dict[str, Any]]:
     """Debian packages (kind "dpkg") and the unpackaged files in the system folders
     ("system"), one install per version major."""
     # The dpkg database can be tens of MB; cuDNN and NCCL share one parse of it.
     every = host.memo("dpkg-status", lambda: parse_dpkg_status(read_text_quiet(host, "/var/lib/dpkg/status", limit=64 * 1024 * 1024) or ""))
-    packages = [p for p in every if spec.deb_re.match(p["name"])]
+    packages = [p for p in every if spec.deb_packages.match(p["name"])]
     installs = []
     claimed: set[int | None] = set()
     for package in packages:
@@ -441,7 +352,7 @@ def toolkit_roots(host: Host, facts: Facts) -> list[str]:
     return resolved
 
 
-def toolkit_installs(host: Host, spec: LibSpec, facts: Facts) -> list[dict[str, Any]]:
+def toolkit_installs(host: Host, spec: Library, facts: Facts) -> list[dict[str, Any]]:
     installs = []
     for root in toolkit_roots(host, facts):
         targets = host.glob(posixpath.join(root, "targets"), "*-linux")
@@ -453,7 +364,7 @@ def toolkit_installs(host: Host, spec: LibSpec, facts: Facts) -> list[dict[str, 
     return installs
 
 
-def tarball_installs(host: Host, spec: LibSpec) -> list[dict[str, Any]]:
+def tarball_installs(host: Host, spec: Library) -> list[dict[str, Any]]:
     installs = []
     for directory, pattern in spec.tarball_globs:
         for prefix in host.glob(directory, pattern):
@@ -469,7 +380,7 @@ def tarball_installs(host: Host, spec: LibSpec) -> list[dict[str, Any]]:
     return installs
 
 
-def conda_installs(host: Host, spec: LibSpec, facts: Facts) -> list[dict[str, Any]]:
+def conda_installs(host: Host, spec: Library, facts: Facts) -> list[dict[str, Any]]:
     prefixes = [host.env.get("CONDA_PREFIX"), facts.get("python.conda_prefix")]
     installs = []
     for prefix in _unique(p for p in prefixes if isinstance(p, str) and p):
@@ -496,7 +407,7 @@ def conda_installs(host: Host, spec: LibSpec, facts: Facts) -> list[dict[str, An
     return installs
 
 
-def find_installs(host: Host, facts: Facts, spec: LibSpec) -> list[dict[str, Any]]:
+def find_installs(host: Host, facts: Facts, spec: Library) -> list[dict[str, Any]]:
     """Every install of the library, pip first (the ones torch uses), then system,
     toolkit, tarball and conda. The same folder is never reported twice."""
     sites = site_packages(host, facts)
@@ -539,7 +450,7 @@ def soname_major_wanted(installs: list[dict[str, Any]]) -> int | None:
     return None
 
 
-def ld_first(host: Host, spec: LibSpec, installs: list[dict[str, Any]]) -> dict[str, Any] | None:
+def ld_first(host: Host, spec: Library, installs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The libcudnn/libnccl the dynamic loader would take before torch's own: an LD_PRELOAD
     entry first, then the first LD_LIBRARY_PATH folder holding the soname torch asks for
     (libcudnn.so.9; any libcudnn.so.* when no pip install says which). None when neither
@@ -547,7 +458,7 @@ def ld_first(host: Host, spec: LibSpec, installs: list[dict[str, Any]]) -> dict[
     file name, else (NCCL) the string inside the file."""
     for entry in preload_entries(host.env.get("LD_PRELOAD", "")):
         base = posixpath.basename(entry)
-        if (base == spec.lib_prefix or base.startswith(spec.lib_prefix + ".")) and host.is_file(entry):
+        if spec.is_library_file(base) and host.is_file(entry):
             return _ld_record(host, spec, entry, "LD_PRELOAD", installs)
     major = soname_major_wanted(installs)
     wanted = f"{spec.lib_prefix}.{major}" if major is not None else None
@@ -564,7 +475,7 @@ def ld_first(host: Host, spec: LibSpec, installs: list[dict[str, Any]]) -> dict[
     return None
 
 
-def _ld_record(host: Host, spec: LibSpec, path: str, via: str, installs: list[dict[str, Any]]) -> dict[str, Any]:
+def _ld_record(host: Host, spec: Library, path: str, via: str, installs: list[dict[str, Any]]) -> dict[str, Any]:
     # `path` stays as the loader would build it (the LD_LIBRARY_PATH entry + soname) so a
     # rule can name the entry to remove; the owner lookup compares resolved folders.
     real = host.resolve(path)
@@ -575,7 +486,7 @@ def _ld_record(host: Host, spec: LibSpec, path: str, via: str, installs: list[di
             version = record_version(record)
             break
     if version is None:
-        version = parse_library_name(posixpath.basename(real), spec.lib_prefix)
+        version = spec.file_version(posixpath.basename(real))
         if spec.embedded:
             embedded = scan_embedded(host, real)
             if embedded:

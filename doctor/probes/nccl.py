@@ -4,7 +4,8 @@ Shell equivalent:
     grep -H 'define NCCL_\(MAJOR\|MINOR\|PATCH\) ' $SITE/nvidia/nccl/include/nccl.h /usr/include/nccl.h
     strings $SITE/nvidia/nccl/lib/libnccl.so.2 | grep 'NCCL version'   # "NCCL version 2.30.7+cuda13.3"
     ls /usr/lib/x86_64-linux-gnu/libnccl.so.*; ls -d $SITE/nvidia_nccl_cu*.dist-info; dpkg-query -W libnccl2
-Where each install is searched is in probes/libscan.py.
+Where each install is searched is in probes/libscan.py; the file and package names in
+fwdoctor/libraries.py (NCCL).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 from typing import Iterable
 
 from fwdoctor.host import Host
+from fwdoctor.libraries import NCCL
 from fwdoctor.model import Fact, Facts
 from fwdoctor.probes.base import Probe, probe
-from fwdoctor.probes.libscan import NCCL, find_installs, ld_first
+from fwdoctor.probes.libscan import find_installs, ld_first
 
 
 @probe("nccl", provides=("nccl.installs", "nccl.ld_first"))

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import posixpath
 import re
-from functools import lru_cache
 from typing import Iterable
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import arch
 from fwdoctor.host import Host, UnreadableError
+from fwdoctor.kb import KB
+from fwdoctor.kb.torch import TorchKB
 from fwdoctor.model import Fact, Facts, ProbeFailure
 from fwdoctor.probes.base import probe
 
@@ -155,6 +156,29 @@ def parse_version_py(text: str) -> dict[str, str | None]:
     return out
 
 
+# A Requires-Dist value (PEP 508): NAME [EXTRAS] (SPECIFIER | "(" SPECIFIER ")") [; MARKER].
+# Parsed here rather than with packaging.requirements, whose import (markers, tags,
+# manylinux detection, logging) costs a plain `fwdoctor check` ~25 ms for one field.
+_REQUIREMENT = re.compile(
+    r"^\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*"
+    r"(?P<spec>\([^)]*\)|[^;@]*)\s*(?:;(?P<marker>.*))?$"
+)
+_EXTRA_MARKER = re.compile(r"\bextra\s*==")
+
+
+def _requirement(value: str) -> tuple[str, str] | None:
+    """("nvidia-cudnn-cu13", "==9.24.0.43") from a Requires-Dist value; None for one that
+    only applies to an extra, a direct URL reference, or text that is no requirement."""
+    match = _REQUIREMENT.match(value)
+    if match is None or (match.group("marker") and _EXTRA_MARKER.search(match.group("marker"))):
+        return None
+    try:
+        spec = SpecifierSet(match.group("spec").strip().strip("()"))
+    except InvalidSpecifier:
+        return None
+    return match.group("name"), str(spec)
+
+
 def parse_metadata(text: str) -> tuple[str | None, dict[str, str]]:
     """(Version, {dependency: specifier}) from a dist-info METADATA. Requirements that only
     apply to an extra are left out; markers (platform_system == "Linux") are dropped."""
@@ -170,13 +194,9 @@ def parse_metadata(text: str) -> tuple[str | None, dict[str, str]]:
         if key == "version" and version is None:
             version = value
         elif key == "requires-dist":
-            try:
-                req = Requirement(value)
-            except InvalidRequirement:
-                continue
-            if req.marker is not None and "extra" in str(req.marker):
-                continue
-            requires[req.name] = str(req.specifier)
+            parsed = _requirement(value)
+            if parsed is not None:
+                requires[parsed[0]] = parsed[1]
     return version, requires
 
 
@@ -185,10 +205,9 @@ def nvcc_names(entries: Iterable[str]) -> list[str]:
     return [str(t) for t in arch.parse_targets(list(entries))]
 
 
-@lru_cache(maxsize=1)
-def _torch_kb():
-    from fwdoctor.kb import KB
-
+def _torch_kb() -> TorchKB:
+    # The KB of $FWDOCTOR_KB or the bundled one; parsed once per process and shared with
+    # the KB the command loads (fwdoctor.kb caches areas by file).
     return KB().torch
 
 

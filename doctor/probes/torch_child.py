@@ -15,6 +15,9 @@ import warnings
 
 MARKER = "FWDOCTOR_JSON:"
 # Libraries worth reporting from /proc/self/maps: the CUDA stack torch actually loaded.
+# This script cannot import fwdoctor; "libcudnn" and "libnccl" must stay the sonames of
+# fwdoctor/libraries.py (CUDNN.soname, NCCL.soname), and cudnn_version / nccl_version are
+# reported raw for torch_deep.py to read with that description (tests/test_libraries.py).
 LIB_WORDS = (
     "libcuda.", "libcudart", "libcudnn", "libnccl", "libcublas", "libcufft", "libcurand",
     "libcusolver", "libcusparse", "libnvrtc", "libnvJitLink", "libnvshmem", "libcupti",

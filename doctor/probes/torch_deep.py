@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from fwdoctor import runner
 from fwdoctor.host import Host
+from fwdoctor.libraries import NCCL
 from fwdoctor.model import Fact, Facts, ProbeFailure
 from fwdoctor.probes.base import probe
 
@@ -102,13 +103,22 @@ def to_fact_value(data: dict[str, Any]) -> dict[str, Any]:
         "warnings": [str(w) for w in data.get("warnings") or []][:10],
         "cudnn_version": opt("cudnn_version", int),
         "cudnn_error": opt("cudnn_error", str),
-        "nccl_version": opt("nccl_version", str),
+        "nccl_version": nccl_version(opt("nccl_version", str)),
         "nccl_error": opt("nccl_error", str),
         "arch_list": arch_list,
         "loaded_libs": libs,
         "device_count": opt("device_count", int) or 0,
         "devices": devices,
     }
+
+
+def nccl_version(reported: str | None) -> str | None:
+    """"2.30.7" as torch.cuda.nccl.version() gives it (a tuple, joined by the child). Torch
+    1.11 and older returned ncclGetVersion()'s NCCL_VERSION_CODE (2708 for 2.7.8), decoded
+    here with fwdoctor.libraries; a code no release has stays as reported."""
+    if reported is not None and reported.isdigit():
+        return NCCL.version_code.decode(int(reported)) or reported
+    return reported
 
 
 PROBES = (torch_deep,)

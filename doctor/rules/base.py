@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
-
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from fwdoctor.findings import kind
 from fwdoctor.model import Facts, Finding, FixRef, NotChecked, Severity
+
+if TYPE_CHECKING:  # the KB's modules import yaml: only the type is needed here
+    from fwdoctor.kb import KB
 
 
 @dataclass(frozen=True)
@@ -39,26 +40,9 @@ class NotCheckable(Exception):
     """Raised by a rule whose question the KB cannot answer ("no data for CUDA 13.5")."""
 
 
-# ----------------------------------------------------------------------------- versions
-# Fact values are version strings ("12.4.131", "3.11.7", "580.95.05"); every rule reads
-# and compares them through packaging.version, here.
-def parse_version(text: Any) -> Version | None:
-    """packaging's Version of a fact value; None when it is None or no version."""
-    if text is None:
-        return None
-    try:
-        return Version(str(text))
-    except InvalidVersion:
-        return None
-
-
-def major_minor(text: Any) -> str | None:
-    """'12.4.131' -> '12.4', '3.11.7' -> '3.11', '13' -> '13.0'; None when no version."""
-    v = parse_version(text)
-    return None if v is None else f"{v.major}.{v.minor}"
-
-
-RuleFunc = Callable[[Facts, Any], "Hit | Iterable[Hit] | None"]
+# Fact values that are versions ("12.4.131", "3.11.7", "580.95.05") are read and compared
+# through fwdoctor.versions.
+RuleFunc = Callable[[Facts, "KB"], "Hit | Iterable[Hit] | None"]
 
 
 @dataclass(frozen=True)
@@ -81,7 +65,7 @@ class Rule:
     def doc(self) -> str:
         return inspect.cleandoc(self.func.__doc__ or "")
 
-    def evaluate(self, facts: Facts, kb: Any) -> tuple[list[Finding], NotChecked | None]:
+    def evaluate(self, facts: Facts, kb: KB) -> tuple[list[Finding], NotChecked | None]:
         missing = [key for key in self.needs if not facts.known(key)]
         if missing:
             reasons = "; ".join(f"{key} unknown ({facts.why(key)})" for key in missing)

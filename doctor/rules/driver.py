@@ -6,12 +6,15 @@ never a silent driver install.
 from __future__ import annotations
 
 import re
-from typing import Any
-
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, FixRef
 from fwdoctor.rules.base import Hit, Rule, rule
+from fwdoctor.versions import equal
+
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
 
 _MISMATCH = re.compile(r"version mismatch", re.IGNORECASE)
 
@@ -22,7 +25,7 @@ def _gpu_list(pci: list[dict[str, Any]]) -> str:
 
 
 @rule("driver-missing", needs=("pci.nvidia_gpus", "driver.loaded"), optional=("driver.nouveau_loaded",))
-def driver_missing(facts: Facts, kb: Any) -> Hit | None:
+def driver_missing(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Looks for NVIDIA GPUs on the PCI bus (vendor 0x10de, display or 3D controller class,
         from /sys/bus/pci/devices) while no NVIDIA kernel module is loaded (no `nvidia` in
@@ -72,7 +75,7 @@ def driver_missing(facts: Facts, kb: Any) -> Hit | None:
 
 
 @rule("nouveau-loaded", needs=("driver.nouveau_loaded",))
-def nouveau_loaded(facts: Facts, kb: Any) -> Hit | None:
+def nouveau_loaded(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Checks whether the open-source `nouveau` kernel module is loaded (/proc/modules or
         /sys/module/nouveau).
@@ -111,15 +114,8 @@ def nouveau_loaded(facts: Facts, kb: Any) -> Hit | None:
     )
 
 
-def _same(a: str, b: str) -> bool:
-    try:
-        return Version(a) == Version(b)
-    except InvalidVersion:
-        return a == b
-
-
 @rule("driver-library-mismatch", needs=("driver.version", "driver.userspace_libs"), optional=("driver.nvml_error",))
-def driver_library_mismatch(facts: Facts, kb: Any) -> Hit | None:
+def driver_library_mismatch(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares the loaded kernel module's version (/sys/module/nvidia/version or
         /proc/driver/nvidia/version) with the user-space driver libraries a program loads
@@ -153,7 +149,7 @@ def driver_library_mismatch(facts: Facts, kb: Any) -> Hit | None:
     error = facts.get("driver.nvml_error")
     if kernel is None:
         return None
-    others = [lib for lib in libs if not _same(str(lib.get("version")), kernel)]
+    others = [lib for lib in libs if not equal(str(lib.get("version")), kernel)]
     nvml_says = bool(error and _MISMATCH.search(str(error)))
     if not others and not nvml_says:
         return None
@@ -178,7 +174,7 @@ def driver_library_mismatch(facts: Facts, kb: Any) -> Hit | None:
 
 
 @rule("no-gpu", needs=("gpus.list",), optional=("pci.nvidia_gpus", "system.container"))
-def no_gpu(facts: Facts, kb: Any) -> Hit | None:
+def no_gpu(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reports a host with no NVIDIA GPU at all: none from NVML/nvidia-smi or the driver,
         and none with vendor 0x10de on the PCI bus.

@@ -12,37 +12,22 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
+from fwdoctor import versions
+from fwdoctor.libraries import CUDNN, NCCL, Library, deb_package_for_cuda
 from fwdoctor.model import Facts, FixRef, Severity
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, parse_version, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.versions import major as major_of, same_release as same_version, short
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
 
 TORCH_FACTS = ("torch.location", "torch.requires", "torch.cuda", "cuda.active", "ld.library_path", "ld.preload")
 
 
-@dataclass(frozen=True)
-class Lib:
-    name: str  # "cudnn" / "nccl": fact-key area and libs.yaml library
-    title: str  # "cuDNN" / "NCCL"
-    soname: str  # "libcudnn" / "libnccl"
-    header: str  # the header a build reads
-
-    @property
-    def installs_key(self) -> str:
-        return f"{self.name}.installs"
-
-    @property
-    def ld_first_key(self) -> str:
-        return f"{self.name}.ld_first"
-
-
-CUDNN = Lib("cudnn", "cuDNN", "libcudnn", "cudnn_version.h")
-NCCL = Lib("nccl", "NCCL", "libnccl", "nccl.h")
-
-
 # ----------------------------------------------------------------------------- helpers
-def installs(facts: Facts, lib: Lib) -> list[dict[str, Any]]:
+def installs(facts: Facts, lib: Library) -> list[dict[str, Any]]:
     value = facts[lib.installs_key]
     return [i for i in value if isinstance(i, dict)] if isinstance(value, list) else []
 
@@ -65,38 +50,10 @@ def install_version(inst: dict[str, Any]) -> str | None:
     if isinstance(header, str) and header:
         return header
     parts = package_parts(inst)
-    if parts:
-        match = re.match(r"^(?:\d+:)?(\d+(?:\.\d+)*)", parts[1])
-        if match:
-            return match.group(1)
+    upstream = versions.deb_upstream_version(parts[1]) if parts else None
+    if upstream:
+        return upstream
     return library if isinstance(library, str) and library else None
-
-
-def _release(version: str | None) -> tuple[int, ...] | None:
-    parsed = parse_version(version) if version else None
-    return parsed.release if parsed is not None else None
-
-
-def same_version(a: str | None, b: str | None) -> bool | None:
-    """True when two versions agree to three parts (9.24.0 == 9.24.0.43), False when they
-    differ anywhere both are precise, None when one is too vague to tell (a bare "9")."""
-    ra, rb = _release(a), _release(b)
-    if ra is None or rb is None:
-        return None
-    n = min(len(ra), len(rb), 3)
-    if ra[:n] != rb[:n]:
-        return False
-    return True if n >= 3 else None
-
-
-def short(version: str | None) -> str:
-    release = _release(version)
-    return ".".join(str(p) for p in release[:3]) if release else (version or "unknown")
-
-
-def major_of(version: Any) -> int | None:
-    match = re.match(r"^(\d+)", version) if isinstance(version, str) else None
-    return int(match.group(1)) if match else None
 
 
 def describe(inst: dict[str, Any]) -> str:
@@ -116,7 +73,7 @@ def torch_absent(facts: Facts) -> bool:
     return facts.known("torch.location") and facts["torch.location"] is None
 
 
-def torch_pin(facts: Facts, lib: Lib, kb: Any) -> tuple[str, str] | None:
+def torch_pin(facts: Facts, lib: Library, kb: KB) -> tuple[str, str] | None:
     """(package, version) torch's metadata pins for this library, e.g. nvidia-cudnn-cu13 ==9.24.0.43."""
     requires = facts["torch.requires"]
     if not isinstance(requires, dict):
@@ -129,7 +86,7 @@ def torch_pin(facts: Facts, lib: Lib, kb: Any) -> tuple[str, str] | None:
     return None
 
 
-def own_install(facts: Facts, kb: Any, lib: Lib) -> tuple[dict[str, Any] | None, str]:
+def own_install(facts: Facts, kb: KB, lib: Library) -> tuple[dict[str, Any] | None, str]:
     """torch's own install of the library and how it was chosen."""
     pips = [i for i in installs(facts, lib) if i.get("kind") == "pip"]
     site = torch_site(facts)
@@ -198,7 +155,7 @@ def env_fix(facts: Facts, first: dict[str, Any], extra: Iterable[str] = ()) -> F
 
 
 # ----------------------------------------------------------------------------- the checks
-def _supported_majors(inst: dict[str, Any], kb: Any, lib: Lib) -> tuple[tuple[int, ...] | None, str]:
+def _supported_majors(inst: dict[str, Any], kb: KB, lib: Library) -> tuple[tuple[int, ...] | None, str]:
     """The CUDA majors an install can serve and how we know, or (None, why not)."""
     if isinstance(inst.get("cuda_major"), int):
         return (inst["cuda_major"],), "built for"
@@ -218,7 +175,7 @@ def _supported_majors(inst: dict[str, Any], kb: Any, lib: Lib) -> tuple[tuple[in
     return None, f"{describe(inst)}: the CUDA it was built for is not recorded"
 
 
-def cuda_mismatch(facts: Facts, kb: Any, lib: Lib) -> list[Hit]:
+def cuda_mismatch(facts: Facts, kb: KB, lib: Library) -> list[Hit]:
     own, own_how = own_install(facts, kb, lib)
     torch_major, torch_why = reference_cuda(facts, own)
     tk_major, tk_why, _ = toolkit_cuda(facts)
@@ -269,7 +226,7 @@ def cuda_mismatch(facts: Facts, kb: Any, lib: Lib) -> list[Hit]:
     return hits
 
 
-def _mismatch_fix(facts: Facts, kb: Any, lib: Lib, inst: dict[str, Any], want: int) -> FixRef:
+def _mismatch_fix(facts: Facts, kb: KB, lib: Library, inst: dict[str, Any], want: int) -> FixRef:
     parts = package_parts(inst)
     if inst.get("kind") == "pip" and parts:
         own, _ = own_install(facts, kb, lib)
@@ -289,13 +246,13 @@ def _mismatch_fix(facts: Facts, kb: Any, lib: Lib, inst: dict[str, Any], want: i
                       note=f"the {parts[0]} wheel is for another CUDA major than the one torch uses")
     if inst.get("kind") == "dpkg" and parts:
         name = parts[0]
-        target = re.sub(r"-cuda-\d+$", f"-cuda-{want}", name) if re.search(r"-cuda-\d+$", name) else name
+        target = deb_package_for_cuda(name, want)
         commands = (f"apt-cache madison {target}  # choose a build ending in +cuda{want}.x", f"apt-get install {target}")
         return FixRef("env", {"apt_install": [target]}, commands, note=f"install the {lib.title} package built for CUDA {want}")
     return FixRef("env", {}, (), note=f"replace {inst.get('prefix')} with a {lib.title} built for CUDA {want}, or remove it")
 
 
-def shadowed(facts: Facts, kb: Any, lib: Lib) -> Hit | None:
+def shadowed(facts: Facts, kb: KB, lib: Library) -> Hit | None:
     first = facts[lib.ld_first_key]
     if not isinstance(first, dict):
         return None
@@ -337,7 +294,7 @@ def shadowed(facts: Facts, kb: Any, lib: Lib) -> Hit | None:
     return Hit(message, evidence, env_fix(facts, first), severity)
 
 
-def header_library_mismatch(facts: Facts, kb: Any, lib: Lib) -> list[Hit]:
+def header_library_mismatch(facts: Facts, kb: KB, lib: Library) -> list[Hit]:
     hits = []
     for inst in installs(facts, lib):
         header, library = inst.get("header_version"), inst.get("library_version")
@@ -351,7 +308,7 @@ def header_library_mismatch(facts: Facts, kb: Any, lib: Lib) -> list[Hit]:
         else:
             commands = ()
         hits.append(Hit(
-            f"{lib.title} at {inst.get('prefix')}: {posixpath.basename(str(inst.get('header') or lib.header))} says {header}, "
+            f"{lib.title} at {inst.get('prefix')}: {posixpath.basename(str(inst.get('header') or lib.headers[0]))} says {header}, "
             f"{posixpath.basename(str(inst.get('library') or lib.soname))} is {library}",
             evidence={"install": inst},
             fix=FixRef(None, {}, commands, note=f"install {lib.title} headers and libraries from one release into {inst.get('prefix')}"),
@@ -359,7 +316,7 @@ def header_library_mismatch(facts: Facts, kb: Any, lib: Lib) -> list[Hit]:
     return hits
 
 
-def multiple(facts: Facts, kb: Any, lib: Lib) -> Hit | None:
+def multiple(facts: Facts, kb: KB, lib: Library) -> Hit | None:
     found = installs(facts, lib)
     by_version: dict[str, list[dict[str, Any]]] = {}
     for inst in found:
@@ -391,7 +348,7 @@ def multiple(facts: Facts, kb: Any, lib: Lib) -> Hit | None:
 
 # ----------------------------------------------------------------------------- cuDNN
 @rule("cudnn-cuda-mismatch", needs=("cudnn.installs",), optional=("cudnn.ld_first", *TORCH_FACTS))
-def cudnn_cuda_mismatch(facts: Facts, kb: Any) -> list[Hit]:
+def cudnn_cuda_mismatch(facts: Facts, kb: KB) -> list[Hit]:
     """What it does:
     Compares the CUDA major each cuDNN was built for (the -cuNN wheel suffix, the
     +cudaX.Y of a Debian package, the archive name, or the KB's support matrix for its
@@ -419,7 +376,7 @@ def cudnn_cuda_mismatch(facts: Facts, kb: Any) -> list[Hit]:
 
 
 @rule("cudnn-shadowed", needs=("cudnn.installs", "cudnn.ld_first"), optional=TORCH_FACTS)
-def cudnn_shadowed(facts: Facts, kb: Any) -> Hit | None:
+def cudnn_shadowed(facts: Facts, kb: KB) -> Hit | None:
     """What it does:
     Finds the libcudnn a process loads first (LD_PRELOAD, then the first
     LD_LIBRARY_PATH folder holding the soname torch asks for) and compares it with the
@@ -448,7 +405,7 @@ def cudnn_shadowed(facts: Facts, kb: Any) -> Hit | None:
 
 
 @rule("cudnn-header-library-mismatch", needs=("cudnn.installs",))
-def cudnn_header_library_mismatch(facts: Facts, kb: Any) -> list[Hit]:
+def cudnn_header_library_mismatch(facts: Facts, kb: KB) -> list[Hit]:
     """What it does:
     Compares, within each cuDNN install, the version in cudnn_version.h with the
     version in the libcudnn.so file name.
@@ -471,7 +428,7 @@ def cudnn_header_library_mismatch(facts: Facts, kb: Any) -> list[Hit]:
 
 
 @rule("multiple-cudnn", needs=("cudnn.installs",), optional=("cudnn.ld_first", *TORCH_FACTS))
-def multiple_cudnn(facts: Facts, kb: Any) -> Hit | None:
+def multiple_cudnn(facts: Facts, kb: KB) -> Hit | None:
     """What it does:
     Lists the cuDNN versions installed (pip, Debian packages, toolkit copies,
     tarballs, conda) when there is more than one, and says which one torch loads
@@ -493,7 +450,7 @@ def multiple_cudnn(facts: Facts, kb: Any) -> Hit | None:
 
 # ----------------------------------------------------------------------------- NCCL
 @rule("nccl-cuda-mismatch", needs=("nccl.installs",), optional=("nccl.ld_first", *TORCH_FACTS))
-def nccl_cuda_mismatch(facts: Facts, kb: Any) -> list[Hit]:
+def nccl_cuda_mismatch(facts: Facts, kb: KB) -> list[Hit]:
     """What it does:
     Compares the CUDA major each NCCL was built for (the "+cudaX.Y" inside libnccl,
     the -cuNN wheel suffix, the Debian package version) with the CUDA of whoever
@@ -517,7 +474,7 @@ def nccl_cuda_mismatch(facts: Facts, kb: Any) -> list[Hit]:
 
 
 @rule("nccl-shadowed", needs=("nccl.installs", "nccl.ld_first"), optional=TORCH_FACTS)
-def nccl_shadowed(facts: Facts, kb: Any) -> Hit | None:
+def nccl_shadowed(facts: Facts, kb: KB) -> Hit | None:
     """What it does:
     Finds the libnccl.so.2 a process loads first (LD_PRELOAD, then LD_LIBRARY_PATH)
     and compares its version (read from the "NCCL version" string inside the file)
@@ -542,7 +499,7 @@ def nccl_shadowed(facts: Facts, kb: Any) -> Hit | None:
 
 
 @rule("nccl-header-library-mismatch", needs=("nccl.installs",))
-def nccl_header_library_mismatch(facts: Facts, kb: Any) -> list[Hit]:
+def nccl_header_library_mismatch(facts: Facts, kb: KB) -> list[Hit]:
     """What it does:
     Compares, within each NCCL install, the version in nccl.h with the version of
     libnccl (its embedded "NCCL version" string, else its file name).
@@ -563,7 +520,7 @@ def nccl_header_library_mismatch(facts: Facts, kb: Any) -> list[Hit]:
 
 
 @rule("multiple-nccl", needs=("nccl.installs",), optional=("nccl.ld_first", *TORCH_FACTS))
-def multiple_nccl(facts: Facts, kb: Any) -> Hit | None:
+def multiple_nccl(facts: Facts, kb: KB) -> Hit | None:
     """What it does:
     Lists the NCCL versions installed when there is more than one, says which one
     torch loads and which one a build finds, and names documented NCCL bugs of each

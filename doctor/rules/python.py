@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, FixRef
 from fwdoctor.rules.base import Hit, Rule, rule
+
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
 
 
 def _norm(path: str | None) -> str | None:
@@ -29,7 +33,7 @@ def active_environment(facts: Facts) -> tuple[str, str] | None:
 
 
 @rule("python-env-mismatch", needs=("python.path_commands", "python.virtual_env", "python.conda_prefix"))
-def python_env_mismatch(facts: Facts, kb: Any) -> Hit | None:
+def python_env_mismatch(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         When a virtual environment ($VIRTUAL_ENV) or conda environment ($CONDA_PREFIX) is
         active, checks that the first `python`, `python3` and `pip` on PATH belong to it:
@@ -98,7 +102,7 @@ def python_env_mismatch(facts: Facts, kb: Any) -> Hit | None:
 
 
 @rule("user-site-shadowing", needs=("python.user_site_shadows",), optional=("python.user_site", "python.executable"))
-def user_site_shadowing(facts: Facts, kb: Any) -> Hit | None:
+def user_site_shadowing(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Lists packages that matter for GPU work (torch, torchvision, torchaudio, triton,
         nvidia-*, cuda-*) installed both in the user site (~/.local/lib/pythonX.Y/

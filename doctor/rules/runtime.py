@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fwdoctor.model import Facts, FixRef
 from fwdoctor.rules.base import Hit, Rule, rule
+
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
 
 
 def _gpu_count(facts: Facts) -> int | None:
@@ -17,7 +21,7 @@ def _gpu_count(facts: Facts) -> int | None:
 
 
 @rule("shm-too-small", needs=("system.shm_bytes",), optional=("gpus.list", "pci.nvidia_gpus", "system.container"))
-def shm_too_small(facts: Facts, kb: Any) -> Hit | None:
+def shm_too_small(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Measures /dev/shm (statvfs on a live host; the size= of its tmpfs in /proc/mounts
         with --root) on a host with two or more GPUs, or inside a container, and compares

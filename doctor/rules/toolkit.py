@@ -8,12 +8,17 @@ CUDA_HOME, else CUDA_PATH, else the nvcc first on PATH, else /usr/local/cuda.
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor.model import Facts, FixRef, Severity
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, major_minor, parse_version, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.versions import best_match, major_minor, parse_version
+
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -75,14 +80,9 @@ def _preferred_root(facts: Facts) -> str | None:
     """The toolkit every fix should converge on (the same choice as recipes/env.py): one
     with nvcc matching torch's CUDA (major.minor, then major), else the active one."""
     toolkits = _with_nvcc(facts.get("cuda.toolkits") or [])
-    torch_cuda = facts.get("torch.cuda")
-    want = parse_version(torch_cuda) if torch_cuda else None
-    if want is not None:
-        for depth in (2, 1):
-            for tk in toolkits:
-                have = parse_version(tk.get("version"))
-                if have is not None and have.release[:depth] == want.release[:depth]:
-                    return str(tk["root"])
+    match = best_match(facts.get("torch.cuda"), toolkits, lambda tk: tk.get("version"))
+    if match is not None:
+        return str(match["root"])
     active = facts.get("cuda.active") or {}
     roots = {tk.get("root") for tk in facts.get("cuda.toolkits") or []}
     return str(active["root"]) if active.get("root") in roots else None
@@ -90,7 +90,7 @@ def _preferred_root(facts: Facts) -> str | None:
 
 # ----------------------------------------------------------------------------- rules
 @rule("toolkit-missing", needs=("torch.cuda", "cuda.toolkits"), optional=("torch.version",))
-def toolkit_missing(facts: Facts, kb: Any) -> Hit | None:
+def toolkit_missing(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Fires when the installed torch is a CUDA build but no nvcc is found anywhere
         (PATH, CUDA_HOME, CUDA_PATH, /usr/local/cuda*, /opt, conda, pip wheels).
@@ -129,7 +129,7 @@ def toolkit_missing(facts: Facts, kb: Any) -> Hit | None:
 
 
 @rule("multiple-toolkits", needs=("cuda.toolkits",), optional=("cuda.active", "torch.cuda"))
-def multiple_toolkits(facts: Facts, kb: Any) -> Hit | None:
+def multiple_toolkits(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Fires (info) when more than one CUDA toolkit is installed, and says which one
         builds (the active one) and why.
@@ -180,7 +180,7 @@ _POINTER_NAMES = {
 
 
 @rule("cuda-path-inconsistent", needs=("cuda.pointers", "cuda.toolkits"), optional=("cuda.active", "torch.cuda"))
-def cuda_path_inconsistent(facts: Facts, kb: Any) -> Hit | None:
+def cuda_path_inconsistent(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares where the nvcc first on PATH, CUDA_HOME, CUDA_PATH, the /usr/local/cuda
         link and the libcudart on LD_LIBRARY_PATH point, and fires when they name
@@ -234,7 +234,7 @@ def cuda_path_inconsistent(facts: Facts, kb: Any) -> Hit | None:
 
 
 @rule("torch-toolkit-mismatch", needs=("torch.cuda", "cuda.active"), optional=("cuda.toolkits", "torch.version"))
-def torch_toolkit_mismatch(facts: Facts, kb: Any) -> Hit | None:
+def torch_toolkit_mismatch(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares the CUDA version torch was built for (torch.version.cuda) with the active
         toolkit's. Error on a different major, warning on a different minor.
@@ -284,7 +284,7 @@ def torch_toolkit_mismatch(facts: Facts, kb: Any) -> Hit | None:
 
 
 @rule("host-compiler-unsupported", needs=("cuda.active", "compilers.gcc_default"), optional=("cuda.toolkits", "compilers.gcc_installed"))
-def host_compiler_unsupported(facts: Facts, kb: Any) -> Hit | None:
+def host_compiler_unsupported(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares the default gcc (the one on PATH, which nvcc runs) with the newest gcc the
         active nvcc accepts: the `#if __GNUC__ > N` check in its crt/host_config.h (the
@@ -352,7 +352,7 @@ def _gcc_major(entry: dict[str, Any]) -> int | None:
 
 
 @rule("driver-too-old-for-toolkit", needs=("driver.version", "cuda.active"), optional=("cuda.toolkits",))
-def driver_too_old_for_toolkit(facts: Facts, kb: Any) -> Hit | None:
+def driver_too_old_for_toolkit(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares the loaded driver with what the active toolkit's programs need: error
         below the CUDA major's minor-version-compatibility floor (11.x 450.80.02, 12.x
@@ -415,7 +415,7 @@ def driver_too_old_for_toolkit(facts: Facts, kb: Any) -> Hit | None:
 
 
 @rule("gpu-arch-unsupported-by-toolkit", needs=("gpus.list", "cuda.active"), optional=("pci.nvidia_gpus", "cuda.toolkits"))
-def gpu_arch_unsupported_by_toolkit(facts: Facts, kb: Any) -> Iterable[Hit] | None:
+def gpu_arch_unsupported_by_toolkit(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     """What it does
         Checks each GPU's compute capability against the architectures the active nvcc
         can compile for: too new for it (sm_86 needs CUDA 11.1, sm_90 11.8, sm_120 12.8)

@@ -8,13 +8,18 @@ Fixes point at the `torch-wheel` recipe with the exact wheel to install.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from packaging.version import Version
 
 from fwdoctor import arch
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, parse_version, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.versions import major_minor, parse_version
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+    from fwdoctor.kb.torch import TorchVariant
 
 NO_KERNEL = "CUDA error: no kernel image is available for execution on the device"
 
@@ -23,8 +28,7 @@ NO_KERNEL = "CUDA error: no kernel image is available for execution on the devic
 def _python_minor(facts: Facts) -> str | None:
     """"3.11.7" / "3.11" -> "3.11"; None when python.version gives no minor."""
     version = facts.get("python.version")
-    parsed = parse_version(version) if isinstance(version, str) else None
-    return f"{parsed.major}.{parsed.minor}" if parsed is not None and len(parsed.release) >= 2 else None
+    return major_minor(version, pad=False) if isinstance(version, str) else None
 
 
 def _pip(facts: Facts) -> str:
@@ -32,7 +36,7 @@ def _pip(facts: Facts) -> str:
     return f"{python} -m pip" if python else "python3 -m pip"
 
 
-def driver_runs(kb: Any, driver: str, cuda: str | None) -> bool | None:
+def driver_runs(kb: KB, driver: str, cuda: str | None) -> bool | None:
     """Can `driver` run a wheel built for `cuda`? None when the KB has no floor for it."""
     if cuda is None:
         return True
@@ -43,7 +47,7 @@ def driver_runs(kb: Any, driver: str, cuda: str | None) -> bool | None:
     return have >= Version(floor)
 
 
-def wheel_fix(facts: Facts, kb: Any, variant: Any, note: str) -> FixRef:
+def wheel_fix(facts: Facts, kb: KB, variant: TorchVariant, note: str) -> FixRef:
     """A torch-wheel fix naming exactly one wheel (options as recipes/torch_wheel.py reads
     them), with the pip command a person can run."""
     companions = [f"{name}=={version}" for name, version in (("torchvision", variant.torchvision), ("torchaudio", variant.torchaudio)) if version]
@@ -57,14 +61,14 @@ def wheel_fix(facts: Facts, kb: Any, variant: Any, note: str) -> FixRef:
     )
 
 
-def _pick(kb: Any, facts: Facts, accept) -> Any:
+def _pick(kb: KB, facts: Facts, accept: Callable[[TorchVariant], bool]) -> TorchVariant | None:
     """The newest official wheel `accept` likes, for this interpreter's Python if known."""
     python = _python_minor(facts)
     found = kb.torch.newest_matching(accept, python=python) if python else None
     return found or kb.torch.newest_matching(accept)
 
 
-def torch_arch_list(facts: Facts, kb: Any) -> tuple[list[str], str]:
+def torch_arch_list(facts: Facts, kb: KB) -> tuple[list[str], str]:
     """(arch list, where from): --deep's get_arch_list(), else the torch.arch_list fact, else
     the KB row of the installed official wheel. NotCheckable when none knows."""
     deep = facts.get("torch.deep")
@@ -82,7 +86,7 @@ def torch_arch_list(facts: Facts, kb: Any) -> tuple[list[str], str]:
 
 # --------------------------------------------------------------------------- rules
 @rule("driver-too-old-for-torch", needs=("torch.cuda", "driver.version"), optional=("torch.version", "torch.deep", "python.version", "python.executable"))
-def driver_too_old_for_torch(facts: Facts, kb: Any) -> Hit | None:
+def driver_too_old_for_torch(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares the NVIDIA driver version (/proc/driver/nvidia/version) with the lowest
         driver that can run the CUDA version the installed torch was built for
@@ -144,7 +148,7 @@ def driver_too_old_for_torch(facts: Facts, kb: Any) -> Hit | None:
     needs=("gpus.list", "torch.cuda"),
     optional=("torch.arch_list", "torch.deep", "torch.version", "driver.version", "pci.nvidia_gpus", "python.version", "python.executable"),
 )
-def gpu_arch_unsupported_by_torch(facts: Facts, kb: Any) -> Iterable[Hit] | None:
+def gpu_arch_unsupported_by_torch(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     """What it does
         Judges each GPU (gpus.list, its compute capability) against the GPU architectures
         compiled into the installed torch: `torch.cuda.get_arch_list()` with --deep, else
@@ -203,7 +207,7 @@ def gpu_arch_unsupported_by_torch(facts: Facts, kb: Any) -> Iterable[Hit] | None
     every_cc = sorted({str(g["cc"]) for g in with_cc}, key=arch.cc_key)
     driver = facts.get("driver.version")
 
-    def fits(v: Any) -> bool:
+    def fits(v: TorchVariant) -> bool:
         if v.cuda is None or v.arch_list is None:
             return False
         if driver and driver_runs(kb, driver, v.cuda) is not True:
@@ -246,7 +250,7 @@ def _gpu_present(facts: Facts) -> bool | None:
     needs=("torch.installed", "torch.cuda", "driver.loaded"),
     optional=("gpus.list", "pci.nvidia_gpus", "torch.version", "driver.version", "python.version", "python.executable"),
 )
-def torch_cpu_build_on_gpu_host(facts: Facts, kb: Any) -> Hit | None:
+def torch_cpu_build_on_gpu_host(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reports a torch without CUDA (torch/version.py `cuda = None`, e.g. 2.13.0+cpu or a
         macOS/ROCm-style build) installed on a host with an NVIDIA GPU and a loaded NVIDIA
@@ -295,7 +299,7 @@ def torch_cpu_build_on_gpu_host(facts: Facts, kb: Any) -> Hit | None:
 
 
 @rule("torch-not-installed", needs=("torch.installed",), optional=("python.executable", "python.site_packages", "driver.version", "python.version"))
-def torch_not_installed(facts: Facts, kb: Any) -> Hit | None:
+def torch_not_installed(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Looks for torch (a torch/ package or a torch-*.dist-info) in the inspected
         interpreter's import path: $PYTHONPATH, the user site, its site-packages.

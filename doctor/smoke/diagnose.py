@@ -13,7 +13,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Diagnosis:
     pattern: re.Pattern[str]
-    finding: str | None  # an id from shared/FINDINGS.md, or None when no rule covers it
+    finding: str | None  # an id from docs/findings.md, or None when no rule covers it
     hint: str
 
 

@@ -2,7 +2,7 @@
 
 `status` is "pass", "fail" or "skipped". A skip always says why and never counts as a
 pass; a failure carries the real error text and, when the text is recognised, the
-diagnosis id (shared/FINDINGS.md) that `fwdoctor explain` documents.
+diagnosis id (docs/findings.md) that `fwdoctor explain` documents.
 """
 
 from __future__ import annotations
