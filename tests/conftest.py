@@ -1,17 +1,53 @@
-"""Shared test helpers: paths to fixtures and a CLI runner."""
+"""Shared test helpers: paths to fixtures, a CLI runner, and the frozen test KB.
+
+Tests of logic (rules, select, plans, stack resolution, golden files, whole `check` runs)
+read the frozen copy in tests/kb/ (see its README.md), so a correct update of the shipped
+doctor/kb/*.yaml never changes their answers. Only audits of the shipped KB (sources,
+ranges, coverage) and freshness checks of committed lockfiles/ and dockerfiles/ read
+doctor/kb. Two ways in:
+  - `test_kb`: the loaded frozen KB, for code that takes a KB argument;
+  - `use_test_kb`: points $FWDOCTOR_KB at tests/kb for one test, so every `KB()` without a
+    folder reads it too: CLI commands (with or without --kb), the torch probe's arch-list
+    lookup, child processes. A whole module opts in with
+    `pytestmark = pytest.mark.usefixtures("use_test_kb")`.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from fwdoctor.kb import KB, KB_ENV
+
 TESTS = Path(__file__).resolve().parent
 DATA = TESTS / "data"
 ROOTS = TESTS / "roots"
+TEST_KB_DIR = TESTS / "kb"
+
+
+@pytest.fixture(autouse=True)
+def _shipped_kb_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FWDOCTOR_KB exported in the developer's shell must not change what tests read."""
+    if os.environ.get(KB_ENV):
+        monkeypatch.delenv(KB_ENV)
+
+
+@pytest.fixture(scope="session")
+def test_kb() -> KB:
+    """The frozen test KB (tests/kb), loaded and validated like the shipped one."""
+    return KB.load(TEST_KB_DIR)
+
+
+@pytest.fixture
+def use_test_kb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Make every `KB()` without a folder read tests/kb for this test; yields the folder."""
+    monkeypatch.setenv(KB_ENV, str(TEST_KB_DIR))
+    yield TEST_KB_DIR
 
 
 @pytest.fixture

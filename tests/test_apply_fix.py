@@ -13,6 +13,8 @@ import pytest
 from fwdoctor.model import FixRef
 from fwdoctor.rules.base import Hit, Rule
 
+pytestmark = pytest.mark.usefixtures("use_test_kb")  # `fix` loads the frozen tests/kb
+
 
 def _rule(finding_id: str, marker: Path, env_file: Path) -> Rule:
     def check(facts, kb):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("use_test_kb")]  # plans from the frozen tests/kb
 
 DATA = Path(__file__).resolve().parent / "data" / "recipes"
 PYPI = Path("/opt/pypi")

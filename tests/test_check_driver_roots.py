@@ -13,6 +13,7 @@ from fwdoctor.probes.driver import nvml_snapshot
 
 TESTS = Path(__file__).resolve().parent
 ROOTS = TESTS / "roots"
+pytestmark = pytest.mark.usefixtures("use_test_kb")  # every command and probe reads the frozen tests/kb
 MINE = {"driver-missing", "nouveau-loaded", "driver-library-mismatch", "no-gpu", "shm-too-small"}
 
 

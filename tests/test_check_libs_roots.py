@@ -8,6 +8,8 @@ import pytest
 
 from conftest import ROOTS, finding_ids
 
+pytestmark = pytest.mark.usefixtures("use_test_kb")  # every command and probe reads the frozen tests/kb
+
 LIB_IDS = {
     "cudnn-cuda-mismatch", "cudnn-shadowed", "cudnn-header-library-mismatch", "multiple-cudnn",
     "nccl-cuda-mismatch", "nccl-shadowed", "nccl-header-library-mismatch", "multiple-nccl",

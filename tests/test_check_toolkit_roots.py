@@ -8,6 +8,8 @@ import pytest
 
 from conftest import ROOTS
 
+pytestmark = pytest.mark.usefixtures("use_test_kb")  # every command and probe reads the frozen tests/kb
+
 OURS = (
     "toolkit-missing",
     "multiple-toolkits",

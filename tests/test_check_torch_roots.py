@@ -9,6 +9,8 @@ import pytest
 
 from conftest import ROOTS, finding_ids
 
+pytestmark = pytest.mark.usefixtures("use_test_kb")  # every command and probe reads the frozen tests/kb
+
 CASES = [
     # root, env file, must fire, must not fire
     ("torch-driver-too-old", "fixture.env", {"driver-too-old-for-torch"}, {"gpu-arch-unsupported-by-torch", "torch-not-installed"}),

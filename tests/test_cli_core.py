@@ -7,8 +7,12 @@ import shutil
 
 import pytest
 
+from conftest import TEST_KB_DIR
 from fwdoctor.findings import FINDING_KINDS
-from fwdoctor.kb import KB_DIR
+
+# Every command here judges with the frozen tests/kb. (docs/findings.md, checked fresh below,
+# is rendered from the finding registry alone: no KB row reaches it.)
+pytestmark = pytest.mark.usefixtures("use_test_kb")
 
 
 @pytest.fixture
@@ -78,7 +82,7 @@ def test_an_unknown_only_id_is_refused(cli):
 
 def test_a_broken_knowledge_base_exits_2_naming_the_file(cli, tmp_path, empty_root):
     kb = tmp_path / "kb"
-    shutil.copytree(KB_DIR, kb, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(TEST_KB_DIR, kb, ignore=shutil.ignore_patterns("*.md"))
     (kb / "cuda.yaml").write_text("rows: [unclosed\n")
     result = cli("check", "--kb", str(kb), "--root", str(empty_root))
     assert result.exit_code == 2

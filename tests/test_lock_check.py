@@ -1,15 +1,20 @@
 """`fwdoctor lock --check`: the committed locks match their stacks; a changed stack is
-stale (exit 1) with the reason; conda packages without conda-lock fail that part clearly."""
+stale (exit 1) with the reason; conda packages without conda-lock fail that part clearly.
+
+The committed lockfiles/ are checked fresh against the shipped KB (`make lockfiles` after a
+KB update keeps that green); every other test locks in tmp_path against the frozen tests/kb."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
+from conftest import TEST_KB_DIR
+from fwdoctor.kb import KB, KB_DIR
 from fwdoctor.recipes import lockfile
+from fwdoctor.recipes import stack as stack_mod
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden" / "docker"
@@ -17,7 +22,7 @@ STACKS = sorted(p.stem for p in (REPO / "stacks").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("name", STACKS)
-def test_each_committed_lock_matches_its_stack(cli, name, monkeypatch):
+def test_each_committed_lock_matches_its_stack(cli, name, monkeypatch):  # the shipped KB
     monkeypatch.chdir(REPO)
     result = cli("lock", "--check", f"stacks/{name}.yaml")
     assert result.exit_code == 0, result.output
@@ -36,12 +41,25 @@ def copy_stack(tmp_path: Path, name: str, extra: str = "") -> Path:
     stack = tmp_path / "stacks" / f"{name}.yaml"
     stack.parent.mkdir(parents=True)
     stack.write_text((REPO / "stacks" / f"{name}.yaml").read_text() + extra)
-    shutil.copytree(REPO / "lockfiles" / name, tmp_path / "lockfiles" / name)
     return stack
 
 
-def test_a_stack_with_a_new_requirement_makes_its_lock_stale(cli, tmp_path, monkeypatch):
-    stack = copy_stack(tmp_path, "cpu-py311", "requirements: ['numpy==2.3.4']\n")
+def locked_cpu_stack(tmp_path: Path) -> Path:
+    """stacks/cpu-py311.yaml in tmp_path with the fresh lock the recorded pip report gives
+    under tests/kb (the committed lock follows the shipped KB instead)."""
+    stack = copy_stack(tmp_path, "cpu-py311")
+    resolved = stack_mod.load_and_resolve(stack, KB(TEST_KB_DIR))
+    lock = tmp_path / "lockfiles" / "cpu-py311" / lockfile.LOCK_NAME
+    lock.parent.mkdir(parents=True)
+    lock.write_text(lockfile.render_lock(resolved, _pins_from_golden(), "stacks/cpu-py311.yaml"))
+    assert lockfile.check(resolved, lock.parent) == []
+    return stack
+
+
+def test_a_stack_with_a_new_requirement_makes_its_lock_stale(cli, use_test_kb, tmp_path, monkeypatch):
+    stack = locked_cpu_stack(tmp_path)
+    with open(stack, "a") as handle:
+        handle.write("requirements: ['numpy==2.3.4']\n")
     monkeypatch.chdir(tmp_path)
     result = cli("lock", "--check", str(stack))
     assert result.exit_code == 1
@@ -49,8 +67,8 @@ def test_a_stack_with_a_new_requirement_makes_its_lock_stale(cli, tmp_path, monk
     assert "numpy is required by the stack but not in the lock" in result.output
 
 
-def test_a_lock_edited_by_hand_to_another_torch_is_stale(cli, tmp_path, monkeypatch):
-    stack = copy_stack(tmp_path, "cpu-py311")
+def test_a_lock_edited_by_hand_to_another_torch_is_stale(cli, use_test_kb, tmp_path, monkeypatch):
+    stack = locked_cpu_stack(tmp_path)
     lock = tmp_path / "lockfiles" / "cpu-py311" / "requirements.lock"
     lock.write_text(lock.read_text().replace("torch==2.13.0+cpu", "torch==2.12.0+cpu"))
     monkeypatch.chdir(tmp_path)
@@ -58,9 +76,8 @@ def test_a_lock_edited_by_hand_to_another_torch_is_stale(cli, tmp_path, monkeypa
     assert result.exit_code == 1 and "torch==2.12.0+cpu in the lock does not satisfy torch==2.13.0+cpu" in result.output
 
 
-def test_a_missing_lock_is_reported_as_stale(cli, tmp_path, monkeypatch):
+def test_a_missing_lock_is_reported_as_stale(cli, use_test_kb, tmp_path, monkeypatch):
     stack = copy_stack(tmp_path, "cpu-py311")
-    shutil.rmtree(tmp_path / "lockfiles")
     monkeypatch.chdir(tmp_path)
     result = cli("lock", "--check", str(stack))
     assert result.exit_code == 1 and "run `fwdoctor lock`" in result.output
@@ -70,7 +87,7 @@ def _pins_from_golden(*_args, **_kwargs):
     return lockfile.pins_from_report(json.loads((GOLDEN / "pip-report-cpu-py311.json").read_text()))
 
 
-def test_lock_writes_the_same_bytes_twice(cli, tmp_path, monkeypatch):
+def test_lock_writes_the_same_bytes_twice(cli, use_test_kb, tmp_path, monkeypatch):
     monkeypatch.setattr(lockfile, "resolve_pins", _pins_from_golden)
     stack = copy_stack(tmp_path, "cpu-py311")
     monkeypatch.chdir(tmp_path)
@@ -82,7 +99,7 @@ def test_lock_writes_the_same_bytes_twice(cli, tmp_path, monkeypatch):
     assert outputs[0] == outputs[1]
 
 
-def test_conda_packages_without_conda_lock_fail_that_part_and_say_how(cli, tmp_path, monkeypatch):
+def test_conda_packages_without_conda_lock_fail_that_part_and_say_how(cli, use_test_kb, tmp_path, monkeypatch):
     monkeypatch.setattr(lockfile, "resolve_pins", _pins_from_golden)
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     stack = copy_stack(tmp_path, "cpu-py311", "conda: ['libjpeg-turbo=3.0']\n")
@@ -94,7 +111,7 @@ def test_conda_packages_without_conda_lock_fail_that_part_and_say_how(cli, tmp_p
     assert "libjpeg-turbo=3.0" in (tmp_path / "out" / lockfile.ENV_NAME).read_text()
 
 
-def test_a_resolution_failure_exits_1_with_pips_reason(cli, tmp_path, monkeypatch):
+def test_a_resolution_failure_exits_1_with_pips_reason(cli, use_test_kb, tmp_path, monkeypatch):
     def fail(*_a, **_k):
         raise lockfile.LockError("pip could not resolve stack cpu-py311: ERROR: No matching distribution found for torch==2.13.0+cpu")
 
@@ -107,9 +124,6 @@ def test_a_resolution_failure_exits_1_with_pips_reason(cli, tmp_path, monkeypatc
 
 @pytest.mark.parametrize("name", STACKS)
 def test_each_committed_resolved_stack_is_what_the_kb_resolves_today(name):
-    from fwdoctor.kb import KB
-    from fwdoctor.recipes import stack as stack_mod
-
-    resolved = stack_mod.load_and_resolve(REPO / "stacks" / f"{name}.yaml", KB())
+    resolved = stack_mod.load_and_resolve(REPO / "stacks" / f"{name}.yaml", KB(KB_DIR))  # the shipped KB
     committed = (REPO / "lockfiles" / name / lockfile.RESOLVED_NAME).read_text()
     assert committed == resolved.to_yaml(), f"stale: run `make lockfiles` (lockfiles/{name}/{lockfile.RESOLVED_NAME})"

@@ -1,5 +1,6 @@
 """Lock files from pip reports: hashes for everything, sorted, deterministic; and the
-target-platform arguments pip gets."""
+target-platform arguments pip gets. Stacks resolve against the frozen tests/kb, except for
+the freshness check of the committed lockfiles/cpu-py311 (the shipped KB)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fwdoctor.kb import KB
+from conftest import TEST_KB_DIR
+from fwdoctor.kb import KB, KB_DIR
 from fwdoctor.recipes import lockfile
 from fwdoctor.recipes import stack as stack_mod
 
@@ -18,7 +20,7 @@ GOLDEN = Path(__file__).resolve().parent / "golden" / "docker"
 
 @pytest.fixture(scope="module")
 def cpu_stack():
-    return stack_mod.load_and_resolve(REPO / "stacks" / "cpu-py311.yaml", KB())
+    return stack_mod.load_and_resolve(REPO / "stacks" / "cpu-py311.yaml", KB(TEST_KB_DIR))
 
 
 @pytest.fixture
@@ -42,8 +44,9 @@ def test_the_rendered_lock_is_the_same_bytes_every_time(report, cpu_stack):
     assert first == second
 
 
-def test_the_committed_cpu_lock_is_what_the_recorded_report_renders_to(report, cpu_stack):
-    text = lockfile.render_lock(cpu_stack, lockfile.pins_from_report(report), "stacks/cpu-py311.yaml")
+def test_the_committed_cpu_lock_is_what_the_recorded_report_renders_to(report):
+    shipped = stack_mod.load_and_resolve(REPO / "stacks" / "cpu-py311.yaml", KB(KB_DIR))
+    text = lockfile.render_lock(shipped, lockfile.pins_from_report(report), "stacks/cpu-py311.yaml")
     assert (REPO / "lockfiles" / "cpu-py311" / "requirements.lock").read_text() == text
 
 
@@ -104,7 +107,7 @@ def test_markers_are_evaluated_for_the_target_python():
 
 
 def test_a_cuda_lock_from_pypi_must_carry_the_stacks_cuda_runtime(cpu_stack):
-    cu128 = stack_mod.load_and_resolve(REPO / "stacks" / "cu128-py310.yaml", KB())
+    cu128 = stack_mod.load_and_resolve(REPO / "stacks" / "cu128-py310.yaml", KB(TEST_KB_DIR))
     pins = [lockfile.Pin("torch", "2.10.0", "0" * 64, "t.whl"), lockfile.Pin("nvidia-cuda-runtime-cu12", "12.6.77", "0" * 64, "r.whl")]
     with pytest.raises(lockfile.LockError, match="pulls CUDA runtime 12.6.77, not CUDA 12.8"):
         lockfile._check_pins(cu128, pins)

@@ -11,9 +11,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import TEST_KB_DIR
 from fwdoctor.engine import collect
 from fwdoctor.host import Host
-from fwdoctor.kb import KB, Ctx, KBError
+from fwdoctor.kb import KB, KB_DIR, Ctx, KBError
 from fwdoctor.kb.gpus import from_yaml, name_key, normalize_pci_id, normalize_slot
 from fwdoctor.probes import driver, gpus
 from fwdoctor.probes.gpus import parse_proc_information
@@ -25,13 +26,15 @@ PROBES = (*driver.PROBES, *gpus.PROBES)
 
 
 @functools.lru_cache(maxsize=1)
-def bundled_gpu_kb():
-    return KB.load(validate_all=False).gpus
+def frozen_gpu_kb():
+    """gpus.yaml of the frozen test KB: name matching is logic, and a GPU added to the
+    shipped KB must not change these answers. (Hypothesis tests cannot take fixtures.)"""
+    return KB.load(TEST_KB_DIR, validate_all=False).gpus
 
 
 @pytest.fixture
 def gpu_kb():
-    return bundled_gpu_kb()
+    return frozen_gpu_kb()
 
 
 def facts_of(root: Path):
@@ -186,7 +189,7 @@ def test_a_gpu_without_a_known_name_finds_its_cc_through_its_pci_slot(gpu_kb):
 @settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_name_matching_never_raises_and_is_case_insensitive(text):
-    kb = bundled_gpu_kb()
+    kb = frozen_gpu_kb()
     assert kb.cc_for_name(text) == kb.cc_for_name(text.lower())
     assert kb.cc_for_pci_id(text) is None or normalize_pci_id(text) is not None
 
@@ -194,7 +197,7 @@ def test_name_matching_never_raises_and_is_case_insensitive(text):
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(["NVIDIA ", "nvidia ", "", "NVIDIA Tesla "]), st.sampled_from(["", " 80GB", "-SXM4-80GB", " PCIe", " Laptop GPU"]))
 def test_prefixes_and_suffixes_do_not_change_the_answer(prefix, suffix):
-    kb = bundled_gpu_kb()
+    kb = frozen_gpu_kb()
     for model in kb.models:
         assert kb.cc_for_name(f"{prefix}{model.name}{suffix}") == model.cc
 
@@ -204,27 +207,26 @@ def test_name_keys_drop_brand_words_and_memory_sizes():
     assert name_key("NVIDIA GeForce RTX 4090") == ("rtx", "4090")
 
 
-def test_names_typed_without_geforce_find_the_same_gpu():
-    kb = KB.load(validate_all=False)
+def test_names_typed_without_geforce_find_the_same_gpu(gpu_kb):
     # NVML reports "NVIDIA GeForce RTX 4090"; people type "RTX 4090".
-    assert kb.gpus.cc_for_name("RTX 4090") == kb.gpus.cc_for_name("NVIDIA GeForce RTX 4090") == "8.9"
-    assert kb.gpus.cc_for_name("GTX 1080 Ti") == "6.1"
+    assert gpu_kb.cc_for_name("RTX 4090") == gpu_kb.cc_for_name("NVIDIA GeForce RTX 4090") == "8.9"
+    assert gpu_kb.cc_for_name("GTX 1080 Ti") == "6.1"
 
 
-def test_every_kb_row_has_a_parseable_cc_and_a_known_source():
-    kb = KB.load(validate_all=False)
+def test_every_shipped_kb_row_has_a_parseable_cc_and_a_known_source():
+    kb = KB.load(KB_DIR, validate_all=False)  # an audit of the shipped gpus.yaml
     for model in kb.gpus.models:
         assert model.source and model.cc.count(".") == 1
 
 
 def gpus_yaml(**override):
-    data = yaml.safe_load((Path(__file__).resolve().parents[1] / "doctor/kb/gpus.yaml").read_text())
+    data = yaml.safe_load((TEST_KB_DIR / "gpus.yaml").read_text())
     data.update(override)
     return data
 
 
 def load(data):
-    base = KB.load(validate_all=False)
+    base = KB.load(TEST_KB_DIR, validate_all=False)
     return from_yaml(data, Ctx("gpus.yaml", "", {**base.sources, **data.get("sources", {})}))
 
 
@@ -260,7 +262,7 @@ def test_on_a_gpu_host_the_kb_agrees_with_nvml_about_every_known_gpu():
     if snap is None or snap.source != "nvml" or not snap.gpus:
         pytest.skip("no GPU answering through NVML on this host")
     facts = collect(host, PROBES)
-    kb = bundled_gpu_kb()
+    kb = KB.load(KB_DIR, validate_all=False).gpus  # audits the shipped gpus.yaml against real hardware
     pci = facts.get("pci.nvidia_gpus") or []
     for gpu in facts["gpus.list"]:
         assert gpu["source"] == "nvml" and gpu["cc"]

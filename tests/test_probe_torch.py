@@ -3,6 +3,7 @@ probes on fixture roots."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, strategies as st
 
 from conftest import DATA, ROOTS
@@ -63,6 +64,7 @@ def test_the_parsers_never_raise_on_arbitrary_text(text):
     assert (data is None) == bool(why)
 
 
+@pytest.mark.usefixtures("use_test_kb")
 def test_a_static_probe_of_the_cuda_venv_reports_the_wheel_and_the_kb_arch_list():
     facts = facts_for("torch-driver-ok")
     assert facts["torch.installed"] is True

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from fwdoctor.kb import KB
 from fwdoctor.model import Fact, Facts
 from fwdoctor.recipes import cuda_toolkit, env, registry, torch_wheel
 
@@ -24,8 +23,8 @@ FWPY = "/opt/fwdoctor/bin/python"
 
 
 @pytest.fixture(scope="module")
-def kb():
-    return KB.load()
+def kb(test_kb):
+    return test_kb
 
 
 def facts(**values) -> Facts:

@@ -7,7 +7,6 @@ import pytest
 
 from fwdoctor.engine import judge
 from fwdoctor.explain import explanation
-from fwdoctor.kb import KB
 from fwdoctor.model import Fact, Facts, Severity
 from fwdoctor.rules import driver as driver_rules
 from fwdoctor.rules import runtime as runtime_rules
@@ -22,8 +21,8 @@ MIB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def kb():
-    return KB.load(validate_all=False)
+def kb(test_kb):
+    return test_kb
 
 
 def healthy(**changes):

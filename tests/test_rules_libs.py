@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from fwdoctor.kb import KB
 from fwdoctor.model import Fact, Facts, Severity
 from fwdoctor.rules import libs as rules
 
@@ -13,8 +12,8 @@ SITE = "/venv/lib/python3.11/site-packages"
 
 
 @pytest.fixture(scope="module")
-def kb():
-    return KB()
+def kb(test_kb):
+    return test_kb
 
 
 def pip(lib="cudnn", cuda=13, version="9.24.0.43", header="9.24.0", library="9"):

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import TEST_KB_DIR
 from fwdoctor.kb import KB
 from fwdoctor.model import Fact, Facts, Severity
 from fwdoctor.rules import toolkit as rules
 
-KB_ = KB.load()
+KB_ = KB.load(TEST_KB_DIR)  # the frozen test KB: a KB update never moves these answers
 
 TK130 = {"root": "/usr/local/cuda-13.0", "version": "13.0.88", "version_source": "dist-info", "nvcc": "/usr/local/cuda-13.0/bin/nvcc",
          "nvcc_release": "13.0", "host_gcc_max": "15", "found_via": ["/usr/local/cuda link"]}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from fwdoctor.kb import KB
 from fwdoctor.model import Fact, Facts
 from fwdoctor.rules import torch as rules
 
@@ -14,8 +13,8 @@ RTX5090 = {"index": 0, "name": "NVIDIA GeForce RTX 5090", "cc": "12.0"}
 
 
 @pytest.fixture(scope="module")
-def kb():
-    return KB.load()
+def kb(test_kb):
+    return test_kb
 
 
 def facts(**values) -> Facts:

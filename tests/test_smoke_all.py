@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 TORCH_PY = torch_python()
+pytestmark = pytest.mark.usefixtures("use_test_kb")  # the check part judges with the frozen tests/kb
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Stack resolution against the real KB: what it fills in, and the impossible stacks it
+"""Stack resolution against the frozen test KB (tests/kb): what it fills in, and the impossible stacks it
 refuses with the reason (exit 1 from `fwdoctor stack resolve`)."""
 
 from __future__ import annotations
@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from fwdoctor.kb import KB
 from fwdoctor.recipes import stack as stack_mod
 
 REPO = Path(__file__).resolve().parent.parent
 
+pytestmark = pytest.mark.usefixtures("use_test_kb")  # the CLI tests read tests/kb too
+
 
 @pytest.fixture(scope="module")
-def kb():
-    return KB()
+def kb(test_kb):
+    return test_kb
 
 
 def resolve(kb, **fields):
@@ -99,9 +100,13 @@ def test_stack_resolve_prints_the_filled_stack(cli):
 
 
 def test_an_unconfirmed_arch_list_is_a_note_not_a_silent_pass(kb):
+    # tests/kb has no confirmed TORCH_CUDA_ARCH_LIST for 2.6.0+cu126.
+    r = resolve(kb, python="3.12", torch="2.6.0", cuda="12.6", gpus=["8.0"])
+    assert r.arch_list is None
+    assert r.gpus == {"8.0": "not checked: arch list of this wheel unconfirmed in the KB"}
+    assert r.notes == ("GPUs 8.0 not checked: the KB has no confirmed arch list for torch 2.6.0+cu126",)
+
+
+def test_a_confirmed_arch_list_says_which_kernel_runs_each_stack_gpu(kb):
     r = stack_mod.load_and_resolve(REPO / "stacks" / "cu126-pascal.yaml", kb)
-    if r.arch_list is None:
-        assert all(how.startswith("not checked") for how in r.gpus.values())
-        assert any("not checked" in note for note in r.notes)
-    else:
-        assert all(how.startswith(("sass", "ptx")) for how in r.gpus.values())
+    assert r.gpus == {"6.0": "sass sm_60", "6.1": "sass sm_60", "7.0": "sass sm_70"} and r.notes == ()
