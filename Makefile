@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 CPU_TORCH_WHEELS ?= /opt/wheels
 STACKS := $(wildcard stacks/*.yaml)
 
-.PHONY: doctor test venv test-venv bench dockerfiles lockfiles docs clean
+.PHONY: doctor test test-fast venv test-venv bench dockerfiles lockfiles docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ doctor: venv
 ## test: set up the test venv (with torch) and run the whole suite
 test: test-venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## test-fast: the suite without Docker and without the torch download (minutes, not tens of
+## minutes): the tests that need a torch venv or an engine are skipped and say so
+test-fast: venv
+	$(BIN)/python -m pytest -m "not docker and not slow" $(PYTEST_ARGS)
 
 ## bench: speed figures (printed, not asserted)
 bench: test-venv

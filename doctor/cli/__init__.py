@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from fwdoctor import __version__
-from fwdoctor.cli.common import EXIT_DOCTOR, EXIT_FINDINGS, EXIT_OK, DoctorError, fail
+from fwdoctor.cli.errors import EXIT_DOCTOR, EXIT_FINDINGS, EXIT_OK, DoctorError, fail
 
 __all__ = ["COMMANDS", "EXIT_DOCTOR", "EXIT_FINDINGS", "EXIT_OK", "DoctorError", "fail", "main"]
 
@@ -22,8 +22,8 @@ __all__ = ["COMMANDS", "EXIT_DOCTOR", "EXIT_FINDINGS", "EXIT_OK", "DoctorError",
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("check", "check", "check"),
     ("facts", "check", "facts"),
-    ("explain", "check", "explain"),
-    ("list", "check", "list_findings"),
+    ("explain", "catalog", "explain"),
+    ("list", "catalog", "list_findings"),
     ("fix", "recipes", "fix"),
     ("select", "recipes", "select_group"),
     ("install", "recipes", "install_group"),

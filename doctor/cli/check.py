@@ -1,4 +1,4 @@
-"""`fwdoctor check`, `facts`, `explain`, `list`: judge a host and say what the findings mean."""
+"""`fwdoctor check` and `fwdoctor facts`: judge a host (or a root, an image, saved facts)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from fwdoctor import __version__
 from fwdoctor import report as rep
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
 from fwdoctor.engine import judge
-from fwdoctor.explain import explanation
-from fwdoctor.findings import BY_ID, FINDING_KINDS
-from fwdoctor.rules import RULES
+from fwdoctor.findings import BY_ID
+from fwdoctor.rules import KB_AREAS, RULES
 from fwdoctor.sources import SourceRequest
 
 
@@ -41,7 +40,7 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
     # The KB parses while the probes read the host (and, with --deep, while torch imports
     # in its child): neither waits for the other.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        kb_future = pool.submit(load_kb, kb_dir)
+        kb_future = pool.submit(load_kb, kb_dir, KB_AREAS)
         facts = facts_from(source)
         kb = kb_future.result()
     report = judge(facts, kb, RULES, only=only or None)
@@ -61,27 +60,3 @@ def facts(source: SourceRequest) -> None:
     """Print the facts about the host as JSON (save them; re-judge with `check --facts`)."""
     collected = facts_from(source)
     click.echo(json.dumps({"fwdoctor": __version__, **collected.to_json()}, indent=2, default=str))
-
-
-@click.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def list_findings(as_json: bool) -> None:
-    """List every finding id with its code, default severity and area."""
-    if as_json:
-        click.echo(json.dumps([{"id": k.id, "code": k.code, "severity": k.severity.value, "area": k.area, "title": k.title} for k in FINDING_KINDS], indent=2))
-        return
-    for k in FINDING_KINDS:
-        click.echo(f"{k.code}  {k.severity.value:<7}  {k.id:<32} {k.title}")
-
-
-@click.command()
-@click.argument("finding_id")
-def explain(finding_id: str) -> None:
-    """Explain a finding: what it checks, the error users see, and the fix.
-
-    FINDING_ID is an id (`driver-too-old-for-torch`) or a code (`FWD104`).
-    """
-    try:
-        click.echo(explanation(finding_id))
-    except KeyError as exc:
-        fail(str(exc.args[0]))

@@ -1,44 +1,26 @@
-"""What every command shares: exit codes, the one-line error, the source and KB options.
+"""What every command shares: the source and KB options, loading the KB, options helpers.
 
-Exit codes: 0 no error findings, 1 error findings (or a failed gate, a refused plan),
-2 fwdoctor itself failed (bad arguments, unreadable input, broken KB), always with a
-one-line reason naming the input.
+The exit codes and the one-line error live in fwdoctor.cli.errors (re-exported here).
 """
 
 from __future__ import annotations
 
 import functools
-import sys
-from typing import Any, Callable, NoReturn, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 import click
 
+from fwdoctor.cli.errors import EXIT_DOCTOR, EXIT_FINDINGS, EXIT_OK, DoctorError, fail, findings_exit
 from fwdoctor.kb import KB, KBError
 from fwdoctor.model import Facts
 from fwdoctor.sources import SourceError, SourceRequest, gather
 
-EXIT_OK, EXIT_FINDINGS, EXIT_DOCTOR = 0, 1, 2
+__all__ = [
+    "EXIT_DOCTOR", "EXIT_FINDINGS", "EXIT_OK", "DoctorError", "fail", "findings_exit",
+    "facts_from", "kb_option", "live_only", "load_kb", "source_options", "with_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class DoctorError(click.ClickException):
-    """The doctor itself failed: one line on stderr, exit 2."""
-
-    exit_code = EXIT_DOCTOR
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"fwdoctor: error: {self.format_message()}", err=True)
-
-
-def fail(message: str) -> NoReturn:
-    raise DoctorError(message)
-
-
-def findings_exit(message: str) -> NoReturn:
-    """A refusal or a failed result (not a doctor failure): the reason, then exit 1."""
-    click.echo(f"fwdoctor: {message}", err=True)
-    sys.exit(EXIT_FINDINGS)
 
 
 def with_options(options: list[Callable[[F], F]]) -> Callable[[F], F]:
@@ -54,12 +36,13 @@ def with_options(options: list[Callable[[F], F]]) -> Callable[[F], F]:
 
 # ----------------------------------------------------------------------------- KB
 def kb_option(func: F) -> F:
-    return click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Use another knowledge-base folder (default: the bundled one).")(func)
+    return click.option("--kb", "kb_dir", type=click.Path(file_okay=False), help="Use another knowledge-base folder (default: $FWDOCTOR_KB if set, else the bundled one).")(func)
 
 
-def load_kb(kb_dir: str | None) -> KB:
+def load_kb(kb_dir: str | None, areas: Sequence[str] | None = None) -> KB:
+    """The KB with `areas` (default: all) validated now; exit 2 naming the bad row."""
     try:
-        return KB.load(kb_dir)
+        return KB.load(kb_dir, areas=areas)
     except KBError as exc:
         fail(f"knowledge base: {exc}")
 

@@ -1,0 +1,121 @@
+"""What users install: the built wheel, in a fresh venv, used from a folder outside this
+repository, beside the packages that used to break it.
+
+PyPI's `torchtune` ships a top-level `recipes` package and PyPI's unrelated `doctor` (a
+Flask library) a top-level `doctor`: before fwdoctor became one import package, either
+overwrote ours. These tests build the wheel from this checkout, check what it holds, and
+run it installed next to both (installed after ours, `--no-deps`, as a user would).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO
+
+pytestmark = pytest.mark.slow
+
+PIP_TIMEOUT = 600
+# The versions the bug was reproduced with (issue: "One fwdoctor package").
+CLASHING = ("doctor==3.13.7", "torchtune==0.6.1")
+
+
+def _run(argv: list[str], cwd: Path, timeout: float = PIP_TIMEOUT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    if proc.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel of this checkout, built as `pip wheel .` builds it (no editable magic)."""
+    out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy of the checkout's files (tracked and new, not ignored): setuptools
+    # builds in the source tree's build/, where files deleted since an earlier build linger
+    # and would end up in the wheel.
+    tree = tmp_path_factory.mktemp("tree")
+    listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO, timeout=60).stdout
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file() and not source.is_symlink():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, tree / name)
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(tree)], cwd=out)
+    (built,) = out.glob("fwdoctor-*.whl")
+    return built
+
+
+def _source_files() -> set[str]:
+    """Every module and data file of the package, by its path inside the wheel."""
+    files: set[str] = set()
+    for folder, prefix in ((REPO / "doctor", "fwdoctor"), (REPO / "recipes", "fwdoctor/recipes")):
+        for path in folder.rglob("*"):
+            if "__pycache__" in path.parts or not path.is_file():
+                continue
+            if path.suffix in (".py", ".yaml", ".md", ".sh"):
+                files.add(f"{prefix}/{path.relative_to(folder).as_posix()}")
+    return files
+
+
+def test_the_wheel_holds_one_import_package_and_every_module_and_data_file(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/", 1)[0] for name in names}
+    dist_info = {t for t in top if t.endswith(".dist-info")}
+    assert top - dist_info == {"fwdoctor"}, f"top-level entries besides fwdoctor: {sorted(top - dist_info - {'fwdoctor'})}"
+    missing = sorted(_source_files() - set(names))
+    assert not missing, f"in the repository but not in the wheel: {missing}"
+    (info,) = dist_info
+    metadata = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata
+    assert any(name.endswith("/licenses/LICENSE") for name in names if name.startswith(info))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """A fresh venv with the wheel, then PyPI's `doctor` and `torchtune` on top (no deps)."""
+    venv = tmp_path_factory.mktemp("venv") / "v"
+    _run([sys.executable, "-m", "venv", str(venv)], cwd=venv.parent)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    _run([*pip, str(wheel)], cwd=venv.parent)
+    _run([*pip, "--no-deps", *CLASHING], cwd=venv.parent)
+    return venv
+
+
+def _outside(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX")}
+    env["HOME"] = str(tmp_path)
+    return env
+
+
+def test_the_installed_wheel_runs_from_outside_the_repository_beside_doctor_and_torchtune(installed, tmp_path):
+    fwdoctor = str(installed / "bin" / "fwdoctor")
+    env = _outside(tmp_path)
+    version = _run([fwdoctor, "--version"], cwd=tmp_path, timeout=60, env=env)
+    assert version.stdout.startswith("fwdoctor, version ")
+    module = _run([str(installed / "bin" / "python"), "-m", "fwdoctor", "--version"], cwd=tmp_path, timeout=60, env=env)
+    assert module.stdout == version.stdout
+    chosen = _run([fwdoctor, "select", "torch", "--driver", "580.95.05", "--gpu", "9.0", "--python", "3.12"], cwd=tmp_path, timeout=60, env=env)
+    assert "torch==" in chosen.stdout or "torch " in chosen.stdout, chosen.stdout
+    # The others' packages are really there (so the test proves coexistence, not absence).
+    # find_spec locates them without importing (they were installed without their deps).
+    probe = "from importlib.util import find_spec as f; print(*(f(n).origin for n in ('doctor', 'recipes', 'fwdoctor.recipes')))"
+    where = _run([str(installed / "bin" / "python"), "-c", probe], cwd=tmp_path, timeout=60, env=env).stdout.split()
+    assert "/site-packages/doctor/" in where[0] and "/site-packages/recipes/" in where[1]
+    assert "/site-packages/fwdoctor/recipes/" in where[2]
+
+
+def test_uninstalling_pypi_doctor_leaves_fwdoctor_whole(installed, tmp_path):
+    _run([str(installed / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", "doctor", "torchtune"], cwd=tmp_path)
+    env = _outside(tmp_path)
+    listed = _run([str(installed / "bin" / "fwdoctor"), "list"], cwd=tmp_path, timeout=60, env=env)
+    assert "driver-too-old-for-torch" in listed.stdout
+    explained = _run([str(installed / "bin" / "fwdoctor"), "explain", "FWD104"], cwd=tmp_path, timeout=60, env=env)
+    assert explained.stdout.startswith("driver-too-old-for-torch (FWD104")
