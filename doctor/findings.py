@@ -1,4 +1,4 @@
-"""The finding vocabulary (shared/FINDINGS.md): stable ids, short codes, default severities.
+"""The finding vocabulary (listed in docs/findings.md): stable ids, short codes, default severities.
 
 An id never changes meaning and is never reused; users script against them. The order
 here is the order of `fwdoctor list` and of areas in the text report.

@@ -31,6 +31,7 @@ from packaging.version import InvalidVersion, Version
 
 from fwdoctor.recipes.apply import file_step
 from fwdoctor.recipes.plan import Plan, Step
+from fwdoctor.recipes.scripts import read as read_script
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -45,47 +46,10 @@ KEYRING_URL = "https://developer.download.nvidia.com/compute/cuda/repos/{repo}/{
 # argv[1:]: nvcc, "run" or "compile", then nvcc's arch flags. Compiles and links a kernel
 # in a scratch folder (deleted afterwards); with "run" (a GPU host whose driver runs this
 # CUDA) also runs it and fails unless the kernel launched.
-_COMPILE = """\
-import os, subprocess, sys, tempfile
-nvcc, mode, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
-src = (
-    "#include <cstdio>\\n"
-    "__global__ void fwdoctor_kernel(int *out) { out[threadIdx.x] = threadIdx.x; }\\n"
-    "int main() {\\n"
-    "    int *d = nullptr;\\n"
-    "    cudaError_t err = cudaMalloc(&d, 32 * sizeof(int));\\n"
-    "    if (err == cudaSuccess) { fwdoctor_kernel<<<1, 32>>>(d); err = cudaDeviceSynchronize(); cudaFree(d); }\\n"
-    "    std::printf(\\"kernel: %s\\\\n\\", cudaGetErrorString(err));\\n"
-    "    return err == cudaSuccess ? 0 : 1;\\n"
-    "}\\n"
-)
-with tempfile.TemporaryDirectory(prefix="fwdoctor-nvcc-") as tmp:
-    cu = os.path.join(tmp, "verify.cu")
-    with open(cu, "w") as handle:
-        handle.write(src)
-    proc = subprocess.run([nvcc, *flags, cu, "-o", os.path.join(tmp, "verify")], capture_output=True, text=True, timeout=540)
-    print(proc.stdout + proc.stderr)
-    print("compiled and linked" if proc.returncode == 0 else f"nvcc failed: exit {proc.returncode}")
-    if proc.returncode != 0 or mode != "run":
-        sys.exit(proc.returncode)
-    ran = subprocess.run([os.path.join(tmp, "verify")], capture_output=True, text=True, timeout=120)
-    print(ran.stdout + ran.stderr)
-    sys.exit(ran.returncode)
-"""
+_COMPILE = read_script("nvcc_verify.py")
 
 # argv[1:]: nvcc path, expected "X.Y". Exit 0 when `nvcc --version` reports that release.
-_CHECK_NVCC = """\
-import re, subprocess, sys
-nvcc, want = sys.argv[1:3]
-try:
-    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
-except (OSError, subprocess.TimeoutExpired) as exc:
-    print(f"{nvcc}: {exc}")
-    sys.exit(1)
-m = re.search(r"release (\\d+\\.\\d+)", out)
-print(out.strip().splitlines()[-1] if out.strip() else f"{nvcc}: no output")
-sys.exit(0 if m and m.group(1) == want else 1)
-"""
+_CHECK_NVCC = read_script("nvcc_release.py")
 
 
 class ToolkitOptionError(ValueError):

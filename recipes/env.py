@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from fwdoctor import versions
 from fwdoctor.libraries import LIBRARIES
 from fwdoctor.recipes.plan import FileWrite, Plan, Step
+from fwdoctor.recipes.scripts import read as read_script
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -29,30 +30,12 @@ if TYPE_CHECKING:
 RECIPE = "env"
 SYSTEM_PREFIXES = frozenset({"/", "/usr", "/usr/local", "/opt"})
 
-_APPEND_LINE = """\
-import sys
-path, line = sys.argv[1:3]
-with open(path, "a", encoding="utf-8") as handle:
-    handle.write("\\n# added by fwdoctor (remove this and the next line to undo)\\n" + line + "\\n")
-"""
+_APPEND_LINE = read_script("append_line.py")
 
-_NOT_INSTALLED = """\
-import importlib.metadata as md, sys
-try:
-    md.version(sys.argv[1])
-except md.PackageNotFoundError:
-    sys.exit(0)
-sys.exit(1)
-"""
+_NOT_INSTALLED = read_script("not_installed.py")
 
 
-_HAS_VERSION = """\
-import importlib.metadata as md, sys
-try:
-    sys.exit(0 if md.version(sys.argv[1]) == sys.argv[2] else 1)
-except md.PackageNotFoundError:
-    sys.exit(1)
-"""
+_HAS_VERSION = read_script("has_version.py")
 
 
 def choose_toolkit(facts: Any, options: Mapping[str, Any]) -> str | None:

@@ -35,6 +35,7 @@ from packaging.version import Version
 
 from fwdoctor import runner
 from fwdoctor.recipes.stack import ResolvedStack
+from fwdoctor.recipes.scripts import read as read_script
 
 LOCK_NAME = "requirements.lock"
 RESOLVED_NAME = "stack.resolved.yaml"
@@ -44,19 +45,7 @@ PIP_TIMEOUT_S = 900.0
 OLDEST_MANYLINUX = 5  # manylinux_2_5 == manylinux1
 
 # Run pip with the target interpreter's marker environment (see the module docstring).
-_PIP_WRAPPER = """
-import json, os, sys
-from pip._vendor.packaging import markers
-_target = json.loads(os.environ["FWDOCTOR_TARGET_MARKERS"])
-_default = markers.default_environment
-def _environment():
-    env = _default()
-    env.update(_target)
-    return env
-markers.default_environment = _environment
-from pip._internal.cli.main import main
-sys.exit(main(sys.argv[1:]))
-"""
+_PIP_WRAPPER = read_script("pip_with_markers.py")
 
 
 class LockError(RuntimeError):

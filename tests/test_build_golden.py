@@ -1,6 +1,6 @@
 """Golden build scripts: `Plan.to_shell()` of `fwdoctor build torch` for several torch
-versions and option sets, from hand-built requests (no host probing), compared byte for
-byte with tests/golden/build/*.sh. Regenerate: FWDOCTOR_UPDATE_GOLDEN=1 pytest this file.
+versions and option sets, from hand-built build facts (no host probing: tests/build_facts.py)
+through the pre-flight and the plan, compared byte for byte with tests/golden/build/*.sh. Regenerate: FWDOCTOR_UPDATE_GOLDEN=1 pytest this file.
 """
 
 from __future__ import annotations
@@ -12,84 +12,69 @@ from pathlib import Path
 
 import pytest
 
-from fwdoctor.kb import KB
-from fwdoctor.recipes import buildenv as be
+from build_facts import GIB, build_facts, gxx, kind_lib, path_lib, pip_lib, python_env, tool, toolkit
+from fwdoctor.model import Facts
 from fwdoctor.recipes import torch_source as ts
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "build"
 UPDATE = os.environ.get("FWDOCTOR_UPDATE_GOLDEN") == "1"
 
-HOST = be.BuildHost(
-    cores=64,
-    mem_available_bytes=200 * be.GIB,  # 200 GiB / 5 GiB per job = 40 < 64 cores
-    disk_free_bytes=500 * be.GIB,
-    host_cxx=be.Tool("/usr/bin/g++", "12.2.0"),
-    cmake=be.Tool("/usr/bin/cmake", "3.28.3"),
-    ninja=be.Tool("/usr/bin/ninja", "1.11.1"),
-    ccache="/usr/bin/ccache",
-    git="/usr/bin/git",
-    path="/usr/local/bin:/usr/bin:/bin",
-)
+# A roomy build machine: 200 GiB / 5 GiB per job = 40 jobs < 64 cores.
+HOST = {
+    "build.cores": 64,
+    "build.mem_available_bytes": 200 * GIB,
+    "build.disk_free": {"path": "/srv", "checked_at": "/srv", "bytes": 500 * GIB},
+    "build.host_cxx": gxx("/usr/bin/g++", "12.2.0"),
+    "build.gxx_installed": [],
+    "build.cmake": tool("/usr/bin/cmake", "3.28.3"),
+    "build.ninja": tool("/usr/bin/ninja", "1.11.1"),
+    "build.ccache": "/usr/bin/ccache",
+    "build.git": "/usr/bin/git",
+    "build.path": "/usr/local/bin:/usr/bin:/bin",
+}
 
 
-def toolkit(release: str, root: str | None = None, gcc_max: int = 13) -> be.Toolkit:
-    root = root or f"/usr/local/cuda-{release}"
-    archs = ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0")
-    return be.Toolkit(root, f"{root}/bin/nvcc", release, gpu_archs=archs, host_gcc=(None, gcc_max))
+def request(torch: str, tk: dict, nccl: dict, cudnn: dict, python: str, arch: str, workdir: str, arch_from: str = "--arch",
+            source: str | None = None, jobs: int | None = None, ccache: bool = False, debug: bool = False, cmake_only: bool = False) -> dict:
+    """The request facts (`request.build.*`) and what the probes resolved them to."""
+    return {
+        "request.build.torch": torch, "request.build.cuda": tk["release"], "request.build.arch": arch, "request.build.python": python,
+        "request.build.workdir": workdir, "request.build.source": source, "request.build.jobs": jobs, "request.build.ccache": ccache,
+        "request.build.debug": debug, "request.build.cmake_only": cmake_only,
+        "build.torch": torch, "build.toolkit": tk, "build.nccl": nccl, "build.cudnn": cudnn, "build.python": python_env(python),
+        "build.arch": {"list": arch, "from": arch_from}, "build.source": {"path": source, "version_txt": torch} if source else None,
+    }
 
 
-def pip_lib(lib: str, version: str, major: int, workdir: str) -> be.LibChoice:
-    include, library = be.pip_paths(be.Layout(workdir), lib, version)
-    return be.LibChoice(lib, "pip", version=version, package=f"nvidia-{lib}-cu{major}", include_dir=include,
-                        library_file=library, cuda_major=major, cuda_major_source=f"nvidia-{lib}-cu{major}")
-
-
-def python(path: str) -> be.PythonEnv:
-    return be.PythonEnv(path, "3.11.9", prefix=os.path.dirname(os.path.dirname(path)), base_prefix="/usr", has_pip=True)
-
-
-def case_pip_libs_with_spaces():
+def case_pip_libs_with_spaces() -> Facts:
     """2.9.1 + CUDA 12.8, NCCL and cuDNN as pip wheels, a clone, paths with spaces."""
-    work = "/srv/build area/torch 2.9.1"
-    req = be.BuildRequest(
-        torch="2.9.1", toolkit=toolkit("12.8"), nccl=pip_lib("nccl", "2.27.5", 12, work), cudnn=pip_lib("cudnn", "9.10.2.21", 12, work),
-        python=python("/home/ml/venvs/torch build/bin/python"), arch_list="8.0;9.0+PTX", arch_from="--arch", workdir=work)
-    return req, HOST, False
+    return build_facts({**HOST, **request("2.9.1", toolkit("12.8", gcc_max=13), pip_lib("nccl", "2.27.5", 12), pip_lib("cudnn", "9.10.2.21", 12),
+                                          "/home/ml/venvs/torch build/bin/python", "8.0;9.0+PTX", "/srv/build area/torch 2.9.1")})
 
 
-def case_bundled_nccl_cudnn_path_debug_ccache():
+def case_bundled_nccl_cudnn_path_debug_ccache() -> Facts:
     """2.3.1 + CUDA 12.1: bundled NCCL, cuDNN from a tarball folder, DEBUG, ccache, --source."""
-    cudnn = be.LibChoice("cudnn", "path", version="8.9.7", include_dir="/opt/cudnn-8.9.7/include",
-                         library_file="/opt/cudnn-8.9.7/lib/libcudnn.so.8", cuda_major=12, cuda_major_source="the path")
-    req = be.BuildRequest(
-        torch="2.3.1", toolkit=toolkit("12.1", gcc_max=12), nccl=be.LibChoice("nccl", "bundled"), cudnn=cudnn,
-        python=python("/opt/envs/py310/bin/python"), arch_list="7.0;8.0", arch_from="--arch", workdir="/scratch/fwd/torch-2.3.1",
-        source="/home/ml/src/pytorch", jobs=16, ccache=True, debug=True)
-    return req, HOST, False
+    cudnn = path_lib("cudnn", "8.9.7", "/opt/cudnn-8.9.7/include", "/opt/cudnn-8.9.7/lib/libcudnn.so.8", 12)
+    return build_facts({**HOST, **request("2.3.1", toolkit("12.1", gcc_max=12), kind_lib("nccl", "bundled"), cudnn, "/opt/envs/py310/bin/python",
+                                          "7.0;8.0", "/scratch/fwd/torch-2.3.1", source="/home/ml/src/pytorch", jobs=16, ccache=True, debug=True)})
 
 
-def case_system_nccl_no_cudnn_host_compiler_swap():
+def case_system_nccl_no_cudnn_host_compiler_swap() -> Facts:
     """2.7.1 + CUDA 12.6 on a host whose g++ is 14 (nvcc 12.6 takes <= 13): g++-13 becomes
     CUDAHOSTCXX. System NCCL from Debian packages, cuDNN off, an arch-specific target."""
-    nccl = be.LibChoice("nccl", "path", version="2.26.2", include_dir="/usr/include",
-                        library_file="/usr/lib/x86_64-linux-gnu/libnccl.so.2", cuda_major=12, cuda_major_source="NCCL version string")
-    host = be.BuildHost(cores=8, mem_available_bytes=24 * be.GIB, disk_free_bytes=100 * be.GIB,
-                        host_cxx=be.Tool("/usr/bin/g++", "14.2.0"), other_gxx=(be.Tool("/usr/bin/g++-13", "13.3.0"), be.Tool("/usr/bin/g++-12", "12.4.0")),
-                        cmake=be.Tool("/usr/bin/cmake", "3.25.1"), ninja=be.Tool(None, None), git="/usr/bin/git", path="/usr/bin:/bin")
-    req = be.BuildRequest(
-        torch="2.7.1", toolkit=toolkit("12.6"), nccl=nccl, cudnn=be.LibChoice("cudnn", "none"),
-        python=python("/home/ml/.venv/bin/python"), arch_list="9.0a", arch_from="--arch", workdir="/home/ml/fwd/torch-2.7.1")
-    return req, host, False
+    nccl = path_lib("nccl", "2.26.2", "/usr/include", "/usr/lib/x86_64-linux-gnu/libnccl.so.2", 12, "NCCL version string")
+    host = {**HOST, "build.cores": 8, "build.mem_available_bytes": 24 * GIB, "build.disk_free": {"path": "/home", "checked_at": "/home", "bytes": 100 * GIB},
+            "build.host_cxx": gxx("/usr/bin/g++", "14.2.0"), "build.gxx_installed": [gxx("/usr/bin/g++-13", "13.3.0"), gxx("/usr/bin/g++-12", "12.4.0")],
+            "build.cmake": tool("/usr/bin/cmake", "3.25.1"), "build.ninja": None, "build.ccache": None, "build.path": "/usr/bin:/bin"}
+    return build_facts({**host, **request("2.7.1", toolkit("12.6", gcc_max=13), nccl, kind_lib("cudnn", "none"), "/home/ml/.venv/bin/python",
+                                          "9.0a", "/home/ml/fwd/torch-2.7.1")})
 
 
-def case_cmake_only_source_tree():
+def case_cmake_only_source_tree() -> Facts:
     """--cmake-only on an existing 2.9.1 tree with CUDA 13.0 and a pip NCCL."""
-    work = "/home/ml/fwd/torch-2.9.1-cu130"
-    req = be.BuildRequest(
-        torch="2.9.1", toolkit=toolkit("13.0", root="/usr/local/cuda-13.0", gcc_max=15), nccl=pip_lib("nccl", "2.28.3", 13, work),
-        cudnn=be.LibChoice("cudnn", "bundled"), python=python("/home/ml/.venv/bin/python"), arch_list="10.0;12.0+PTX",
-        arch_from="host GPUs (10.0, 12.0)", workdir=work, source="/home/ml/src/pytorch")
-    return req, HOST, True
+    return build_facts({**HOST, **request("2.9.1", toolkit("13.0", root="/usr/local/cuda-13.0", gcc_max=15), pip_lib("nccl", "2.28.3", 13),
+                                          kind_lib("cudnn", "bundled"), "/home/ml/.venv/bin/python", "10.0;12.0+PTX", "/home/ml/fwd/torch-2.9.1-cu130",
+                                          arch_from="host GPUs (10.0, 12.0)", source="/home/ml/src/pytorch", cmake_only=True)})
 
 
 CASES = {
@@ -100,15 +85,15 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def kb():
-    return KB()
+@pytest.fixture
+def kb(test_kb):
+    """The frozen test KB: a correct update of the shipped build.yaml leaves these alone."""
+    return test_kb
 
 
 def render(name: str, kb) -> str:
-    req, host, cmake_only = CASES[name]()
-    pf, bp = ts.make_plan(req, host, kb, cmake_only=cmake_only)
-    assert pf.ok, [f.message for f in pf.errors]
+    report, bp = ts.make_plan(CASES[name](), kb)
+    assert not report.has_errors, [f.message for f in report.findings]
     return bp.to_plan().to_shell()
 
 
@@ -187,15 +172,13 @@ def test_cmake_only_stops_after_configuring_and_has_no_verification(kb):
 
 
 def test_the_docker_plan_runs_the_same_build_script_inside_the_image(kb):
-    inside = be.Layout(ts.CONTAINER_WORKDIR)
-    req = be.BuildRequest(
-        torch="2.9.1", toolkit=be.Toolkit("/usr/local/cuda", "/usr/local/cuda/bin/nvcc", "12.8"),
-        nccl=pip_lib("nccl", "2.27.5", 12, inside.workdir), cudnn=pip_lib("cudnn", "9.10.2.21", 12, inside.workdir),
-        python=be.PythonEnv("/fwd/venv/bin/python", None, "/fwd/venv", "/usr", True), arch_list="9.0", arch_from="--arch", workdir="/fwd")
-    host = be.BuildHost(cores=32, mem_available_bytes=128 * be.GIB, disk_free_bytes=500 * be.GIB,
-                        host_cxx=be.Tool("/usr/bin/g++", None), git="/usr/bin/git", path=ts.CONTAINER_PATH)
-    pf, bp = ts.docker_plan_for(req, host, kb, "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04", "/srv/fwd build", None)
-    assert pf.ok
+    image = "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"
+    inside = {f.key: f.value for f in ts.container_facts("12.8", image)}
+    host = {"build.cores": 32, "build.mem_available_bytes": 128 * GIB, "build.disk_free": {"path": "/srv/fwd build", "checked_at": "/srv", "bytes": 500 * GIB}}
+    facts = build_facts({**request("2.9.1", inside["build.toolkit"], pip_lib("nccl", "2.27.5", 12), pip_lib("cudnn", "9.10.2.21", 12),
+                                   "/fwd/venv/bin/python", "9.0", "/srv/fwd build"), **inside, **host})
+    report, bp = ts.docker_plan_for(facts, kb, image, "/srv/fwd build", None)
+    assert not report.has_errors
     text = bp.to_plan().to_shell()
     path = GOLDEN / "torch-2.9.1-cu128-docker.sh"
     if UPDATE:

@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 from fwdoctor.kb import KB
-from fwdoctor.probes import libscan
-from fwdoctor.recipes import buildenv as be
+from fwdoctor.probes import build_resources, libscan
 from fwdoctor.recipes import torch_source as ts
 
 PROBE = Path(__file__).resolve().parent / "cmake_probe"
@@ -62,9 +61,9 @@ def kb():
 def roomy_host(monkeypatch):
     """Free disk and memory are the machine's and change under us; these tests are about
     other things, so the resource probes report a roomy host (the checks themselves are
-    tested in test_build_env.py)."""
-    monkeypatch.setattr(ts, "_disk_free", lambda path: 500 * be.GIB)
-    monkeypatch.setattr(ts, "_mem_available", lambda: 64 * be.GIB)
+    tested in test_build_rules.py)."""
+    monkeypatch.setattr(build_resources, "disk_free", lambda host, path: {"path": path, "checked_at": path, "bytes": 500 * 1024**3})
+    monkeypatch.setattr(build_resources, "mem_available", lambda host: 64 * 1024**3)
 
 
 @pytest.fixture
@@ -91,11 +90,15 @@ def world(tmp_path):
     return {"root": root, "src": src, "python": str(venv / "bin" / "python"), "env": env, "work": root / "work dir"}
 
 
-def _request(world, kb, version: str, arch: str = "8.0", cmake_only: bool = False):
+def _plan(world, kb, version: str, arch: str = "8.0", cmake_only: bool = False):
+    """(pre-flight report, plan) as `fwdoctor build torch` makes them, in the world's environment."""
     opts = ts.Options(version=version, cuda=NVCC, nccl=str(NCCL_DIR), cudnn=str(CUDNN_DIR), arch=arch,
                       python=world["python"], source=str(world["src"]), workdir=str(world["work"]), jobs="2", cmake_only=cmake_only)
-    req, host = ts.gather(opts, kb, env=world["env"])
-    return req, host
+    return ts.make_plan(ts.gather(opts, env=world["env"]), kb)
+
+
+def _errors(report) -> list[str]:
+    return [f.message for f in report.findings if f.severity.value == "error"]
 
 
 def _record(world) -> dict:
@@ -117,9 +120,8 @@ def _assert_chosen_libraries_were_used(world, record: dict) -> None:
 
 
 def test_the_setup_py_era_plan_builds_with_the_chosen_nvcc_nccl_cudnn_and_python(world, kb):
-    req, host = _request(world, kb, "2.7.1", arch="8.0;9.0+PTX")
-    pf, bp = ts.make_plan(req, host, kb)
-    assert pf.ok, [f.message for f in pf.errors]
+    report, bp = _plan(world, kb, "2.7.1", arch="8.0;9.0+PTX")
+    assert not _errors(report), _errors(report)
     assert bp.build.argv[1:3] == ("setup.py", "bdist_wheel")  # torch < 2.9 builds through setup.py
     assert not any(step.argv[:2] == ("git", "clone") for step in bp.prepare)  # --source: no clone
     lines: list[str] = []
@@ -136,9 +138,8 @@ def test_the_setup_py_era_plan_builds_with_the_chosen_nvcc_nccl_cudnn_and_python
 
 
 def test_the_pip_era_plan_builds_a_wheel_with_the_chosen_libraries(world, kb):
-    req, host = _request(world, kb, "2.9.1")
-    pf, bp = ts.make_plan(req, host, kb)
-    assert pf.ok, [f.message for f in pf.errors]
+    report, bp = _plan(world, kb, "2.9.1")
+    assert not _errors(report), _errors(report)
     assert bp.build.argv[1:4] == ("-m", "pip", "wheel")
     # cmake 3.25 here is older than torch 2.9's 3.27, so the plan pip-installs cmake: that step
     # needs the network; the probe itself only needs 3.18, so it is left out here.
@@ -151,9 +152,8 @@ def test_the_pip_era_plan_builds_a_wheel_with_the_chosen_libraries(world, kb):
 
 
 def test_cmake_only_configures_without_compiling(world, kb):
-    req, host = _request(world, kb, "2.9.1", cmake_only=True)
-    pf, bp = ts.make_plan(req, host, kb, cmake_only=True)
-    assert pf.ok
+    report, bp = _plan(world, kb, "2.9.1", cmake_only=True)
+    assert not _errors(report)
     assert bp.build.argv[1:] == ("setup.py", "build", "--cmake-only")
     prepare = tuple(s for s in bp.prepare if "-r" not in s.argv)
     result = ts.execute(dataclasses.replace(bp, prepare=prepare), base_env=world["env"])
@@ -178,9 +178,8 @@ def test_a_preflight_failure_stops_the_build_before_cmake_runs(world, cli, monke
 
 def test_the_dry_run_script_itself_builds_the_same_way(world, kb):
     """What --dry-run prints is a script a user may run by hand: run it with sh."""
-    req, host = _request(world, kb, "2.7.1")
-    pf, bp = ts.make_plan(req, host, kb)
-    assert pf.ok
+    report, bp = _plan(world, kb, "2.7.1")
+    assert not _errors(report)
     script = world["root"] / "build torch.sh"
     script.write_text(dataclasses.replace(bp, verify=()).to_plan().to_shell())
     res = subprocess.run(["sh", str(script)], env=world["env"], capture_output=True, text=True, timeout=600)

@@ -17,11 +17,8 @@ import sys
 import click
 
 from fwdoctor.cli.common import DoctorError
-from fwdoctor.engine import collect
-from fwdoctor.host import Host
 from fwdoctor.kb import KB, KBError
 from fwdoctor.model import Severity
-from fwdoctor.probes import cuda
 from fwdoctor.recipes import stack as stack_mod
 from fwdoctor.recipes import torch_source as ts
 
@@ -77,24 +74,24 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
     try:
         if docker_image:
             docker_image = _devel_image(docker_image, kb)
-            pf, bp = ts.docker_plan(opts, docker_image, kb)
+            report, bp = ts.docker_plan(opts, docker_image, kb)
         else:
-            req, host = ts.gather(opts, kb, toolkits_fact=_toolkits_fact())
-            pf, bp = ts.make_plan(req, host, kb, cmake_only=cmake_only)
+            report, bp = ts.make_plan(ts.gather(opts), kb)
     except ts.InputError as exc:
         raise DoctorError(str(exc)) from None
 
     if as_json:
-        click.echo(json.dumps({"findings": [f.to_json() for f in pf.findings], "plan": bp.to_plan().to_json() if bp else None}, indent=2))
+        click.echo(json.dumps({"findings": [f.to_json() for f in report.findings], "plan": bp.to_plan().to_json() if bp else None}, indent=2))
     else:
-        for finding in pf.findings:
+        for finding in report.findings:
             click.echo(f"{MARK[finding.severity]} {finding.id}: {finding.message}", err=True)
             if finding.fix and finding.fix.note:
                 click.echo(f"      fix: {finding.fix.note}", err=True)
             for command in finding.fix.commands if finding.fix else ():
                 click.echo(f"        $ {command}", err=True)
     if bp is None:
-        click.echo(f"fwdoctor: build refused: {len(pf.errors)} pre-flight error(s); nothing was run", err=True)
+        errors = sum(1 for f in report.findings if f.severity is Severity.ERROR)
+        click.echo(f"fwdoctor: build refused: {errors} pre-flight error(s); nothing was run", err=True)
         sys.exit(1)
     if as_json:
         return
@@ -124,15 +121,3 @@ def _devel_image(spec: str, kb) -> str:
         return kb.docker.cuda_reference(resolved.cuda, resolved.os, "devel")
     except LookupError as exc:
         raise DoctorError(f"--docker {spec}: {exc}") from None
-
-
-def _toolkits_fact():
-    """cuda.toolkits from the cuda probe (the same discovery `fwdoctor check` uses), or
-    None when it cannot run; torch_source also scans the usual places itself."""
-    try:
-        facts = collect(Host.live_host(), cuda.PROBES)
-        value = facts.get("cuda.toolkits")
-        return value if isinstance(value, list) else None
-    except Exception:  # the probe being broken must not stop a build
-        return None
-

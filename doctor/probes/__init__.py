@@ -21,3 +21,7 @@ PROBES: tuple[Probe, ...] = (
     *cudnn.PROBES,
     *nccl.PROBES,
 )
+
+# Not here: the source-build pre-flight's probes (fwdoctor.probes.build.BUILD_PROBES). They
+# run nvcc, every g++ on PATH and the target interpreter, and answer only a build request,
+# so `fwdoctor build torch` runs them and a plain check does not pay for them.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwdoctor.rules import driver, libs, python, runtime, toolkit, torch
+from fwdoctor.rules import build, driver, libs, python, runtime, toolkit, torch
 from fwdoctor.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
@@ -12,4 +12,12 @@ RULES: tuple[Rule, ...] = (
     *python.RULES,
     *torch.RULES,
     *runtime.RULES,
+    # Source-build pre-flight: "not checked" unless the facts hold a build request
+    # (`fwdoctor build torch` judges all of build.RULES).
+    *build.CHECK_RULES,
 )
+
+# The KB areas the rules above read: `check` loads and validates these up front (while the
+# probes run) and leaves the others (docker images, source-build variables) to the
+# commands that need them. tests/test_architecture.py keeps this list true.
+KB_AREAS: tuple[str, ...] = ("cuda", "gpus", "torch", "libs")
