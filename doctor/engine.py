@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from fwdoctor.background import Background
 from fwdoctor.findings import FINDING_KINDS, kind
 from fwdoctor.host import Host, UnreadableError
 from fwdoctor.model import Fact, Facts, Finding, NotChecked, ProbeFailure, Severity
@@ -21,26 +22,23 @@ def collect(host: Host, probes: Sequence[Probe], deep: bool = False, seed: Seque
     Deep probes (an `import torch` in a child process, ~2 s) start in a background thread
     as soon as their turn comes, with the facts known so far, and run while the remaining
     static probes read files; their facts are merged at the end."""
-    from concurrent.futures import ThreadPoolExecutor
-
     facts: list[Fact] = list(seed)  # what the user asked for (request.python), seen by every probe
     failures: list[ProbeFailure] = []
-    pending = []
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for item in probes:
-            if item.deep and not deep:
-                continue
-            snapshot = Facts(facts, failures)
-            if item.deep:
-                pending.append(pool.submit(_run_probe, item, host, snapshot))
-                continue
-            produced, failed = _run_probe(item, host, snapshot)
-            facts.extend(produced)
-            failures.extend(failed)
-        for future in pending:
-            produced, failed = future.result()
-            facts.extend(produced)
-            failures.extend(failed)
+    pending: list[Background[tuple[list[Fact], list[ProbeFailure]]]] = []
+    for item in probes:
+        if item.deep and not deep:
+            continue
+        snapshot = Facts(facts, failures)
+        if item.deep:
+            pending.append(Background(_run_probe, item, host, snapshot))
+            continue
+        produced, failed = _run_probe(item, host, snapshot)
+        facts.extend(produced)
+        failures.extend(failed)
+    for job in pending:
+        produced, failed = job.result()
+        facts.extend(produced)
+        failures.extend(failed)
     return Facts(facts, failures)
 
 

@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from fwdoctor import image as image_mod
 from fwdoctor.engine import collect, overlay_host
 from fwdoctor.host import EnvFileError, Host, load_env_file
 from fwdoctor.model import Fact, Facts
@@ -70,6 +69,9 @@ def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) 
         seed.append(Fact("request.python", request.python, source="--python"))
     root, deep = request.root, request.deep
     if request.image:
+        # Imported here: the image export (tarfile, the Docker SDK) is --image's alone.
+        from fwdoctor import image as image_mod
+
         try:
             exported = image_mod.export(request.image)
         except image_mod.ImageError as exc:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import click
 
 from fwdoctor import __version__
 from fwdoctor import report as rep
+from fwdoctor.background import Background
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
 from fwdoctor.engine import judge
 from fwdoctor.findings import BY_ID
@@ -39,10 +39,9 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
             fail(f"--only {finding_id}: unknown finding id (see `fwdoctor list`)")
     # The KB parses while the probes read the host (and, with --deep, while torch imports
     # in its child): neither waits for the other.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        kb_future = pool.submit(load_kb, kb_dir, KB_AREAS)
-        facts = facts_from(source)
-        kb = kb_future.result()
+    kb_loading = Background(load_kb, kb_dir, KB_AREAS)
+    facts = facts_from(source)
+    kb = kb_loading.result()
     report = judge(facts, kb, RULES, only=only or None)
     fmt = "json" if as_json else fmt
     if fmt == "json":

@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-import yaml
+from fwdoctor.kb import cache
 
 if TYPE_CHECKING:  # each area module loads on first use of its property (see KB)
     from fwdoctor.kb.build import BuildKB
@@ -113,18 +113,35 @@ class Ctx:
 
 
 def load_yaml(path: Path) -> Any:
+    """The file's YAML as plain data: from the parsed-KB cache when this exact content was
+    parsed before (fwdoctor.kb.cache says why), else parsed now and cached."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise KBError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+    entry = cache.entry(raw, path.name)
+    data = cache.read(entry)
+    if data is None:
+        data = parse_yaml(raw, path.name)
+        cache.write(entry, data)
+    return data
+
+
+def parse_yaml(raw: bytes, name: str) -> Any:
+    # Imported here: a cache hit (every check but the first) needs no YAML parser at all.
+    import yaml
+
     try:
-        # The C loader (libyaml) is ~20x faster than the pure-Python one: it dominates
-        # `check`'s start-up otherwise. Both are safe loaders.
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KBError(f"{name}: not UTF-8: {exc}") from None
+    try:
+        # The C loader (libyaml) is ~20x faster than the pure-Python one. Both are safe loaders.
         return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
-        raise KBError(f"{path.name}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        raise KBError(f"{name}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
