@@ -11,9 +11,9 @@ Compatibility knowledge (which CUDA a cuDNN release serves, which wheels exist, 
 is not here: that is data with sources, in kb/libs.yaml. libs.yaml's `version_codes` rows
 cite where the formulas below come from; the KB loader refuses rows that disagree.
 
-doctor/probes/torch_child.py runs inside a foreign interpreter and cannot import this
-module; what it assumes (the sonames in LIB_WORDS) is checked against this description by
-tests/test_libraries.py.
+doctor/probes/torch_child.py and recipes/scripts/verify_torch.py run inside a foreign
+interpreter and cannot import this module; what they assume (the sonames in LIB_WORDS, the
+cuDNN version-code formula) is checked against this description by tests/test_libraries.py.
 """
 
 from __future__ import annotations
@@ -182,6 +182,8 @@ NCCL = Library(
 )
 
 LIBRARIES: tuple[Library, ...] = (CUDNN, NCCL)
+# Their names, as KB rows (libs.yaml `library`, build.yaml `lib`) and --nccl/--cudnn spell them.
+NAMES: tuple[str, ...] = tuple(lib.name for lib in LIBRARIES)
 
 
 def library(name: str) -> Library:
@@ -189,7 +191,7 @@ def library(name: str) -> Library:
     for lib in LIBRARIES:
         if lib.name == name:
             return lib
-    raise KeyError(f"unknown library {name!r} (known: {', '.join(lib.name for lib in LIBRARIES)})")
+    raise KeyError(f"unknown library {name!r} (known: {', '.join(NAMES)})")
 
 
 def _define(text: str, name: str) -> int | None:

@@ -71,12 +71,8 @@ def run(
             cwd=cwd,
             start_new_session=True,  # its own process group, so a timeout kills children too
         )
-    except FileNotFoundError:
-        return CommandResult(args, None, "", "", error="not found")
-    except PermissionError:
-        return CommandResult(args, None, "", "", error="permission denied")
     except OSError as exc:
-        return CommandResult(args, None, "", "", error=f"cannot run: {exc.strerror or exc}")
+        return CommandResult(args, None, "", "", error=_spawn_error(exc))
     try:
         out, err = proc.communicate(input=input_text.encode() if input_text is not None else None, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -90,6 +86,15 @@ def run(
         proc.wait()
         raise
     return CommandResult(args, proc.returncode, _decode(out), _decode(err))
+
+
+def _spawn_error(exc: OSError) -> str:
+    """Why a command did not start, in the words `run` and `stream` both report."""
+    if isinstance(exc, FileNotFoundError):
+        return "not found"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return f"cannot run: {exc.strerror or exc}"
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -197,12 +202,8 @@ def stream(
             cwd=cwd,
             start_new_session=True,
         )
-    except FileNotFoundError:
-        return StreamResult(args, None, "", "", error="not found")
-    except PermissionError:
-        return StreamResult(args, None, "", "", error="permission denied")
     except OSError as exc:
-        return StreamResult(args, None, "", "", error=f"cannot run: {exc.strerror or exc}")
+        return StreamResult(args, None, "", "", error=_spawn_error(exc))
 
     out_chunks: list[bytes] = []
     tail: deque[str] = deque(maxlen=TAIL_LINES)

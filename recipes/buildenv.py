@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from packaging.version import Version
 
 from fwdoctor.host import DEFAULT_PATH
+from fwdoctor.libraries import library
 from fwdoctor.model import Facts, Finding
 
 GIB = 1024**3
@@ -124,15 +125,12 @@ class Layout:
         return f"{self.deps}/{lib}"
 
 
-SONAME = {"nccl": "libnccl.so", "cudnn": "libcudnn.so"}
-
-
 def pip_paths(layout: Layout, lib: str, version: str) -> tuple[str, str]:
     """(include dir, versioned library) an nvidia-<lib>-cuXX wheel installs under --target:
     nvidia/nccl/lib/libnccl.so.2 (the wheel ships no libnccl.so), nvidia/cudnn/lib/libcudnn.so.9."""
-    root = f"{layout.pip_root(lib)}/nvidia/{lib}"
-    major = "2" if lib == "nccl" else str(Version(version).major)
-    return f"{root}/include", f"{root}/lib/{SONAME[lib]}.{major}"
+    spec = library(lib)
+    root = f"{layout.pip_root(lib)}/{spec.pip_dir}"
+    return f"{root}/include", f"{root}/lib/{spec.soname_file(version)}"
 
 
 # --------------------------------------------------------------------------- from facts

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
-import re
 import shlex
 import time
 from dataclasses import dataclass
@@ -28,8 +27,10 @@ from typing import Callable, Iterable, Mapping, Sequence
 from fwdoctor import runner
 from fwdoctor.engine import Report, collect, judge
 from fwdoctor.host import Host
+from fwdoctor.libraries import library
 from fwdoctor.model import Fact, Facts
 from fwdoctor.probes.build import BUILD_PROBES, HOST_SIDE_PROBES
+from fwdoctor.probes.build_toolkit import VERSION_LIKE
 from fwdoctor.recipes import buildenv as be
 from fwdoctor.recipes.plan import FileWrite, Plan, Step
 from fwdoctor.recipes.scripts import read as read_script
@@ -40,9 +41,10 @@ BUILD_TIMEOUT_S = 48 * 3600.0  # a full CUDA build with many arches on few cores
 CMAKE_ONLY_TIMEOUT_S = 3600.0
 PIP_TIMEOUT_S = 3600.0
 PROBE_TIMEOUT_S = 30.0  # nvcc --list-gpu-arch on a cold disk, a g++ on NFS
-VERSION_LIKE = re.compile(r"^\d+(\.\d+)+$")
 # The proof that runs after installing the wheel: exit 0 only when every requested version
-# matches; prints one JSON object either way.
+# matches; prints one JSON object either way. Its cuDNN formula is fwdoctor.libraries' CUDNN
+# written again (it runs in the built torch's interpreter, without fwdoctor);
+# tests/test_libraries.py proves the two agree.
 VERIFY_SCRIPT = read_script("verify_torch.py")
 
 # The facts a plan cannot be made without; unknown, they are an unusable option (exit 2)
@@ -216,7 +218,7 @@ def _shim_steps(layout: be.Layout, lib: be.LibChoice) -> list[Step]:
     """prefix/<lib>/{include -> the headers, lib/lib<lib>.so(.N) -> the chosen library}: a
     folder holding exactly one copy, so CMake's find_library cannot drift to another."""
     pfx = layout.lib_prefix(lib.lib)
-    so = be.SONAME[lib.lib]
+    so = library(lib.lib).lib_prefix  # libnccl.so: the name CMake links against
     real = lib.library_file or ""
     base = posixpath.basename(real)
     steps = [

@@ -10,6 +10,8 @@ doctor/kb. Two ways in:
     folder reads it too: CLI commands (with or without --kb), the torch probe's arch-list
     lookup, child processes. A whole module opts in with
     `pytestmark = pytest.mark.usefixtures("use_test_kb")`.
+`roomy_host` (opted into the same way) keeps the machine's free disk and memory out of
+tests that plan builds.
 """
 
 from __future__ import annotations
@@ -48,6 +50,17 @@ def use_test_kb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Make every `KB()` without a folder read tests/kb for this test; yields the folder."""
     monkeypatch.setenv(KB_ENV, str(TEST_KB_DIR))
     yield TEST_KB_DIR
+
+
+@pytest.fixture
+def roomy_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Free disk and memory are the machine's and change under us; tests about other things
+    have the resource probes report a roomy host (the checks themselves are tested in
+    test_build_rules.py)."""
+    from fwdoctor.probes import build_resources
+
+    monkeypatch.setattr(build_resources, "disk_free", lambda host, path: {"path": path, "checked_at": path, "bytes": 500 * 1024**3})
+    monkeypatch.setattr(build_resources, "mem_available", lambda host: 64 * 1024**3)
 
 
 @pytest.fixture

@@ -13,20 +13,13 @@ import pytest
 
 from fwdoctor.engine import collect
 from fwdoctor.host import Host
+from fwdoctor.libraries import NCCL
 from fwdoctor.model import Fact
-from fwdoctor.probes import build_arch, build_libs, build_resources, build_toolkit, gpus, libscan
+from fwdoctor.probes import build_arch, build_libs, build_toolkit, gpus
 
 NVCC = "/usr/local/cuda-13.0/bin/nvcc"
 needs_nvcc = pytest.mark.skipif(not os.access(NVCC, os.X_OK), reason=f"needs the CUDA 13.0 nvcc at {NVCC}")
-
-
-@pytest.fixture(autouse=True)
-def roomy_host(monkeypatch):
-    """Free disk and memory are the machine's and change under us; these tests are about
-    other things, so the resource probes report a roomy host (the checks themselves are
-    tested in test_build_rules.py)."""
-    monkeypatch.setattr(build_resources, "disk_free", lambda host, path: {"path": path, "checked_at": path, "bytes": 500 * 1024**3})
-    monkeypatch.setattr(build_resources, "mem_available", lambda host: 64 * 1024**3)
+pytestmark = pytest.mark.usefixtures("roomy_host")
 
 
 @needs_nvcc
@@ -93,7 +86,7 @@ def test_a_pip_layout_folder_is_read_as_an_nccl_install():
         pytest.skip(f"needs the nvidia-nccl-cu13 wheel in {site}")
     lib = build_libs.at_path(Host.live_host(), "nccl", str(site))  # site-packages itself: nvidia/nccl is found inside
     assert lib["kind"] == "path" and lib["library_file"].endswith("libnccl.so.2")
-    assert lib["version"] == libscan.parse_nccl_header((site / "nvidia" / "nccl" / "include" / "nccl.h").read_text())
+    assert lib["version"] == NCCL.parse_header((site / "nvidia" / "nccl" / "include" / "nccl.h").read_text())
     assert lib["cuda_major"] == 13 and "NCCL version" in lib["cuda_major_source"]
 
 

@@ -11,8 +11,9 @@ import pytest
 from build_facts import GIB, build_facts, gxx, path_lib, tool
 from fwdoctor.engine import judge
 from fwdoctor.host import Host
+from fwdoctor.libraries import CUDNN, NCCL
 from fwdoctor.model import Fact, Facts
-from fwdoctor.probes import build_arch, build_resources, build_toolkit, libscan, system
+from fwdoctor.probes import build_arch, build_resources, build_tools, build_toolkit, libscan
 from fwdoctor.probes.compilers import parse_dumpversion
 from fwdoctor.recipes import buildenv as be
 from fwdoctor.rules import build as build_rules
@@ -48,13 +49,13 @@ def test_host_config_with_a_lower_bound_gives_both_bounds():
 
 def test_tool_versions_are_read_from_recorded_output():
     assert parse_dumpversion(fixture("gxx-dumpfullversion.txt")) == "12.2.0"
-    assert system.parse_cmake_version(fixture("cmake-version.txt")) == "3.25.1"
-    assert system.parse_ninja_version(fixture("ninja-version.txt")) == "1.11.1"
+    assert build_tools.parse_cmake_version(fixture("cmake-version.txt")) == "3.25.1"
+    assert build_tools.parse_ninja_version(fixture("ninja-version.txt")) == "1.11.1"
 
 
 def test_library_headers_give_their_versions():
-    assert libscan.parse_nccl_header(fixture("nccl-2.30.7-header-excerpt.h")) == "2.30.7"
-    assert libscan.parse_cudnn_header(fixture("cudnn_version-9.24.0-excerpt.h")) == "9.24.0"
+    assert NCCL.parse_header(fixture("nccl-2.30.7-header-excerpt.h")) == "2.30.7"
+    assert CUDNN.parse_header(fixture("cudnn_version-9.24.0-excerpt.h")) == "9.24.0"
 
 
 def test_meminfo_gives_the_available_bytes():
@@ -65,8 +66,8 @@ def test_meminfo_gives_the_available_bytes():
 def test_garbage_gives_none_never_an_exception(garbage):
     assert build_toolkit.parse_gpu_arch_list(garbage) is None
     assert build_toolkit.parse_host_config(garbage) is None
-    assert libscan.parse_nccl_header(garbage) is None
-    assert libscan.parse_cudnn_header(garbage) is None
+    assert NCCL.parse_header(garbage) is None
+    assert CUDNN.parse_header(garbage) is None
     assert libscan.parse_nccl_embedded(garbage.encode("utf-8", "replace")) is None
     assert parse_dumpversion(garbage) is None
     assert build_resources.parse_mem_available(garbage) is None

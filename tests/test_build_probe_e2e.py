@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from fwdoctor.kb import KB
-from fwdoctor.probes import build_resources, libscan
+from fwdoctor.libraries import CUDNN, NCCL
 from fwdoctor.recipes import torch_source as ts
 
 PROBE = Path(__file__).resolve().parent / "cmake_probe"
@@ -43,6 +43,7 @@ def _setuptools_builds_wheels() -> bool:
 
 
 pytestmark = [
+    pytest.mark.usefixtures("roomy_host"),
     pytest.mark.slow,
     pytest.mark.skipif(not os.access(NVCC, os.X_OK), reason=f"needs the CUDA 13.0 nvcc at {NVCC}"),
     pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake on PATH"),
@@ -55,15 +56,6 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def kb():
     return KB()
-
-
-@pytest.fixture(autouse=True)
-def roomy_host(monkeypatch):
-    """Free disk and memory are the machine's and change under us; these tests are about
-    other things, so the resource probes report a roomy host (the checks themselves are
-    tested in test_build_rules.py)."""
-    monkeypatch.setattr(build_resources, "disk_free", lambda host, path: {"path": path, "checked_at": path, "bytes": 500 * 1024**3})
-    monkeypatch.setattr(build_resources, "mem_available", lambda host: 64 * 1024**3)
 
 
 @pytest.fixture
@@ -113,9 +105,9 @@ def _assert_chosen_libraries_were_used(world, record: dict) -> None:
     assert record["toolkit_version"].startswith("13.0")
     assert os.path.realpath(record["nccl_library"]) == os.path.realpath(NCCL_DIR / "lib" / "libnccl.so.2")
     assert record["nccl_include"] == f"{world['work']}/prefix/nccl/include"
-    assert record["nccl_version"] == libscan.parse_nccl_header(nccl_h)
+    assert record["nccl_version"] == NCCL.parse_header(nccl_h)
     assert os.path.realpath(record["cudnn"]["library"]) == os.path.realpath(CUDNN_DIR / "lib" / "libcudnn.so.9")
-    assert record["cudnn"]["version"] == libscan.parse_cudnn_header(cudnn_h)
+    assert record["cudnn"]["version"] == CUDNN.parse_header(cudnn_h)
     assert record["python"] == world["python"]
 
 

@@ -14,7 +14,8 @@ import pytest
 from fwdoctor.engine import collect
 from fwdoctor.host import Host
 from fwdoctor.model import Fact, Facts
-from fwdoctor.probes import build_python
+from fwdoctor.probes import build_python, build_tools
+from fwdoctor.probes.build_tools import parse_cmake_version, parse_ninja_version
 from fwdoctor.probes.build import BUILD_PROBES
 from fwdoctor.recipes import torch_source as ts
 
@@ -180,3 +181,50 @@ def test_the_test_interpreter_is_a_venv_with_pip():
     assert value["error"] == "" and value["has_pip"] is True
     assert value["isolated"] is (sys.prefix != sys.base_prefix or os.path.isdir(os.path.join(sys.prefix, "conda-meta")))
     assert value["version"] == ".".join(map(str, sys.version_info[:3]))
+
+
+# ----------------------------------------------------------------------------- cmake, ninja
+DRIVER_DATA = Path(__file__).resolve().parent / "data" / "driver"
+
+
+def test_cmake_and_ninja_versions_are_read_from_their_output():
+    assert parse_cmake_version((DRIVER_DATA / "cmake-version-3.25.1.txt").read_text()) == "3.25.1"
+    assert parse_ninja_version((DRIVER_DATA / "ninja-version-1.11.1.txt").read_text()) == "1.11.1"
+    assert parse_cmake_version("cmake3 version 3.20.2\n") == "3.20.2"
+    assert parse_cmake_version("ninja: error\n") is None
+    assert parse_ninja_version("cmake version 3.25.1\n") is None
+
+
+def _programs(path: Path, timeout: float) -> Facts:
+    host = Host.live_host({"PATH": f"{path}:/usr/bin:/bin"}, command_timeout=timeout)
+    return collect(host, (build_tools.build_programs,), seed=[Fact("request.build.python", "")])
+
+
+def _fake(folder: Path, name: str, body: str) -> None:
+    (folder / name).write_text(f"#!/bin/sh\n{body}\n")
+    (folder / name).chmod(0o755)
+
+
+def test_inside_a_root_cmake_is_found_but_not_run(tmp_path):
+    put(tmp_path, "usr/bin/cmake", "#!/bin/sh\necho should never run\n", 0o755)
+    facts = collect(Host.at_root(tmp_path, {"PATH": "/usr/bin"}), (build_tools.build_programs,), seed=[Fact("request.build.python", "")])
+    assert facts["build.cmake"] == {"path": "/usr/bin/cmake", "version": None}
+    assert facts["build.ninja"] is None
+    assert not facts.failures
+
+
+def test_a_hung_cmake_is_a_probe_failure_with_no_version_and_ninja_still_comes(tmp_path):
+    _fake(tmp_path, "cmake", "exec sleep 600")
+    _fake(tmp_path, "ninja", "echo 1.11.1")
+    facts = _programs(tmp_path, timeout=0.5)
+    assert facts["build.cmake"] == {"path": str(tmp_path / "cmake"), "version": None}
+    assert any(f.probe == "build-programs" and "timeout" in f.reason for f in facts.failures)
+    assert facts["build.ninja"]["version"] == "1.11.1"
+
+
+def test_cmake_printing_garbage_is_unparseable_output(tmp_path):
+    _fake(tmp_path, "cmake", "echo '\\377 garbage'")
+    facts = _programs(tmp_path, timeout=5)
+    assert facts["build.cmake"]["version"] is None
+    assert any("unparseable output" in f.reason for f in facts.failures)
+

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fwdoctor.libraries import CUDNN
 from fwdoctor.recipes import torch_source as ts
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "recipes" / "scripts"
@@ -128,7 +129,7 @@ def _verify(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _cudnn_text(code: int) -> str:
-    return f"{code // 10000}.{code // 100 % 100}.{code % 100}" if code >= 90000 else f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+    return str(CUDNN.version_code.decode(code))
 
 
 @pytest.mark.slow

@@ -14,6 +14,11 @@ from fwdoctor.probes.driver import nvml_snapshot
 TESTS = Path(__file__).resolve().parent
 ROOTS = TESTS / "roots"
 pytestmark = pytest.mark.usefixtures("use_test_kb")  # every command and probe reads the frozen tests/kb
+# The fake nvidia-smi on PATH is only asked where NVML does not answer first.
+smi_is_run = pytest.mark.skipif(
+    (lambda s: s is not None and s.source == "nvml")(nvml_snapshot(Host.live_host())),
+    reason="NVML answers on this host, so nvidia-smi is never run",
+)
 MINE = {"driver-missing", "nouveau-loaded", "driver-library-mismatch", "no-gpu", "shm-too-small"}
 
 
@@ -74,10 +79,7 @@ def test_a_missing_root_is_a_doctor_error_not_a_traceback(cli, tmp_path):
     assert result.exit_code == 2
 
 
-@pytest.mark.skipif(
-    (lambda s: s is not None and s.source == "nvml")(nvml_snapshot(Host.live_host())),
-    reason="NVML answers on this host, so nvidia-smi is never run",
-)
+@smi_is_run
 def test_a_hung_nvidia_smi_on_a_live_host_gives_probe_failed_and_the_rest_of_the_report(check_json, tmp_path):
     env = tmp_path / "hang.env"
     env.write_text(f"PATH={TESTS / 'fakebin' / 'hang'}:/usr/bin:/bin\n")
@@ -88,10 +90,7 @@ def test_a_hung_nvidia_smi_on_a_live_host_gives_probe_failed_and_the_rest_of_the
     assert code in (0, 1)  # judged, not crashed (2)
 
 
-@pytest.mark.skipif(
-    (lambda s: s is not None and s.source == "nvml")(nvml_snapshot(Host.live_host())),
-    reason="NVML answers on this host, so nvidia-smi is never run",
-)
+@smi_is_run
 def test_nvidia_smis_version_mismatch_text_is_captured_as_the_nvml_error(cli, tmp_path):
     import json
 

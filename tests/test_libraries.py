@@ -1,11 +1,15 @@
 """fwdoctor.libraries, the one description of cuDNN and NCCL: file names, headers, wheels,
-packages and version codes on real examples; the KB's formula rows and the foreign-interpreter
-child (probes/torch_child.py) agree with it."""
+packages and version codes on real examples; the KB's formula rows and the scripts that run
+in a foreign interpreter (probes/torch_child.py, recipes/scripts/verify_torch.py) agree with it."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,8 @@ from conftest import DATA, TEST_KB_DIR
 from fwdoctor import libraries
 from fwdoctor.kb import KB, KBError
 from fwdoctor.libraries import CUDNN, NCCL, LIBRARIES
-from fwdoctor.probes import libscan, torch_child, torch_deep
+from fwdoctor.probes import torch_child, torch_deep
+from fwdoctor.recipes.scripts import FOLDER as SCRIPTS
 
 LIBS = DATA / "libs"
 
@@ -88,7 +93,7 @@ def test_headers_are_read_with_the_described_macros():
     assert CUDNN.parse_header((LIBS / "cudnn_version-9.24.0.h").read_text()) == "9.24.0"
     assert NCCL.parse_header((LIBS / "nccl-2.30.7.h").read_text()) == "2.30.7"
     assert NCCL.parse_header((LIBS / "cudnn_version-9.24.0.h").read_text()) is None
-    assert libscan.parse_cudnn_header("#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n") == "8.9.0"
+    assert CUDNN.parse_header("#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n") == "8.9.0"
 
 
 def test_the_kb_formula_rows_are_the_described_formulas(test_kb):
@@ -119,3 +124,42 @@ def test_the_deep_probe_reads_the_childs_raw_versions_with_the_description():
     assert torch_deep.to_fact_value({"nccl_version": "2708"})["nccl_version"] == "2.7.8"
     deep = torch_deep.to_fact_value({"cudnn_version": 92400})
     assert CUDNN.version_code.decode(deep["cudnn_version"]) == "9.24.0"
+
+
+# A stand-in for torch with only what verify_torch.py reads, reporting the cuDNN code it is given.
+_STUB_TORCH = """import os
+from types import SimpleNamespace
+__version__ = "0.0+stub"
+version = SimpleNamespace(cuda="13.0")
+backends = SimpleNamespace(cudnn=SimpleNamespace(version=lambda: int(os.environ["STUB_CUDNN_CODE"])))
+cuda = SimpleNamespace(is_available=lambda: False)
+_C = SimpleNamespace(_cuda_getArchFlags=lambda: "sm_90")
+"""
+
+
+def _verify_cudnn(tmp_path: Path, requested: str, code: int) -> tuple[int, list[str]]:
+    stub = tmp_path / "stub"
+    (stub / "torch").mkdir(parents=True, exist_ok=True)
+    (stub / "torch" / "__init__.py").write_text(_STUB_TORCH)
+    env = {**os.environ, "PYTHONPATH": str(stub), "STUB_CUDNN_CODE": str(code)}
+    res = subprocess.run([sys.executable, str(SCRIPTS / "verify_torch.py"), "--cuda", "13.0", "--cudnn", requested, "--arch", "9.0"],
+                         capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert res.returncode in (0, 1), res.stderr
+    return res.returncode, json.loads(res.stdout)["problems"]
+
+
+def test_the_proof_script_packs_cudnn_versions_as_described(tmp_path: Path):
+    # verify_torch.py runs in the built torch's interpreter and cannot import fwdoctor, so it
+    # writes the cuDNN formula again; the real headers state the code each release reports.
+    for name, wheel_version in (("cudnn_version-9.24.0.h", "9.24.0.43"), ("cudnn_version-8.9.3-excerpt.h", "8.9.3.28")):
+        macros = _header_macros((LIBS / name).read_text())
+        major, minor, patch = (int(macros[m]) for m in CUDNN.version_macros)
+        formula = re.fullmatch(r"\(CUDNN_MAJOR \* (\d+) \+ CUDNN_MINOR \* (\d+) \+ CUDNN_PATCHLEVEL\)", macros[CUDNN.code_macro])
+        assert formula, name
+        code = major * int(formula[1]) + minor * int(formula[2]) + patch
+        assert CUDNN.version_code.encode(wheel_version) == code, name
+        for requested in (f"{major}.{minor}.{patch}", wheel_version):
+            assert _verify_cudnn(tmp_path, requested, code) == (0, []), requested
+        # A torch reporting another release's code is named, with the code the script wanted.
+        returncode, problems = _verify_cudnn(tmp_path, wheel_version, code + 1)
+        assert returncode == 1 and any(p.endswith(f"wanted {code} ({wheel_version})") for p in problems), problems

@@ -11,8 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fwdoctor import libraries, versions
 from fwdoctor.engine import collect
 from fwdoctor.host import Host
+from fwdoctor.libraries import CUDNN, NCCL
 from fwdoctor.model import Fact, Facts
 from fwdoctor.probes import cudnn, ldpath, libscan, nccl
 from fwdoctor.probes.base import Probe
@@ -24,20 +26,20 @@ NCCL_STRING = b"\x00NCCL version %s+cuda%s\x00"
 
 # ----------------------------------------------------------------------------- parsers
 def test_the_cudnn_9_24_wheel_header_reads_as_9_24_0():
-    assert libscan.parse_cudnn_header((DATA / "cudnn_version-9.24.0.h").read_text()) == "9.24.0"
+    assert CUDNN.parse_header((DATA / "cudnn_version-9.24.0.h").read_text()) == "9.24.0"
 
 
 def test_a_cudnn_8_header_reads_its_three_macros():
-    assert libscan.parse_cudnn_header((DATA / "cudnn_version-8.9.3-excerpt.h").read_text()) == "8.9.3"
+    assert CUDNN.parse_header((DATA / "cudnn_version-8.9.3-excerpt.h").read_text()) == "8.9.3"
 
 
 def test_the_nccl_2_30_7_wheel_header_reads_as_2_30_7():
-    assert libscan.parse_nccl_header((DATA / "nccl-2.30.7.h").read_text()) == "2.30.7"
+    assert NCCL.parse_header((DATA / "nccl-2.30.7.h").read_text()) == "2.30.7"
 
 
 def test_a_header_without_the_macros_gives_none():
-    assert libscan.parse_cudnn_header("#define CUDNN_VERSION 90240\n") is None
-    assert libscan.parse_nccl_header((DATA / "cudnn_version-9.24.0.h").read_text()) is None
+    assert CUDNN.parse_header("#define CUDNN_VERSION 90240\n") is None
+    assert NCCL.parse_header((DATA / "cudnn_version-9.24.0.h").read_text()) is None
 
 
 def test_the_real_libnccl_bytes_give_version_and_cuda():
@@ -61,7 +63,7 @@ def test_the_later_compiled_with_line_is_not_mistaken_for_the_version_string():
     ],
 )
 def test_cudnn_library_file_names_give_their_version(name, version):
-    assert libscan.parse_library_name(name, "libcudnn.so") == version
+    assert libraries.library_file_version(name, "libcudnn.so") == version
 
 
 def test_real_dpkg_stanzas_parse_to_name_and_version():
@@ -85,15 +87,15 @@ def test_a_removed_package_with_config_files_left_is_not_installed():
     ],
 )
 def test_debian_packages_name_their_cuda_major(name, version, major):
-    assert libscan.deb_cuda_major(name, version) == major
+    assert libraries.deb_cuda_major(name, version) == major
 
 
 def test_archive_folder_names_and_wheel_names_give_the_cuda_major():
     assert libscan.tarball_cuda_major("cudnn-linux-x86_64-9.1.0.70_cuda12-archive") == 12
     assert libscan.tarball_cuda_major("nccl_2.18.1-1+cuda12.1_x86_64") == 12
     assert libscan.tarball_cuda_major("cudnn") is None
-    assert libscan.pip_cuda_major("nvidia-cudnn-cu13") == 13
-    assert libscan.pip_cuda_major("nvidia-cudnn") is None
+    assert libraries.pip_cuda_major("nvidia-cudnn-cu13") == 13
+    assert libraries.pip_cuda_major("nvidia-cudnn") is None
 
 
 def test_conda_records_give_the_cuda_major_from_depends_or_build():
@@ -111,7 +113,7 @@ def test_ld_preload_splits_on_colons_and_spaces():
 @settings(max_examples=150, deadline=None)
 @given(st.text())
 def test_the_header_parsers_never_raise_on_any_text(text):
-    for parse in (libscan.parse_cudnn_header, libscan.parse_nccl_header):
+    for parse in (CUDNN.parse_header, NCCL.parse_header):
         result = parse(text)
         assert result is None or all(p.isdigit() for p in result.split("."))
 
@@ -120,7 +122,7 @@ def test_the_header_parsers_never_raise_on_any_text(text):
 @given(st.integers(0, 99), st.integers(0, 99), st.integers(0, 99), st.text(alphabet="abc 19.", max_size=12))
 def test_generated_cudnn_macros_round_trip_with_trailing_comments(major, minor, patch, comment):
     text = f"#define CUDNN_MAJOR {major}\n#define CUDNN_MINOR  {minor} /* {comment} */\n#  define CUDNN_PATCHLEVEL {patch} // {comment}\n"
-    assert libscan.parse_cudnn_header(text) == f"{major}.{minor}.{patch}"
+    assert CUDNN.parse_header(text) == f"{major}.{minor}.{patch}"
 
 
 @settings(max_examples=150, deadline=None)
@@ -147,11 +149,11 @@ def test_the_dpkg_parser_never_raises_and_keeps_only_named_versioned_packages(te
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=40))
 def test_file_name_and_package_parsers_never_raise(text):
-    assert libscan.parse_library_name(text, "libnccl.so") in (None, text[len("libnccl.so."):])
-    libscan.deb_cuda_major(text, text)
-    libscan.deb_upstream_version(text)
+    assert libraries.library_file_version(text, "libnccl.so") in (None, text[len("libnccl.so."):])
+    libraries.deb_cuda_major(text, text)
+    versions.deb_upstream_version(text)
     libscan.tarball_cuda_major(text)
-    libscan.pip_cuda_major(text)
+    libraries.pip_cuda_major(text)
 
 
 # ----------------------------------------------------------------------------- the scan

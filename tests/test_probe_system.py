@@ -1,10 +1,9 @@
-"""The system probe (os-release, kernel, arch, glibc, container, /dev/shm) and the
-build-tools probe (cmake, ninja), on recorded files, roots and this host."""
+"""The system probe (os-release, kernel, arch, glibc, container, /dev/shm) on recorded
+files, roots and this host."""
 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,6 @@ from fwdoctor.probes.system import (
     cgroup_says_container,
     glibc_from_banner,
     glibc_from_filename,
-    parse_cmake_version,
-    parse_ninja_version,
     parse_os_release,
     parse_shm_size,
 )
@@ -70,13 +67,6 @@ def test_a_tmpfs_without_a_size_option_has_no_known_size():
     assert parse_shm_size("tmpfs /dev/shm tmpfs rw,size=50% 0 0\n") is None
 
 
-def test_cmake_and_ninja_versions_are_read_from_their_output():
-    assert parse_cmake_version(data("cmake-version-3.25.1.txt")) == "3.25.1"
-    assert parse_ninja_version(data("ninja-version-1.11.1.txt")) == "1.11.1"
-    assert parse_cmake_version("ninja: error\n") is None
-    assert parse_ninja_version("cmake version 3.25.1\n") is None
-
-
 def test_a_docker_cgroup_means_a_container_and_a_bare_one_does_not():
     assert cgroup_says_container("12:pids:/docker/0123456789abcdef\n")
     assert not cgroup_says_container("0::/\n")
@@ -95,9 +85,6 @@ def test_system_parsers_never_raise(text):
     assert banner is None or banner.encode() in data
     size = parse_shm_size(text)
     assert size is None or (isinstance(size, int) and size >= 0)
-    for parse in (parse_cmake_version, parse_ninja_version):
-        version = parse(text)
-        assert version is None or version in text
     assert cgroup_says_container(text) in (True, False)
 
 
@@ -142,16 +129,6 @@ def test_a_musl_root_has_no_glibc(tmp_path):
     assert facts.known("system.glibc") and facts["system.glibc"] is None
 
 
-def test_inside_a_root_cmake_is_found_but_not_run(tmp_path):
-    bin_dir = tmp_path / "usr/bin"
-    bin_dir.mkdir(parents=True)
-    (bin_dir / "cmake").write_text("#!/bin/sh\necho should never run\n")
-    (bin_dir / "cmake").chmod(0o755)
-    facts = root_facts(tmp_path)
-    assert not facts.known("tools.cmake") and "nothing runs inside --root" in facts.why("tools.cmake")
-    assert facts["tools.ninja"] is None
-
-
 # ----------------------------------------------------------------------------- this host
 def test_on_this_host_kernel_arch_and_glibc_match_python():
     facts = collect(Host.live_host(), system.PROBES)
@@ -162,24 +139,3 @@ def test_on_this_host_kernel_arch_and_glibc_match_python():
     assert facts["system.shm_bytes"] == st_.f_frsize * st_.f_blocks
 
 
-@pytest.mark.skipif(shutil.which("cmake") is None, reason="no cmake on this host")
-def test_on_this_host_cmake_is_found_with_its_version():
-    facts = collect(Host.live_host(), system.PROBES)
-    assert facts["tools.cmake"]["path"] == shutil.which("cmake", path=os.environ.get("PATH"))
-    assert facts["tools.cmake"]["version"].count(".") >= 1
-
-
-def test_a_hung_cmake_is_a_probe_failure_and_the_other_facts_still_come(tmp_path):
-    (tmp_path / "cmake").write_text("#!/bin/sh\nexec sleep 600\n")
-    (tmp_path / "cmake").chmod(0o755)
-    facts = collect(Host.live_host({"PATH": f"{tmp_path}:/usr/bin:/bin"}, command_timeout=0.5), system.PROBES)
-    assert any(f.probe == "build-tools" and "timeout" in f.reason for f in facts.failures)
-    assert not facts.known("tools.cmake")
-    assert facts.known("system.kernel")
-
-
-def test_cmake_printing_garbage_is_unparseable_output(tmp_path):
-    (tmp_path / "cmake").write_text("#!/bin/sh\necho '\\377 garbage'\n")
-    (tmp_path / "cmake").chmod(0o755)
-    facts = collect(Host.live_host({"PATH": f"{tmp_path}:/usr/bin:/bin"}, command_timeout=5), system.PROBES)
-    assert any("unparseable output" in f.reason for f in facts.failures)

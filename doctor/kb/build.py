@@ -15,6 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from fwdoctor.kb import Ctx
+from fwdoctor.libraries import NAMES
 
 # The values recipes/buildenv.py knows how to assign (a row with another role is a KB bug).
 ROLES: tuple[str, ...] = (
@@ -22,7 +23,8 @@ ROLES: tuple[str, ...] = (
     "cudnn_lib_dir", "use_nccl", "use_system_nccl", "nccl_root", "nccl_include", "nccl_lib_dir",
     "python", "max_jobs", "launcher", "debug", "build_version", "build_number",
 )
-LIBS: tuple[str, ...] = ("nccl", "cudnn")
+# The `lib` of a pip_wheels row: a library fwdoctor.libraries describes.
+LIBS: tuple[str, ...] = NAMES
 
 
 class NoBuildData(LookupError):

@@ -20,7 +20,7 @@ from fwdoctor import libraries
 from fwdoctor.kb import Ctx
 from fwdoctor.libraries import VersionCode, canonical
 
-LIBRARIES: tuple[str, ...] = tuple(lib.name for lib in libraries.LIBRARIES)
+LIBRARIES: tuple[str, ...] = libraries.NAMES
 
 
 class NoData(LookupError):

@@ -15,6 +15,7 @@ import posixpath
 import re
 from typing import Any, Iterable
 
+from fwdoctor import libraries, versions
 from fwdoctor.host import Host
 from fwdoctor.model import Fact, Facts, ProbeFailure
 from fwdoctor.probes import libscan
@@ -22,10 +23,8 @@ from fwdoctor.probes.base import Probe, probe
 from fwdoctor.probes.build_toolkit import VERSION_LIKE
 
 NAME = "build-libs"
-SPECS = {"nccl": libscan.NCCL, "cudnn": libscan.CUDNN}
 # Where an install keeps its library, in the order looked at.
 LIB_SUBDIRS = ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "")
-_SONAME = re.compile(r"\.so\.\d+$")
 _PATH_CUDA = re.compile(r"cuda[-_]?(\d{2})(?:\.\d)?(?:/|$|\b)")
 
 
@@ -36,14 +35,16 @@ class BadChoice(Exception):
 def find_library(host: Host, root: str, lib: str) -> str | None:
     """The library file of an install: the SONAME file (libnccl.so.2, libcudnn.so.9) the
     loader asks for, else the shortest versioned name, else the bare link."""
-    spec = SPECS[lib]
+    spec = libraries.library(lib)
     for sub in LIB_SUBDIRS:
         folder = posixpath.join(root, sub) if sub else root
-        found = sorted(path for path, _ in libscan.library_files(host, folder, spec))
+        found = sorted(libscan.library_files(host, folder, spec))
         if not found:
             continue
-        versioned = [f for f in found if _SONAME.search(f)] or [f for f in found if re.search(r"\.so\.\d", f)]
-        return min(versioned, key=len) if versioned else found[0]
+        versioned = [path for path, version in found if version is not None]
+        sonames = [path for path, version in found if version is not None and posixpath.basename(path) == spec.soname_file(version)]
+        chosen = sonames or versioned
+        return min(chosen, key=len) if chosen else found[0][0]
     return None
 
 
@@ -51,16 +52,18 @@ def cuda_major_of(host: Host, lib: str, root: str, library: str) -> tuple[int | 
     """The CUDA major a library was built for, and how that is known: NCCL says so inside
     libnccl ("NCCL version 2.30.7+cuda13.3"); a pip wheel in its dist-info name
     (nvidia_cudnn_cu12-...); else a toolkit-looking folder name (cuda-12.4)."""
-    if SPECS[lib].embedded:
+    spec = libraries.library(lib)
+    if spec.embedded:
         found = libscan.scan_embedded(host, library)
-        major = libscan.version_major(found[1]) if found else None
+        major = versions.major(found[1]) if found else None
         if found and major is not None:
             return major, f"\"NCCL version {found[0]}+cuda{found[1]}\" in {posixpath.basename(library)}"
-    if posixpath.basename(posixpath.dirname(root)) == "nvidia":
-        site = posixpath.dirname(posixpath.dirname(root))
+    if root.endswith("/" + spec.pip_dir):
+        # The wheel's folder (site-packages/nvidia/nccl): its dist-info sits in site-packages.
+        site = root[: -len(spec.pip_dir) - 1] or "/"
         for name in host.listdir(site):
-            match = SPECS[lib].dist_re.match(name)
-            major = libscan.pip_cuda_major(match.group(1)) if match else None
+            match = spec.dist_re.match(name)
+            major = libraries.pip_cuda_major(match.group(1)) if match else None
             if major is not None:
                 return major, name
     match = _PATH_CUDA.search(library)
@@ -74,8 +77,8 @@ def at_path(host: Host, lib: str, path: str) -> dict[str, Any]:
     (site-packages/nvidia/<lib>) or a site-packages folder holding one."""
     if not host.is_dir(path):
         raise BadChoice(f"--{lib} {path}: not a directory (expected a version, a path or 'bundled')")
-    spec = SPECS[lib]
-    for root in (path, posixpath.join(path, "nvidia", lib)):
+    spec = libraries.library(lib)
+    for root in (path, posixpath.join(path, spec.pip_dir)):
         header = next((posixpath.join(d, h) for d in (posixpath.join(root, "include"), root) for h in spec.headers if host.is_file(posixpath.join(d, h))), None)
         library = find_library(host, root, lib)
         if header and library:
@@ -97,9 +100,9 @@ def choice(host: Host, facts: Facts, lib: str, spec: str) -> dict[str, Any]:
         return {"lib": lib, "kind": "none"}
     if VERSION_LIKE.match(spec.strip()):
         toolkit = facts.get("build.toolkit") or {}
-        major = int(str(toolkit["release"]).split(".")[0]) if toolkit.get("release") else None
-        return {"lib": lib, "kind": "pip", "version": spec.strip(), "package": f"nvidia-{lib}-cu{major}" if major else None, "cuda_major": major,
-                "cuda_major_source": f"nvidia-{lib}-cu{major}" if major else ""}
+        major = versions.major(str(toolkit["release"])) if toolkit.get("release") else None
+        wheel = libraries.library(lib).wheel_for(major) if major else None
+        return {"lib": lib, "kind": "pip", "version": spec.strip(), "package": wheel, "cuda_major": major, "cuda_major_source": wheel or ""}
     return at_path(host, lib, spec)
 
 

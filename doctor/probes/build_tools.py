@@ -21,9 +21,11 @@ from typing import Any, Callable, Iterable
 
 from fwdoctor.host import DEFAULT_PATH, Host
 from fwdoctor.model import Fact, Facts, ProbeFailure
-from fwdoctor.probes import compilers, system
+from fwdoctor.probes import compilers
 from fwdoctor.probes.base import Probe, probe
 
+_CMAKE = re.compile(r"^cmake\d* version (\d+\.\d+(?:\.\d+)?\S*)", re.MULTILINE)
+_NINJA = re.compile(r"^(\d+\.\d+(?:\.\d+)?\S*)\s*$")
 _GXX_NAME = re.compile(r"^(?:[\w.-]+-)?g\+\+-(\d+(?:\.\d+)*)$")
 _GXX_N = re.compile(r"^g\+\+-\d+$")
 
@@ -70,14 +72,35 @@ def build_compilers(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     yield Fact("build.gxx_installed", others, source="g++-N on PATH")
 
 
-def tool(host: Host, name: str, search: str, parse: Callable[[str], str | None]) -> dict[str, Any] | None:
-    """{"path", "version"} of the first `name` on `search`; version None when it cannot be
-    asked (--root) or its answer cannot be read."""
+def parse_cmake_version(text: str) -> str | None:
+    """"3.25.1" from `cmake --version` ("cmake version 3.25.1"; cmake3 on RHEL)."""
+    match = _CMAKE.search(text)
+    return match.group(1) if match else None
+
+
+def parse_ninja_version(text: str) -> str | None:
+    """"1.11.1" from `ninja --version` (the version alone on a line)."""
+    match = _NINJA.match(text.strip())
+    return match.group(1) if match else None
+
+
+def tool(host: Host, name: str, search: str, parse: Callable[[str], str | None], failures: list[ProbeFailure]) -> dict[str, Any] | None:
+    """{"path", "version"} of the first `name` on `search`; None when there is none. The
+    version is None when it cannot be asked (--root) or answered (a hang, an error, text
+    that is no version): the plan then installs its own, and `failures` says why."""
     path = host.which(name, path=search)
     if path is None:
         return None
     result = host.run([path, "--version"])
-    return {"path": path, "version": parse(result.stdout) if result is not None and result.ok else None}
+    version = None
+    if result is not None and not result.ok:
+        failures.append(ProbeFailure("build-programs", result.describe_failure()))
+    elif result is not None:
+        version = parse(result.stdout)
+        if version is None:
+            first = (result.stdout.strip().splitlines() or [""])[0]
+            failures.append(ProbeFailure("build-programs", f"{path} --version: unparseable output: {first[:200]!r}"))
+    return {"path": path, "version": version}
 
 
 @probe("build-programs", provides=("build.cmake", "build.ninja", "build.ccache", "build.git", "build.path"))
@@ -85,8 +108,10 @@ def build_programs(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     path = host.env.get("PATH") or DEFAULT_PATH
     python = (facts.get("build.python") or {}).get("executable") or facts.get("request.build.python") or ""
     search = ":".join(filter(None, [posixpath.dirname(python) if "/" in python else "", path]))
-    yield Fact("build.cmake", tool(host, "cmake", search, system.parse_cmake_version), source=f"cmake on {search}")
-    yield Fact("build.ninja", tool(host, "ninja", search, system.parse_ninja_version), source=f"ninja on {search}")
+    failures: list[ProbeFailure] = []
+    yield Fact("build.cmake", tool(host, "cmake", search, parse_cmake_version, failures), source=f"cmake on {search}")
+    yield Fact("build.ninja", tool(host, "ninja", search, parse_ninja_version, failures), source=f"ninja on {search}")
+    yield from failures
     yield Fact("build.ccache", host.which("ccache", path=path), source="ccache on PATH")
     yield Fact("build.git", host.which("git", path=path), source="git on PATH")
     yield Fact("build.path", path, source="PATH")

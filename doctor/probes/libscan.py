@@ -26,12 +26,9 @@ from typing import Any, Iterable
 
 from fwdoctor import versions
 from fwdoctor.host import Host, UnreadableError
-from fwdoctor.libraries import CUDNN, NCCL, Library, deb_cuda_major, pip_cuda_major
-# Still reachable as libscan.parse_library_name, libscan.version_major (and libscan.CUDNN,
-# NCCL, pip_cuda_major): the tests and probes/build_libs.py (being rewritten) use those names.
-from fwdoctor.libraries import library_file_version as parse_library_name  # noqa: F401
+from fwdoctor.libraries import Library, deb_cuda_major, pip_cuda_major
 from fwdoctor.model import Facts
-from fwdoctor.versions import deb_upstream_version, major as version_major
+from fwdoctor.versions import deb_upstream_version
 
 # The NCCL "NCCL version X.Y.Z+cudaA.B" string sits in .rodata, about 3 MB into the
 # 250 MB libnccl.so.2 of nvidia-nccl-cu13 2.30.7 (offset 2911660 on this machine). Scanning
@@ -56,14 +53,6 @@ SYSTEM_INCLUDE_DIRS = (
 
 
 # ----------------------------------------------------------------------------- parsers
-def parse_cudnn_header(text: str) -> str | None:
-    return CUDNN.parse_header(text)
-
-
-def parse_nccl_header(text: str) -> str | None:
-    return NCCL.parse_header(text)
-
-
 _EMBEDDED_RE = re.compile(rb"NCCL version (\d+\.\d+\.\d+)[^\x00+\s]{0,16}\+cuda(\d+)\.(\d+)")
 
 
@@ -172,7 +161,7 @@ def library_files(host: Host, directory: str, spec: Library) -> list[tuple[str, 
 def best_library(files: list[tuple[str, str | None]], major: int | None = None) -> tuple[str, str | None] | None:
     """The file a reader should be shown: the most precise versioned name (the real file
     behind the symlinks), optionally only those of one major."""
-    versioned = [f for f in files if f[1] is not None and (major is None or version_major(f[1]) == major)]
+    versioned = [f for f in files if f[1] is not None and (major is None or versions.major(f[1]) == major)]
     if versioned:
         return max(versioned, key=lambda f: (len(versions.release(f[1]) or ()), versions.release(f[1]) or ()))
     if major is None and files:
@@ -190,7 +179,7 @@ def header_in(host: Host, directories: Iterable[str], spec: Library, major: int 
                 continue
             text = read_text_quiet(host, path)
             version = spec.parse_header(text) if text is not None else None
-            if version and (major is None or version_major(version) == major):
+            if version and (major is None or versions.major(version) == major):
                 return path, version
     return None
 
@@ -221,7 +210,7 @@ def install_record(
         if embedded:
             library_version = embedded[0]
             if cuda_major is None:
-                cuda_major = version_major(embedded[1])
+                cuda_major = versions.major(embedded[1])
     return {
         "kind": kind,
         "prefix": prefix,
@@ -306,7 +295,7 @@ def system_installs(host: Host, spec: Library) -> list[dict[str, Any]]:
     claimed: set[int | None] = set()
     for package in packages:
         upstream = deb_upstream_version(package["version"])
-        major = version_major(upstream)
+        major = versions.major(upstream)
         record = install_record(
             host, spec, "dpkg", "/usr", SYSTEM_INCLUDE_DIRS, SYSTEM_LIB_DIRS,
             cuda_major=deb_cuda_major(package["name"], package["version"]),
@@ -323,7 +312,7 @@ def system_installs(host: Host, spec: Library) -> list[dict[str, Any]]:
     files: list[tuple[str, str | None]] = []
     for directory in SYSTEM_LIB_DIRS:
         files.extend(library_files(host, directory, spec))
-    majors = sorted({version_major(v) for _, v in files if v is not None} - claimed)  # type: ignore[type-var]
+    majors = sorted({versions.major(v) for _, v in files if v is not None} - claimed)  # type: ignore[type-var]
     for major in majors:
         record = install_record(host, spec, "system", "/usr", SYSTEM_INCLUDE_DIRS, SYSTEM_LIB_DIRS, major=major)
         if record is not None:
@@ -444,7 +433,7 @@ def soname_major_wanted(installs: list[dict[str, Any]]) -> int | None:
     """The soname major torch asks for (libcudnn.so.9): the pip install's major."""
     for record in installs:
         if record["kind"] == "pip":
-            major = version_major(record.get("library_version") or record.get("header_version"))
+            major = versions.major(record.get("library_version") or record.get("header_version"))
             if major is not None:
                 return major
     return None

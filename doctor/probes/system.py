@@ -1,5 +1,5 @@
 """The operating system around the GPU stack: distribution, kernel, CPU architecture,
-glibc, container, /dev/shm, and the build tools cmake and ninja.
+glibc, container, /dev/shm.
 
 Shell equivalents:
     cat /etc/os-release; uname -rm; getconf GNU_LIBC_VERSION
@@ -49,8 +49,6 @@ CONTAINER_CGROUP_WORDS = ("docker", "kubepods", "containerd", "lxc", "libpod", "
 _GLIBC_NAME = re.compile(r"^(?:libc|ld)-(\d+\.\d+)\.so$")
 _GLIBC_BANNER = re.compile(rb"GNU C Library [^\n\x00]*?release version (\d+\.\d+)")
 _SIZE = re.compile(r"^(\d+)([kKmMgG]?)$")
-_CMAKE = re.compile(r"^cmake\d* version (\d+\.\d+(?:\.\d+)?\S*)", re.MULTILINE)
-_NINJA = re.compile(r"^(\d+\.\d+(?:\.\d+)?\S*)\s*$")
 
 
 # ----------------------------------------------------------------------------- parsers
@@ -99,16 +97,6 @@ def parse_shm_size(mounts: str) -> int | None:
                         unit = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[match.group(2).lower()]
                         size = int(match.group(1)) * unit
     return size
-
-
-def parse_cmake_version(text: str) -> str | None:
-    match = _CMAKE.search(text)
-    return match.group(1) if match else None
-
-
-def parse_ninja_version(text: str) -> str | None:
-    match = _NINJA.match(text.strip())
-    return match.group(1) if match else None
 
 
 def cgroup_says_container(text: str) -> bool:
@@ -209,33 +197,6 @@ def _shm(host: Host) -> Fact:
     return Fact("system.shm_bytes", size, source="/proc/mounts")
 
 
-@probe("build-tools", provides=("tools.cmake", "tools.ninja"))
-def tools_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
-    yield from _tool(host, "tools.cmake", "cmake", parse_cmake_version)
-    yield from _tool(host, "tools.ninja", "ninja", parse_ninja_version)
-
-
-def _tool(host: Host, key: str, name: str, parse) -> Iterable[Fact | ProbeFailure]:
-    path = host.which(name)
-    if path is None:
-        yield Fact(key, None, source=f"no {name} on PATH")
-        return
-    result = host.run([path, "--version"])
-    if result is None:
-        yield Fact.unknown(key, f"found {path}, but nothing runs inside --root to ask its version")
-        return
-    if not result.ok:
-        yield ProbeFailure("build-tools", result.describe_failure())
-        yield Fact.unknown(key, result.describe_failure())
-        return
-    version = parse(result.stdout)
-    if version is None:
-        first = (result.stdout.strip().splitlines() or [""])[0]
-        reason = f"{path} --version: unparseable output: {first[:200]!r}"
-        yield ProbeFailure("build-tools", reason)
-        yield Fact.unknown(key, reason)
-        return
-    yield Fact(key, {"path": path, "version": version}, source=f"{path} --version")
-
-
-PROBES: tuple[Probe, ...] = (system_probe, tools_probe)
+# cmake and ninja are the source build's (fwdoctor.probes.build_tools: build.cmake,
+# build.ninja): a plain check has no rule that reads them and does not run them.
+PROBES: tuple[Probe, ...] = (system_probe,)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor.arch import parse_targets
+from fwdoctor.libraries import library
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
 from fwdoctor.versions import parse_version
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from fwdoctor.kb import KB
 
 GIB = 1024**3
-LIB_NAMES = {"nccl": "NCCL", "cudnn": "cuDNN"}
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -116,7 +116,7 @@ def input_missing(facts: Facts, kb: KB) -> Iterable[Hit]:
     for lib in ("nccl", "cudnn"):
         choice = facts[f"build.{lib}"] or {}
         if choice.get("kind") == "path" and not (choice.get("include_dir") and choice.get("library_file")):
-            hits.append(Hit(f"--{lib} {choice.get('path')}: no {LIB_NAMES[lib]} headers and library found there (looked for include/ and lib/)",
+            hits.append(Hit(f"--{lib} {choice.get('path')}: no {library(lib).title} headers and library found there (looked for include/ and lib/)",
                             evidence={f"build.{lib}": choice}))
     if facts["request.build.ccache"] and not facts["build.ccache"]:
         hits.append(Hit("--ccache: no ccache on PATH", fix=FixRef(commands=("sudo apt-get install ccache",))))
@@ -234,18 +234,19 @@ def _lib_mismatch(facts: Facts, lib: str) -> Hit | None:
     choice, toolkit = facts[f"build.{lib}"], facts["build.toolkit"]
     if choice.get("kind") != "path" or not (choice.get("include_dir") and choice.get("library_file")):
         return None  # a pip wheel is fetched for the toolkit's major; a bad path is build-input-missing
-    name, library = LIB_NAMES[lib], choice["library_file"]
+    spec, path = library(lib), choice["library_file"]
+    name = spec.title
     major = _cuda_major(toolkit)
     if choice.get("cuda_major") is None:
-        raise NotCheckable(f"the CUDA major {name} at {library} was built for is unknown, so it is not compared with CUDA {_release(toolkit)}")
+        raise NotCheckable(f"the CUDA major {name} at {path} was built for is unknown, so it is not compared with CUDA {_release(toolkit)}")
     if int(choice["cuda_major"]) == major:
         return None
     version = f" {choice['version']}" if choice.get("version") else ""
     return Hit(
-        f"{name}{version} at {library} is built for CUDA {choice['cuda_major']} ({choice.get('cuda_major_source')}), "
+        f"{name}{version} at {path} is built for CUDA {choice['cuda_major']} ({choice.get('cuda_major_source')}), "
         f"the toolkit is CUDA {_release(toolkit)}",
-        evidence={"library": library, "cuda_major": choice["cuda_major"], "toolkit": _release(toolkit)},
-        fix=FixRef(note=f"use a {name} built for CUDA {major} (e.g. --{lib} VERSION fetches nvidia-{lib}-cu{major})"),
+        evidence={"library": path, "cuda_major": choice["cuda_major"], "toolkit": _release(toolkit)},
+        fix=FixRef(note=f"use a {name} built for CUDA {major} (e.g. --{lib} VERSION fetches {spec.wheel_for(major)})"),
     )
 
 
@@ -316,10 +317,11 @@ def no_wheel(facts: Facts, kb: KB) -> Iterable[Hit]:
         choice = facts[f"build.{lib}"] or {}
         if choice.get("kind") != "pip":
             continue
-        name, version = LIB_NAMES[lib], parse_version(choice.get("version"))
+        spec, version = library(lib), parse_version(choice.get("version"))
+        name = spec.title
         wheel = kb.build.pip_wheel(lib, major)
         if wheel is None:
-            hits.append(Hit(f"no pip wheel of {name} for CUDA {major} is known (nvidia-{lib}-cu{major})",
+            hits.append(Hit(f"no pip wheel of {name} for CUDA {major} is known ({spec.wheel_for(major)})",
                             fix=FixRef(note=f"pass --{lib} PATH to an install built for CUDA {major}")))
         elif version is None or version < Version(wheel.first) or (wheel.last and version > Version(wheel.last)):
             span = f"{wheel.first} to {wheel.last}" if wheel.last else f"{wheel.first} and later"
@@ -518,14 +520,7 @@ RULES: tuple[Rule, ...] = (
     not_checked,
 )
 
-# The ones `fwdoctor check` lists too (their ids are the build's own; see the docstring).
-CHECK_RULES: tuple[Rule, ...] = (
-    torch_unsupported,
-    input_missing,
-    no_wheel,
-    python_unusable,
-    disk_low,
-    ram_low,
-    tool_installed,
-    not_checked,
-)
+# The ones `fwdoctor check` lists too (their ids are the build's own; see the docstring):
+# all but the four whose ids `check` already judges for the host itself.
+_SAME_IDS_AS_CHECK: tuple[Rule, ...] = (host_compiler, arch_unsupported, nccl_mismatch, cudnn_mismatch)
+CHECK_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r not in _SAME_IDS_AS_CHECK)
