@@ -6,7 +6,7 @@ Fix), the way ruff documents its rules.
 
 from __future__ import annotations
 
-from fwdoctor.findings import BY_ID, FINDING_KINDS
+from fwdoctor.findings import AREA_TITLES, BY_ID, FINDING_KINDS
 
 PROBE_FAILED_DOC = """\
 What it does
@@ -24,6 +24,8 @@ Fix
 
 
 def explanation(finding_id: str) -> str:
+    # The rules (every rule module) are imported here, not at the top: `fwdoctor list`
+    # shares this module and needs only the catalog.
     from fwdoctor.rules import RULES
     from fwdoctor.rules.build import RULES as BUILD_RULES
 
@@ -46,7 +48,6 @@ def explanation(finding_id: str) -> str:
 
 def findings_markdown() -> str:
     """docs/findings.md: every id with its code, severity and explanation (`make docs`)."""
-    from fwdoctor.findings import AREA_TITLES
 
     lines = [
         "# Finding ids",

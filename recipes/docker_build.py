@@ -25,6 +25,9 @@ from typing import Any, Callable, Mapping, Sequence
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import runner
+from fwdoctor.host import Host
+from fwdoctor.image import api_message, docker_client
+from fwdoctor.smoke.kernel import driver_gpu_evidence
 
 BUILD_TIMEOUT_S = 3600.0
 CHECK_TIMEOUT_S = 900.0
@@ -141,9 +144,6 @@ def build(
 # --------------------------------------------------------------------------- validating
 def host_has_gpu() -> bool:
     """The driver has a GPU here (a bare PCI device is not enough for `--gpus all`)."""
-    from fwdoctor.host import Host
-    from fwdoctor.smoke.kernel import driver_gpu_evidence
-
     return driver_gpu_evidence(Host.live_host()) is not None
 
 
@@ -156,8 +156,6 @@ def validate(
     gpus: bool | None = None,
 ) -> Validation:
     """Check the built image (see the module docstring). Never raises for a failed check."""
-    from fwdoctor.image import docker_client
-
     result = Validation(tag)
     client = client or docker_client()
     image = client.images.get(tag)
@@ -199,8 +197,6 @@ def run_in_container(client: Any, tag: str, command: list[str], gpus: bool, time
     """Run `command` in a fresh container of `tag`; (exit status, output). -1 on errors."""
     import docker.errors
     from docker.types import DeviceRequest
-
-    from fwdoctor.image import api_message
 
     kwargs: dict[str, Any] = {"network_disabled": True, "shm_size": "1g"}
     if gpus:

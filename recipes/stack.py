@@ -31,6 +31,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import arch
+from fwdoctor.kb.docker import FLAVORS
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -236,8 +237,6 @@ def parse(data: Any, where: str = "<stack>") -> Stack:
         except InvalidVersion:
             raise err("min_driver", f"not a driver version: {min_driver!r} (e.g. '535.104.05')") from None
     flavor = text("flavor") or "base"
-    from fwdoctor.kb.docker import FLAVORS
-
     if flavor not in FLAVORS:
         raise err("flavor", f"{flavor!r} is not one of {', '.join(FLAVORS)}")
     conda = strings("conda")

@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING, Any, Iterable
 
 from fwdoctor import versions
+from fwdoctor.kb.libs import NoData
 from fwdoctor.libraries import CUDNN, NCCL, Library, deb_package_for_cuda
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
@@ -166,7 +167,6 @@ def _supported_majors(inst: dict[str, Any], kb: KB, lib: Library) -> tuple[tuple
             return (major,), "built for"
     version = install_version(inst)
     if lib is CUDNN and version and version.count(".") >= 1:
-        from fwdoctor.kb.libs import NoData
 
         try:
             return kb.libs.cudnn_cuda_majors(version), "supports"
