@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from fwdoctor.host import DEFAULT_PATH
 from fwdoctor.libraries import library
+from fwdoctor.kb.build import BuildKB
 from fwdoctor.model import Facts, Finding
 
 GIB = 1024**3
@@ -212,7 +213,7 @@ def wheel_version(req: BuildRequest) -> str:
     return f"{req.torch}+cu{v.major}{v.minor}"
 
 
-def role_values(req: BuildRequest, kb_build: Any, layout: Layout) -> dict[str, str | None]:
+def role_values(req: BuildRequest, kb_build: BuildKB, layout: Layout) -> dict[str, str | None]:
     """The value of each KB role (doctor/kb/build.py ROLES) for this build; None leaves the
     variable out."""
     nccl_pfx = layout.lib_prefix("nccl")
@@ -240,7 +241,7 @@ def role_values(req: BuildRequest, kb_build: Any, layout: Layout) -> dict[str, s
     }
 
 
-def build_env(req: BuildRequest, kb_build: Any, layout: Layout, extra_path: Iterable[str] = ()) -> dict[str, str]:
+def build_env(req: BuildRequest, kb_build: BuildKB, layout: Layout, extra_path: Iterable[str] = ()) -> dict[str, str]:
     """The environment of the configure/build commands, in KB order, then PATH.
 
     PATH puts the chosen interpreter's bin/ (where pip puts cmake/ninja when the host's are

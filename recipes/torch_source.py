@@ -27,11 +27,14 @@ from typing import Callable, Iterable, Mapping, Sequence
 from fwdoctor import runner
 from fwdoctor.engine import Report, collect, judge
 from fwdoctor.host import Host
+from fwdoctor.kb import KB
+from fwdoctor.kb.build import BuildKB
 from fwdoctor.libraries import library
 from fwdoctor.model import Fact, Facts
 from fwdoctor.probes.build import BUILD_PROBES, HOST_SIDE_PROBES
 from fwdoctor.probes.build_toolkit import VERSION_LIKE
 from fwdoctor.recipes import buildenv as be
+from fwdoctor.recipes.apply import apply_plan
 from fwdoctor.recipes.plan import FileWrite, Plan, Step
 from fwdoctor.recipes.scripts import read as read_script
 from fwdoctor.rules import build as build_rules
@@ -125,7 +128,7 @@ def check_inputs(facts: Facts) -> None:
 
 
 # =========================================================================== plan
-def preflight(facts: Facts, kb) -> Report:
+def preflight(facts: Facts, kb: KB) -> Report:
     """Every check that matters before hours of compiling: the build rules, judged."""
     return judge(facts, kb, build_rules.RULES)
 
@@ -150,7 +153,7 @@ class BuildPlan:
                     env=dict(self.env), verify=self.verify, notes=self.notes)
 
 
-def make_plan(facts: Facts, kb) -> tuple[Report, BuildPlan | None]:
+def make_plan(facts: Facts, kb: KB) -> tuple[Report, BuildPlan | None]:
     """The pre-flight, and the plan when it found no error (None when it did). Raises
     InputError when an input fact is unknown."""
     check_inputs(facts)
@@ -163,7 +166,7 @@ def make_plan(facts: Facts, kb) -> tuple[Report, BuildPlan | None]:
     return report, build_plan(req, kb.build, cmake_only=bool(facts["request.build.cmake_only"]))
 
 
-def build_plan(req: be.BuildRequest, kb_build, cmake_only: bool = False) -> BuildPlan:
+def build_plan(req: be.BuildRequest, kb_build: BuildKB, cmake_only: bool = False) -> BuildPlan:
     layout = be.Layout(req.workdir)
     py = req.python
     src = req.source or layout.src
@@ -253,7 +256,7 @@ def _verify_steps(req: be.BuildRequest, layout: be.Layout) -> list[Step]:
     return steps
 
 
-def _notes(req: be.BuildRequest, kb_build, env: Mapping[str, str], cmake_only: bool, src: str) -> tuple[str, ...]:
+def _notes(req: be.BuildRequest, kb_build: BuildKB, env: Mapping[str, str], cmake_only: bool, src: str) -> tuple[str, ...]:
     reads = [name for name in ("PYTHON_EXECUTABLE", "Python_EXECUTABLE") if kb_build.reads(req.torch, name)]
     notes = [
         f"torch {req.torch}, CUDA {req.toolkit.release} ({req.toolkit.nvcc}), arch {req.arch_list} from {req.arch_from}",
@@ -320,7 +323,7 @@ def docker_facts(opts: Options, image: str, host: Host | None = None) -> Facts:
     return collect(host or Host.live_host(command_timeout=PROBE_TIMEOUT_S), HOST_SIDE_PROBES, seed=[*request, *container_facts(opts.cuda, image)])
 
 
-def docker_plan(opts: Options, image: str, kb, host: Host | None = None) -> tuple[Report, BuildPlan | None]:
+def docker_plan(opts: Options, image: str, kb: KB, host: Host | None = None) -> tuple[Report, BuildPlan | None]:
     """The same build inside a CUDA devel image (e.g. nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04):
     an in-container script made by the same plan code, and one `docker run` that executes it
     with --workdir mounted at /fwd. Printed only: fwdoctor does not drive Docker here."""
@@ -331,7 +334,7 @@ def docker_plan(opts: Options, image: str, kb, host: Host | None = None) -> tupl
     return docker_plan_for(facts, kb, image, workdir, opts.source)
 
 
-def docker_plan_for(facts: Facts, kb, image: str, host_workdir: str, host_source: str | None) -> tuple[Report, BuildPlan | None]:
+def docker_plan_for(facts: Facts, kb: KB, image: str, host_workdir: str, host_source: str | None) -> tuple[Report, BuildPlan | None]:
     check_inputs(facts)
     report = preflight(facts, kb)
     if report.has_errors:
@@ -375,7 +378,6 @@ def execute(bp: BuildPlan, progress: ProgressFn | None = None, base_env: Mapping
     os.makedirs(bp.layout.workdir, exist_ok=True)
     base = dict(os.environ if base_env is None else base_env)
     log_path = bp.layout.log
-    apply_plan = _apply_plan()
     prep = Plan(recipe=RECIPE, title="prepare", steps=bp.prepare, files=bp.files, env=dict(bp.env))
     result = apply_plan(prep, confirm=None, log_path=log_path, progress=say, env=base)
     if not result.ok:
@@ -392,12 +394,6 @@ def execute(bp: BuildPlan, progress: ProgressFn | None = None, base_env: Mapping
     if not result.ok:
         return BuildResult(False, "verify", result.summary(), log_path, status.last_progress)
     return BuildResult(True, "done", f"built and verified: wheel in {bp.layout.dist}", log_path, status.last_progress)
-
-
-def _apply_plan():
-    from fwdoctor.recipes.apply import apply_plan
-
-    return apply_plan
 
 
 def _progress_printer(say: ProgressFn, every_s: float = 5.0) -> Callable[[int, int], None]:

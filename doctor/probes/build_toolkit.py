@@ -17,7 +17,7 @@ import posixpath
 import re
 from typing import Any, Iterable
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from fwdoctor.host import Host
 from fwdoctor.model import Fact, Facts, ProbeFailure
@@ -57,12 +57,10 @@ def parse_host_config(text: str) -> tuple[int | None, int | None] | None:
 
 
 def same_release(a: str, b: str) -> bool:
-    """Does "12.8" name the toolkit "12.8.93"? major.minor, compared with packaging."""
-    try:
-        va, vb = Version(a), Version(b)
-    except InvalidVersion:
-        return False
-    return (va.major, va.minor) == (vb.major, vb.minor)
+    """Does "12.8" name the toolkit "12.8.93"? Their major.minor agree (False for text that
+    is no version)."""
+    mine = major_minor(a)
+    return mine is not None and mine == major_minor(b)
 
 
 def _version_key(text: Any) -> Version:
