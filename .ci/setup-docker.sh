@@ -14,6 +14,8 @@ WAIT_S=60
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+# OCI image layouts for the --image-archive tests (tests/test_image_archive.py).
+command -v skopeo >/dev/null 2>&1 || need+=(skopeo)
 if [ "${#need[@]}" -gt 0 ]; then
     echo "installing: ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -14,7 +14,7 @@ import posixpath
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import IO, Any, Callable, Mapping, Sequence
 
 from fwdoctor import runner
 
@@ -176,6 +176,10 @@ class Host:
             raise UnreadableError(path, "permission denied") from None
         except OSError as exc:
             raise UnreadableError(path, exc.strerror or str(exc)) from None
+
+    def open_binary(self, path: str) -> IO[bytes]:
+        """The file opened for a chunked, bounded scan (a library's prefix). Raises OSError."""
+        return open(self.real_path(path), "rb")
 
     def read_text(self, path: str, limit: int = MAX_READ_BYTES) -> str | None:
         data = self.read_bytes(path, limit)

@@ -28,6 +28,7 @@ from fwdoctor import versions
 from fwdoctor.host import Host, UnreadableError
 from fwdoctor.libraries import Library, deb_cuda_major, pip_cuda_major
 from fwdoctor.model import Facts
+from fwdoctor.probes.base import Read
 from fwdoctor.versions import deb_upstream_version
 
 # The NCCL "NCCL version X.Y.Z+cudaA.B" string sits in .rodata, about 3 MB into the
@@ -35,6 +36,9 @@ from fwdoctor.versions import deb_upstream_version
 # a bounded prefix in chunks finds it without reading the device code that fills the rest.
 EMBEDDED_SCAN_LIMIT = 32 * 1024 * 1024
 EMBEDDED_SCAN_CHUNK = 1024 * 1024
+DPKG_STATUS = "/var/lib/dpkg/status"
+DPKG_STATUS_LIMIT = 64 * 1024 * 1024
+HEADER_LIMIT = 256 * 1024  # read_text_quiet's limit: headers and conda-meta records
 
 SYSTEM_LIB_DIRS = (
     "/usr/lib/x86_64-linux-gnu",
@@ -116,7 +120,19 @@ def record_version(record: dict[str, Any]) -> str | None:
 
 
 # ----------------------------------------------------------------------------- reading
-def read_text_quiet(host: Host, path: str, limit: int = 256 * 1024) -> str | None:
+def reads_for(spec: Library) -> tuple[Read, ...]:
+    """What find_installs/ld_first read for `spec` (fwdoctor.image keeps only declared
+    reads): the dpkg database, the version headers, the conda-meta records, and for NCCL
+    the first EMBEDDED_SCAN_LIMIT bytes of the library, no more once the string is seen."""
+    reads = [Read(DPKG_STATUS, limit=DPKG_STATUS_LIMIT)]
+    reads += [Read("**/" + header, limit=HEADER_LIMIT) for header in spec.headers]
+    reads += [Read(f"**/conda-meta/{name}-*.json", limit=HEADER_LIMIT) for name in spec.conda_names]
+    if spec.embedded:
+        reads.append(Read(f"**/{spec.lib_prefix}*", limit=EMBEDDED_SCAN_LIMIT, until=_EMBEDDED_RE))
+    return tuple(reads)
+
+
+def read_text_quiet(host: Host, path: str, limit: int = HEADER_LIMIT) -> str | None:
     """A file's text, or None when absent or unreadable (an install we cannot read is
     still reported, with the unreadable part left as None)."""
     try:
@@ -129,8 +145,7 @@ def scan_embedded(host: Host, path: str, limit: int = EMBEDDED_SCAN_LIMIT) -> tu
     """Look for the "NCCL version" string in the first `limit` bytes of a library, a chunk
     at a time (with an overlap so a string split across chunks is still found)."""
     try:
-        real = host.real_path(path)
-        with open(real, "rb") as handle:
+        with host.open_binary(path) as handle:
             tail = b""
             read = 0
             while read < limit:
@@ -289,7 +304,7 @@ def system_installs(host: Host, spec: Library) -> list[dict[str, Any]]:
     """Debian packages (kind "dpkg") and the unpackaged files in the system folders
     ("system"), one install per version major."""
     # The dpkg database can be tens of MB; cuDNN and NCCL share one parse of it.
-    every = host.memo("dpkg-status", lambda: parse_dpkg_status(read_text_quiet(host, "/var/lib/dpkg/status", limit=64 * 1024 * 1024) or ""))
+    every = host.memo("dpkg-status", lambda: parse_dpkg_status(read_text_quiet(host, DPKG_STATUS, limit=DPKG_STATUS_LIMIT) or ""))
     packages = [p for p in every if spec.deb_packages.match(p["name"])]
     installs = []
     claimed: set[int | None] = set()

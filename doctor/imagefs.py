@@ -1,0 +1,320 @@
+"""An image's filesystem held in memory, bounded: what `check --image` and
+`--image-archive` judge.
+
+One pass over a tar stream (a container export, or image layers in order) builds an
+`ImageTree`: every folder, symlink and file with its type, mode, size and link target, and
+content only for the files the probes declare they read (`fwdoctor.probes.READS`, compiled
+into a `fwdoctor.image.KeepPlan`), each up to the probe's own read limit. `ImageHost` is a
+`Host` that answers from that tree exactly what `Host.at_root` would answer for the fully
+unpacked image, without a byte written to disk. A probe reading a file nobody declared
+gets an UnreadableError saying so (and tests/test_image_stream.py fails), never silence.
+
+Nothing in the stream touches the host filesystem, whatever its members say: names are
+only keys in a dict. The same refusals as the on-disk unpacker still apply (absolute and
+`..` paths, device nodes, FIFOs, hard links to files not in the tree, members under a
+symlinked folder), so the skip list reads the same.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import posixpath
+import stat
+import tarfile
+from pathlib import Path
+from typing import IO, Any, Mapping
+
+from fwdoctor.host import DEFAULT_PATH, MAX_READ_BYTES, MAX_SYMLINK_HOPS, Host, UnreadableError
+
+_CHUNK = 1 << 20
+# The most file content one inspection keeps, all kept files together. The declared reads
+# of a real image come to a few MB (dpkg status, headers, dist-info METADATA, libc's first
+# 4 MB, NCCL's first ~3 MB); past this a file keeps only its name, and the skip list says so.
+KEEP_BUDGET = 80 * 1024 * 1024
+WHITEOUT = ".wh."
+OPAQUE = ".wh..wh..opq"
+_NOT_KEPT = "content not kept from the image (no probe declares reading it: fwdoctor.probes.READS)"
+
+
+class Node:
+    __slots__ = ("kind", "mode", "size", "link", "data")
+
+    def __init__(self, kind: str, mode: int, size: int = 0, link: str | None = None, data: bytes | None = None) -> None:
+        self.kind = kind  # "d" folder, "f" file, "l" symlink
+        self.mode = mode
+        self.size = size
+        self.link = link
+        self.data = data  # kept content (a prefix of at most the declared limit), None: none kept
+
+
+class ImageTree:
+    """Absolute image paths -> Node, with each folder's entry names."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {"/": Node("d", 0o755)}
+        self.children: dict[str, set[str]] = {"/": set()}
+
+    def get(self, path: str) -> Node | None:
+        return self.nodes.get(path)
+
+    def names(self, folder: str) -> list[str]:
+        return sorted(self.children.get(folder, ()))
+
+    def ensure_folder(self, path: str) -> bool:
+        """Create missing folders up to `path` (like makedirs); False when a component
+        is a file or a symlink (nothing is ever put "through" a link)."""
+        node = self.nodes.get(path)
+        if node is not None:
+            return node.kind == "d"
+        parent = posixpath.dirname(path)
+        if not self.ensure_folder(parent):
+            return False
+        self.nodes[path] = Node("d", 0o755)
+        self.children[path] = set()
+        self.children[parent].add(posixpath.basename(path))
+        return True
+
+    def put(self, path: str, node: Node) -> None:
+        """Set `path` (its parent folder exists). A folder over a folder keeps its entries."""
+        old = self.nodes.get(path)
+        if old is not None and not (old.kind == "d" and node.kind == "d"):
+            self.remove(path)
+        if old is not None and old.kind == "d" and node.kind == "d":
+            old.mode = node.mode
+            return
+        self.nodes[path] = node
+        if node.kind == "d":
+            self.children[path] = set()
+        self.children[posixpath.dirname(path)].add(posixpath.basename(path))
+
+    def remove(self, path: str) -> None:
+        node = self.nodes.pop(path, None)
+        if node is None or path == "/":
+            if path == "/" and node is not None:
+                self.nodes["/"] = node
+            return
+        if node.kind == "d":
+            for name in self.children.pop(path, set()):
+                self.remove(posixpath.join(path, name))
+        self.children.get(posixpath.dirname(path), set()).discard(posixpath.basename(path))
+
+    def kept_bytes(self) -> int:
+        return sum(len(n.data) for n in self.nodes.values() if n.data)
+
+
+class TreeBuilder:
+    """Reads tar streams into one ImageTree: an export, or layers in order (`layer=True`:
+    `.wh.NAME` deletes NAME, `.wh..wh..opq` empties its folder of earlier layers' entries)."""
+
+    def __init__(self, plan: Any, budget: int = KEEP_BUDGET) -> None:
+        self.tree = ImageTree()
+        self.plan = plan
+        self.budget = budget
+        self.kept = 0
+        self.skipped: list[str] = []
+        self._layer_paths: set[str] = set()
+
+    def apply(self, stream: IO[bytes], layer: bool = False, mode: str = "r|*") -> None:
+        """Read one tar. `mode` "r:" (uncompressed, and `stream` seeks forward) skips file
+        data by seeking; "r|*" reads it through (compressed layers)."""
+        from fwdoctor.image import _refusal
+
+        self._layer_paths = set()
+        opened = tarfile.open(fileobj=stream, mode=mode) if mode == "r:" else tarfile.open(fileobj=stream, mode=mode, bufsize=_CHUNK)
+        with opened as archive:
+            for member in archive:
+                archive.members = []  # nothing looks members up again: memory stays flat
+                why = _refusal(member)
+                if why:
+                    self.skipped.append(f"{member.name}: {why}")
+                    continue
+                path = posixpath.normpath("/" + member.name.lstrip("./"))
+                base = posixpath.basename(path)
+                if layer and base.startswith(WHITEOUT):
+                    self._whiteout(member.name, path, base)
+                    continue
+                if path == "/":
+                    if member.isdir():
+                        self.tree.nodes["/"].mode = 0o755 | (member.mode & 0o777)
+                    continue
+                if not self.tree.ensure_folder(posixpath.dirname(path)):
+                    self.skipped.append(f"{member.name}: parent folder is a link or a file")
+                    continue
+                self._layer_paths.add(path)
+                self._member(archive, member, path)
+
+    def _member(self, archive: tarfile.TarFile, member: tarfile.TarInfo, path: str) -> None:
+        if member.isdir():
+            self.tree.put(path, Node("d", 0o755 | (member.mode & 0o777)))
+        elif member.issym():
+            self.tree.put(path, Node("l", 0o777, len(member.linkname), member.linkname))
+        elif member.islnk():
+            source = self.tree.get(posixpath.normpath("/" + member.linkname.lstrip("./")))
+            if source is None or source.kind != "f":
+                self.skipped.append(f"{member.name}: hard link to {member.linkname} outside the unpacked files")
+                return
+            # The same file under another name: its kept content is shared, not copied.
+            self.tree.put(path, Node("f", _file_mode(member.mode), source.size, None, source.data))
+        else:
+            self.tree.put(path, Node("f", _file_mode(member.mode), member.size, None, self._content(archive, member, path)))
+
+    def _content(self, archive: tarfile.TarFile, member: tarfile.TarInfo, path: str) -> bytes | None:
+        rule = self.plan.rule(path) if self.plan is not None else (member.size, None)
+        if rule is None or member.size == 0:
+            return None if member.size else b""
+        want, until = min(member.size, rule[0]), rule[1]
+        if self.kept + want > self.budget:
+            self.skipped.append(f"{member.name}: content not kept (the {self.budget >> 20} MB budget for kept files is spent)")
+            return None
+        handle = archive.extractfile(member)
+        if handle is None:
+            return None
+        parts: list[bytes] = []
+        tail, left = b"", want
+        while left > 0:
+            chunk = handle.read(min(_CHUNK, left))
+            if not chunk:
+                break
+            parts.append(chunk)
+            left -= len(chunk)
+            if until is not None:
+                if until.search(tail + chunk):
+                    break  # the scanning probe stops in this chunk: nothing after it is read
+                tail = chunk[-256:]
+        data = b"".join(parts)
+        self.kept += len(data)
+        return data
+
+    def _whiteout(self, name: str, path: str, base: str) -> None:
+        folder = posixpath.dirname(path)
+        if base == OPAQUE:
+            # Earlier layers' entries go; this layer's own (already read) stay.
+            for name in self.tree.names(folder):
+                child = posixpath.join(folder, name)
+                if child not in self._layer_paths:
+                    self.tree.remove(child)
+            return
+        victim = base[len(WHITEOUT):]
+        if victim in ("", ".", ".."):
+            self.skipped.append(f"{name}: whiteout of {victim!r}")
+            return
+        self.tree.remove(posixpath.join(folder, victim))
+
+
+def _file_mode(mode: int) -> int:
+    # As the on-disk unpacker left it: no setuid/setgid/sticky bits, readable by us.
+    return (mode & 0o755) | 0o600
+
+
+class ImageHost(Host):
+    """A Host over an ImageTree: the same answers as Host.at_root over the unpacked image."""
+
+    tree: ImageTree
+
+    @classmethod
+    def of_tree(cls, tree: ImageTree, env: Mapping[str, str] | None = None, name: str = "image") -> "ImageHost":
+        merged = {"PATH": DEFAULT_PATH}
+        merged.update(env or {})
+        # `root` names no real folder: anything that still builds a real path from it
+        # (os.statvfs in a build probe) finds nothing there.
+        host = cls(Path(f"/nonexistent-fwdoctor-{name}"), merged, live=False)
+        host.tree = tree
+        return host
+
+    def _resolve(self, path: str) -> str:
+        parts = [p for p in path.split("/") if p]
+        resolved: list[str] = []
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part in (".", ""):
+                continue
+            if part == "..":
+                if resolved:
+                    resolved.pop()  # never above the root
+                continue
+            node = self.tree.get("/" + "/".join(resolved + [part]))
+            if node is None:
+                resolved.append(part)
+                resolved.extend(p for p in parts if p not in (".", ""))
+                return posixpath.normpath("/" + "/".join(resolved))
+            if node.kind == "l":
+                hops += 1
+                if hops > MAX_SYMLINK_HOPS:
+                    raise UnreadableError(path, "too many levels of symbolic links")
+                target = node.link or ""
+                if target.startswith("/"):
+                    resolved = []
+                parts = [p for p in target.split("/") if p] + parts
+                continue
+            resolved.append(part)
+        return "/" + "/".join(resolved)
+
+    def _node(self, path: str) -> Node | None:
+        return self.tree.get(self.resolve(path))
+
+    def _unresolved(self, path: str) -> Node | None:
+        parent = self.resolve(posixpath.dirname(path) or "/")
+        return self.tree.get(posixpath.join(parent, posixpath.basename(path)))
+
+    def exists(self, path: str) -> bool:
+        return self._node(path) is not None
+
+    def is_file(self, path: str) -> bool:
+        node = self._node(path)
+        return node is not None and node.kind == "f"
+
+    def is_dir(self, path: str) -> bool:
+        node = self._node(path)
+        return node is not None and node.kind == "d"
+
+    def is_symlink(self, path: str) -> bool:
+        node = self._unresolved(path)
+        return node is not None and node.kind == "l"
+
+    def readlink(self, path: str) -> str | None:
+        node = self._unresolved(path)
+        return node.link if node is not None and node.kind == "l" else None
+
+    def is_executable(self, path: str) -> bool:
+        node = self._node(path)
+        if node is None or node.kind != "f":
+            return False
+        # os.access(X_OK) on the file as unpacked (owned by us, mode as kept): root needs
+        # any x bit, anyone else the owner's.
+        return bool(node.mode & (0o111 if os.geteuid() == 0 else 0o100))
+
+    def listdir(self, path: str) -> list[str]:
+        resolved = self.resolve(path)
+        node = self.tree.get(resolved)
+        return self.tree.names(resolved) if node is not None and node.kind == "d" else []
+
+    def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes | None:
+        node = self._node(path)
+        if node is None:
+            return None
+        if node.kind == "d":
+            raise UnreadableError(path, "is a directory")
+        if node.data is None:
+            if node.size == 0:
+                return b""
+            raise UnreadableError(path, _NOT_KEPT)
+        return node.data[:limit]
+
+    def open_binary(self, path: str) -> IO[bytes]:
+        data = self.read_bytes(path, limit=1 << 62)
+        if data is None:
+            raise FileNotFoundError(path)
+        return io.BytesIO(data)
+
+    def stat(self, path: str) -> os.stat_result | None:
+        try:
+            node = self._node(path)
+        except UnreadableError:
+            return None
+        if node is None:
+            return None
+        kind = stat.S_IFDIR if node.kind == "d" else stat.S_IFREG
+        blocks_size = node.size if node.kind == "f" else 4096
+        return os.stat_result((kind | node.mode, 0, 0, 1, os.getuid(), os.getgid(), blocks_size, 0, 0, 0))

@@ -1,0 +1,75 @@
+"""Shared by tests/test_image_stream.py and tests/test_image_archive.py: hand-built tars,
+and a small real image built on the CI base image (.ci/setup-docker.sh) in three layers:
+
+1. a pip-style torch install (torch/version.py + torch-2.13.0.dist-info/METADATA, the
+   files fwdoctor's torch probe reads), NCCL's header and a stand-in libnccl.so.2 (8 MB
+   of zeros around the "NCCL version 2.21.5+cuda12.4" string the real library carries in
+   .rodata, see doctor/probes/libscan.py; its name gives no full version, so only the
+   bounded scan finds 2.21.5 and CUDA 12), and folders /opt/gone, /opt/keep, /opt/opq;
+2. `RUN rm` of /opt/gone, /opt/keep/old.txt and /opt/opq (then re-made with new.txt):
+   the engine records these as `.wh.` whiteout files in the layer;
+3. ENV, USER and ENTRYPOINT in the image config.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+
+BASE_IMAGE = "fwdoctor-e2e-base:bookworm"
+LAYERED_TAG = "fwdoctor-test-image-layers:1"
+SITE = "/usr/local/lib/python3.11/dist-packages"
+
+LAYERED_DOCKERFILE = f"""\
+FROM {BASE_IMAGE}
+RUN mkdir -p {SITE}/torch {SITE}/torch-2.13.0.dist-info /usr/local/include /opt/gone /opt/keep /opt/opq \\
+ && printf "__version__ = '2.13.0+cu124'\\ncuda = '12.4'\\ngit_version = 'abc'\\n" > {SITE}/torch/version.py \\
+ && printf "Metadata-Version: 2.1\\nName: torch\\nVersion: 2.13.0+cu124\\nRequires-Dist: filelock\\nRequires-Dist: nvidia-nccl-cu12==2.21.5; platform_system == 'Linux'\\n" > {SITE}/torch-2.13.0.dist-info/METADATA \\
+ && printf "#define NCCL_MAJOR 2\\n#define NCCL_MINOR 21\\n#define NCCL_PATCH 5\\n" > /usr/local/include/nccl.h \\
+ && python3 -c "open('/usr/local/lib/libnccl.so.2','wb').write(bytes(3<<20) + b'NCCL version 2.21.5+cuda12.4' + bytes(5<<20))" \\
+ && echo x > /opt/gone/file && echo y > /opt/keep/old.txt && echo o > /opt/opq/old.txt
+RUN rm -rf /opt/gone /opt/keep/old.txt /opt/opq && mkdir /opt/opq && echo n > /opt/opq/new.txt
+ENV FWDOCTOR_IMAGE_TEST=1 LD_LIBRARY_PATH=/usr/local/lib
+USER 65534
+ENTRYPOINT ["/bin/true"]
+"""
+
+
+def tar_bytes(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+            else:
+                archive.addfile(info)
+    return buf.getvalue()
+
+
+def member(name: str, kind: bytes = tarfile.REGTYPE, mode: int = 0o644, linkname: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.linkname = kind, mode, linkname
+    return info
+
+
+def docker_engine():
+    """A connected docker SDK client with the base image, or None."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=600)
+        client.ping()
+        client.images.get(BASE_IMAGE)
+        return client
+    except Exception:
+        return None
+
+
+def build(tag: str, dockerfile: str, context: Path) -> None:
+    """`docker build` (the CLI: the SDK's build needs a tarred context)."""
+    context.mkdir(parents=True, exist_ok=True)
+    (context / "Dockerfile").write_text(dockerfile)
+    subprocess.run(["docker", "build", "-q", "-t", tag, str(context)], check=True, capture_output=True, timeout=600)
