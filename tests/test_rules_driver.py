@@ -124,7 +124,7 @@ def test_unknown_inputs_are_not_checked_rather_than_healthy(kb):
                    Fact.unknown("driver.nouveau_loaded", "no /proc")])
     findings, skipped = ids(facts, kb)
     assert findings == {}
-    assert set(skipped) == {"driver-missing", "nouveau-loaded", "driver-library-mismatch", "no-gpu", "shm-too-small"}
+    assert set(skipped) == {"driver-missing", "nouveau-loaded", "driver-library-mismatch", "driver-gpu-unsupported", "no-gpu", "shm-too-small"}
     assert "no sysfs" in skipped["driver-missing"]
 
 

@@ -1,8 +1,11 @@
-"""GPU products and PCI device ids -> compute capability (gpus.yaml), and the /dev/shm floor.
+"""GPU products and PCI device ids -> compute capability (gpus.yaml), which driver branches
+run each GPU family, and the /dev/shm floor.
 
     kb.gpus.cc_for_name("NVIDIA A100-SXM4-80GB")   -> "8.0"
     kb.gpus.cc_for_pci_id("0x2330")                 -> "9.0"
     kb.gpus.cc_for_gpu(gpu, facts.get("pci.nvidia_gpus") or [])   # one entry of gpus.list
+    kb.gpus.support_for("3.7", "Tesla K80")         -> DriverSupport (Kepler: up to R470)
+    kb.gpus.driver_problem("3.7", "Tesla K80", "535.230.02", "proprietary") -> DriverProblem
 
 Name matching is pure and forgiving in the ways real names differ: case, a leading
 "NVIDIA " (newer drivers add it: "NVIDIA Tesla T4") or "Tesla ", memory-size tokens, and
@@ -42,6 +45,11 @@ def normalize_pci_id(device_id: str) -> str | None:
     return f"0x{match.group(1)}" if match else None
 
 
+# What the NVIDIA kernel module flavours do with a family: the open modules need the GSP
+# that Turing introduced; Blackwell (and Grace Hopper) run only on them.
+OPEN_MODULES = ("unsupported", "supported", "required")
+
+
 @dataclass(frozen=True)
 class GpuModel:
     name: str
@@ -49,6 +57,69 @@ class GpuModel:
     aliases: tuple[str, ...]
     pci_ids: tuple[str, ...]
     source: tuple[str, ...]
+    open_modules: str | None = None  # a product's own rule where its family's differs (GH200)
+
+
+@dataclass(frozen=True)
+class GpuFamily:
+    """One architecture family and the driver branches that run it (gpus.yaml `families`).
+
+    `first_branch`/`last_branch` are driver branch numbers (the version's major: 535 for
+    535.230.02); None = not recorded (no bound is checked). `*_release` is one published
+    release of that branch, the driver `select torch` plans for when it suggests the branch.
+    `integrated`: a Jetson/Tegra GPU, driven by the L4T/JetPack driver, not these branches.
+    """
+
+    family: str
+    ccs: tuple[str, ...]
+    first_branch: int | None
+    first_release: str | None
+    last_branch: int | None
+    last_release: str | None
+    legacy: bool  # the last branch is a legacy branch (Kepler: R470)
+    open_modules: str
+    integrated: bool
+    source: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DriverSupport:
+    """A GPU's family with its product override applied."""
+
+    family: GpuFamily
+    open_modules: str
+
+    @property
+    def branches(self) -> str:
+        """"R470 and older", "R570 or newer", "R450 to R580", "any branch"."""
+        first, last = self.family.first_branch, self.family.last_branch
+        if first and last:
+            return f"R{first} to R{last}"
+        if last:
+            return f"R{last} and older"
+        if first:
+            return f"R{first} or newer"
+        return "any branch"
+
+
+@dataclass(frozen=True)
+class DriverProblem:
+    """Why a loaded driver does not run a GPU. `kind`: too-new (the family's last branch is
+    older), too-old, open-unsupported (open modules, pre-Turing GPU), open-required
+    (proprietary modules, Blackwell/Grace Hopper). `branch` and `release`: a branch that
+    runs it and one published release of it (None when the KB records none)."""
+
+    kind: str
+    message: str
+    branch: int | None
+    release: str | None
+    support: DriverSupport
+
+
+def driver_branch(version: str) -> int | None:
+    """"535.230.02" -> 535; None for anything that does not start with a number."""
+    head = str(version).strip().split(".")[0]
+    return int(head) if head.isdigit() else None
 
 
 @dataclass(frozen=True)
@@ -57,6 +128,68 @@ class GpuKB:
     by_name: Mapping[tuple[str, ...], GpuModel]
     by_pci: Mapping[str, GpuModel]
     shm_min_bytes: int
+    families: tuple[GpuFamily, ...] = ()
+
+    def model_for_pci_id(self, device_id: str) -> GpuModel | None:
+        key = normalize_pci_id(device_id)
+        return self.by_pci.get(key) if key else None
+
+    def family_for_cc(self, cc: str) -> GpuFamily | None:
+        try:
+            wanted = parse_cc(cc)
+        except ValueError:
+            return None
+        for family in self.families:
+            if any(parse_cc(c) == wanted for c in family.ccs):
+                return family
+        return None
+
+    def support_for(self, cc: str, name: str | None = None) -> DriverSupport | None:
+        """The driver branches and module flavour that run a GPU of this CC (and product
+        name, whose row may override the family's module rule); None when the KB has no
+        family for the CC (e.g. the frozen test KB, which predates `families`)."""
+        family = self.family_for_cc(cc)
+        if family is None:
+            return None
+        model = self.model_for_name(name) if name else None
+        override = model.open_modules if model is not None and model.cc == cc else None
+        return DriverSupport(family, override or family.open_modules)
+
+    def driver_problem(self, cc: str, name: str | None, driver: str, flavor: str | None = None) -> DriverProblem | None:
+        """Why driver `driver` (module flavour "open"/"proprietary", or None = unknown)
+        cannot run this GPU; None when it can or the KB cannot say. Pure."""
+        support = self.support_for(cc, name)
+        branch = driver_branch(driver)
+        if support is None or branch is None or support.family.integrated:
+            return None
+        fam = support.family
+        label = f"{name} ({fam.family}, sm_{cc.replace('.', '')})" if name and name != cc else f"sm_{cc.replace('.', '')} ({fam.family})"
+        if fam.last_branch is not None and branch > fam.last_branch:
+            legacy = " (legacy)" if fam.legacy else ""
+            return DriverProblem(
+                "too-new",
+                f"{label} runs only on driver branches up to R{fam.last_branch}{legacy}; driver {driver} (R{branch}) does not support it",
+                fam.last_branch, fam.last_release, support,
+            )
+        if fam.first_branch is not None and branch < fam.first_branch:
+            return DriverProblem(
+                "too-old",
+                f"{label} needs driver branch R{fam.first_branch} or newer; driver {driver} (R{branch}) predates it",
+                fam.first_branch, fam.first_release, support,
+            )
+        if flavor == "open" and support.open_modules == "unsupported":
+            return DriverProblem(
+                "open-unsupported",
+                f"{label} is not supported by the open NVIDIA kernel modules (they need the GSP of Turing and later); driver {driver} is loaded with the open modules",
+                branch, driver, support,
+            )
+        if flavor == "proprietary" and support.open_modules == "required":
+            return DriverProblem(
+                "open-required",
+                f"{label} runs only with the open NVIDIA kernel modules; driver {driver} is loaded with the proprietary modules",
+                branch, driver, support,
+            )
+        return None
 
     def model_for_name(self, name: str) -> GpuModel | None:
         tokens = name_key(name)
@@ -121,7 +254,10 @@ def from_yaml(data: Any, ctx: Ctx) -> GpuKB:
             if key is None or key != raw:
                 raise at.at("pci_ids").at(j).error(f"expected a lower-case PCI device id like '0x2330', got {raw!r}")
             normalized.append(key)
-        model = GpuModel(name, cc, tuple(str(a) for a in aliases), tuple(normalized), source)
+        open_modules = at.field(row, "open_modules", str, optional=True)
+        if open_modules is not None and open_modules not in OPEN_MODULES:
+            raise at.at("open_modules").error(f"expected one of {', '.join(OPEN_MODULES)}, got {open_modules!r}")
+        model = GpuModel(name, cc, tuple(str(a) for a in aliases), tuple(normalized), source, open_modules)
         for spelling in (name, *model.aliases):
             key = name_key(spelling)
             if not key:
@@ -139,4 +275,45 @@ def from_yaml(data: Any, ctx: Ctx) -> GpuKB:
     ctx.at("runtime").source(runtime)
     if shm_mib <= 0:
         raise ctx.at("runtime.shm_min_mib").error(f"expected a positive number of MiB, got {shm_mib}")
-    return GpuKB(tuple(models), by_name, by_pci, shm_mib * 1024 * 1024)
+    families = _families(data, ctx)
+    return GpuKB(tuple(models), by_name, by_pci, shm_mib * 1024 * 1024, families)
+
+
+def _families(data: Any, ctx: Ctx) -> tuple[GpuFamily, ...]:
+    """The optional `families` rows (a KB without them checks no driver ranges)."""
+    raw = data.get("families") if isinstance(data, Mapping) else None
+    if raw is None:
+        return ()
+    out: list[GpuFamily] = []
+    seen: dict[tuple[int, int], str] = {}
+    for i, row in enumerate(ctx.at("families").rows(raw)):
+        at = ctx.at("families").at(i)
+        name = at.field(row, "family", str)
+        ccs = at.field(row, "cc", list)
+        for j, cc in enumerate(ccs):
+            try:
+                key = parse_cc(str(cc))
+            except ValueError as exc:
+                raise at.at("cc").at(j).error(str(exc)) from None
+            if key in seen:
+                raise at.at("cc").at(j).error(f"CC {cc} is already in family {seen[key]!r}")
+            seen[key] = name
+        bounds: dict[str, tuple[int | None, str | None]] = {}
+        for end in ("first", "last"):
+            branch = at.field(row, f"{end}_branch", int, optional=True)
+            release = at.version(row, f"{end}_release", optional=True)
+            if release is not None and (branch is None or driver_branch(release) != branch):
+                raise at.at(f"{end}_release").error(f"{release} is not a release of branch {branch}")
+            bounds[end] = (branch, release)
+        first, last = bounds["first"][0], bounds["last"][0]
+        if first is not None and last is not None and first > last:
+            raise at.error(f"first_branch {first} is after last_branch {last}")
+        open_modules = at.field(row, "open_modules", str)
+        if open_modules not in OPEN_MODULES:
+            raise at.at("open_modules").error(f"expected one of {', '.join(OPEN_MODULES)}, got {open_modules!r}")
+        out.append(GpuFamily(
+            name, tuple(str(c) for c in ccs), first, bounds["first"][1], last, bounds["last"][1],
+            bool(at.field(row, "legacy", bool, optional=True)), open_modules,
+            bool(at.field(row, "integrated", bool, optional=True)), at.source(row),
+        ))
+    return tuple(out)

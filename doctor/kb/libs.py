@@ -36,6 +36,36 @@ class CudnnCudaRow:
 
 
 @dataclass(frozen=True)
+class CudnnArchRow:
+    """The GPUs one cuDNN release line runs on, for the builds of some CUDA majors:
+    compute capability >= min_cc and, where the matrix sets a ceiling, <= max_cc."""
+
+    versions: SpecifierSet
+    cuda_majors: tuple[int, ...]
+    min_cc: Version
+    max_cc: Version | None
+    source: tuple[str, ...]
+    note: str = ""
+
+    def supports(self, cc: str) -> bool:
+        have = Version(cc)
+        return have >= self.min_cc and (self.max_cc is None or have <= self.max_cc)
+
+    def releases(self) -> str:
+        """">=9.11, <9.29": the row's specifier, lower bound first."""
+        return ", ".join(str(item) for item in sorted(self.versions, key=lambda item: item.operator.startswith("<")))
+
+    def span(self) -> str:
+        """"7.5 and newer", "5.0 to 9.0"."""
+        low = _cc_text(self.min_cc)
+        return f"{low} and newer" if self.max_cc is None else f"{low} to {_cc_text(self.max_cc)}"
+
+
+def _cc_text(cc: Version) -> str:
+    return ".".join(str(part) for part in (cc.release + (0,))[:2])
+
+
+@dataclass(frozen=True)
 class PipPackage:
     package: str
     library: str
@@ -64,6 +94,7 @@ class LibsKB:
     pip_packages: tuple[PipPackage, ...]
     version_codes: Mapping[str, VersionCode]  # the rows, equal to fwdoctor.libraries' formulas
     nccl_bugs: tuple[NcclBug, ...]
+    cudnn_arch: tuple[CudnnArchRow, ...] = ()
 
     # ------------------------------------------------------------------ cuDNN <-> CUDA
     def cudnn_cuda_majors(self, cudnn_version: str) -> tuple[int, ...]:
@@ -74,6 +105,27 @@ class LibsKB:
             if row.versions.contains(version, prereleases=True):
                 return row.cuda_majors
         raise NoData(f"no data for cuDNN {cudnn_version} in libs.yaml cudnn_cuda")
+
+    # ------------------------------------------------------------------ cuDNN <-> GPU
+    def cudnn_arch_row(self, cudnn_version: str, cuda_major: int | None = None) -> CudnnArchRow:
+        """The support-matrix row for cuDNN `cudnn_version` built for `cuda_major`. With the
+        CUDA major unknown, the rows of every major that contain the version must agree on
+        the span, else (as for a version no row covers) NoData naming the inputs."""
+        version = _version(cudnn_version, "cuDNN version")
+        rows = [r for r in self.cudnn_arch if r.versions.contains(version, prereleases=True)
+                and (cuda_major is None or cuda_major in r.cuda_majors)]
+        for_cuda = f" for CUDA {cuda_major}" if cuda_major is not None else ""
+        if not rows:
+            raise NoData(f"no data for cuDNN {cudnn_version}{for_cuda} in libs.yaml cudnn_arch")
+        if len({(r.min_cc, r.max_cc) for r in rows}) > 1:
+            spans = "; ".join(f"CUDA {'/'.join(map(str, r.cuda_majors))}: {r.span()}" for r in rows)
+            raise NoData(f"cuDNN {cudnn_version} supports different GPUs per CUDA major ({spans}) and the install's CUDA major is unknown")
+        return rows[0]
+
+    def newest_cudnn_supporting(self, cc: str, cuda_major: int) -> CudnnArchRow | None:
+        """The newest row of `cuda_major` whose span includes compute capability `cc`, or None."""
+        fitting = [r for r in self.cudnn_arch if cuda_major in r.cuda_majors and r.supports(cc)]
+        return max(fitting, key=_upper_bound, default=None)
 
     # ------------------------------------------------------------------ pip wheels
     def pip_package(self, name: str) -> PipPackage | None:
@@ -124,6 +176,17 @@ class LibsKB:
         except InvalidVersion:
             return []
         return [bug for bug in self.nccl_bugs if bug.affected.contains(parsed, prereleases=True)]
+
+
+def _upper_bound(row: CudnnArchRow) -> Version:
+    """The exclusive upper bound of a row's specifier ("<9.11" -> 9.11); rows are closed
+    ranges (the loader checks every row has one)."""
+    return min(Version(item.version) for item in row.versions if item.operator == "<")
+
+
+def upper_bound(row: CudnnArchRow) -> str:
+    """"9.11" for a row ">=9.0,<9.11": the first release the row does not cover."""
+    return str(_upper_bound(row))
 
 
 # ----------------------------------------------------------------------------- loading
@@ -182,6 +245,24 @@ def from_yaml(data: Any, ctx: Ctx) -> LibsKB:
     if clash:
         raise rows_ctx.error(f"rows {clash[0]} and {clash[1]} overlap (both contain cuDNN {clash[2]})")
 
+    arch_rows = []
+    rows_ctx = ctx.at("cudnn_arch")
+    for i, row in enumerate(rows_ctx.rows(data.get("cudnn_arch") or [])):
+        at = rows_ctx.at(i)
+        versions = _specifier(at, row, "versions")
+        if not any(item.operator == "<" for item in versions):
+            raise at.at("versions").error(f"needs an upper bound (<X): {versions}")
+        low = Version(at.version(row, "min_cc") or "")
+        high_text = at.version(row, "max_cc", optional=True)
+        high = Version(high_text) if high_text is not None else None
+        if high is not None and high < low:
+            raise at.error(f"max_cc {high} is below min_cc {low}")
+        arch_rows.append(CudnnArchRow(versions, _int_list(at, row, "cuda_majors"), low, high, at.source(row), str(row.get("note", ""))))
+    for major in sorted({m for r in arch_rows for m in r.cuda_majors}):
+        clash = _overlaps([r.versions for r in arch_rows if major in r.cuda_majors])
+        if clash:
+            raise rows_ctx.error(f"two rows for CUDA {major} overlap (both contain cuDNN {clash[2]})")
+
     packages = []
     seen: set[str] = set()
     rows_ctx = ctx.at("pip_packages")
@@ -235,4 +316,4 @@ def from_yaml(data: Any, ctx: Ctx) -> LibsKB:
             raise at.error(f"fixed version {fixed} is inside affected {affected}")
         bugs.append(NcclBug(bug_id, at.field(row, "summary", str), affected, fixed, at.source(row), str(row.get("note", ""))))
 
-    return LibsKB(tuple(cudnn_rows), tuple(packages), codes, tuple(bugs))
+    return LibsKB(tuple(cudnn_rows), tuple(packages), codes, tuple(bugs), tuple(arch_rows))

@@ -1,6 +1,6 @@
 """Driver and GPU presence rules: driver-missing, nouveau-loaded, driver-library-mismatch,
-no-gpu. Each is a pure function of (Facts, KB); fixes are advice (commands for a human),
-never a silent driver install.
+driver-gpu-unsupported, no-gpu. Each is a pure function of (Facts, KB); fixes are advice
+(commands for a human), never a silent driver install.
 """
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from fwdoctor.kb.gpus import normalize_slot
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, Rule, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
 from fwdoctor.versions import equal
 
 
@@ -24,7 +25,7 @@ def _gpu_list(pci: list[dict[str, Any]]) -> str:
     return shown + (f" and {len(pci) - 4} more" if len(pci) > 4 else "")
 
 
-@rule("driver-missing", needs=("pci.nvidia_gpus", "driver.loaded"), optional=("driver.nouveau_loaded",))
+@rule("driver-missing", needs=("pci.nvidia_gpus", "driver.loaded"), optional=("driver.nouveau_loaded", "driver.wsl"))
 def driver_missing(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Looks for NVIDIA GPUs on the PCI bus (vendor 0x10de, display or 3D controller class,
@@ -55,8 +56,8 @@ def driver_missing(facts: Facts, kb: KB) -> Hit | None:
             ubuntu-drivers list --gpgpu   # Ubuntu: the recommended server driver
     """
     pci = facts["pci.nvidia_gpus"]
-    if not pci or facts["driver.loaded"]:
-        return None
+    if not pci or facts["driver.loaded"] or facts.get("driver.wsl"):
+        return None  # WSL2: the Windows driver serves the GPU; there is no module to load
     nouveau = " (nouveau holds it instead)" if facts.get("driver.nouveau_loaded") else ""
     count = f"{len(pci)} NVIDIA GPU{'s' if len(pci) != 1 else ''}"
     return Hit(
@@ -173,6 +174,117 @@ def driver_library_mismatch(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+def _gpus_on_host(facts: Facts, kb: KB) -> list[tuple[str, str, str]]:
+    """(label, cc, name) for every GPU the facts show: gpus.list entries (CC as reported,
+    else from the name, else from the PCI id at its slot), then PCI devices no entry
+    covers (a GPU the driver ignores is on the bus but absent from NVML's list)."""
+    listed = facts.get("gpus.list") or []
+    pci = facts.get("pci.nvidia_gpus") or []
+    seen: set[str] = set()
+    out: list[tuple[str, str, str]] = []
+    for gpu in listed:
+        bus = str(gpu.get("bus_id") or "")
+        if bus:
+            seen.add(normalize_slot(bus))
+        cc = kb.gpus.cc_for_gpu(gpu, pci)
+        name = str(gpu.get("name") or "")
+        model = None
+        if bus and (not name or name.startswith("NVIDIA device ")):
+            dev = next((d for d in pci if normalize_slot(str(d.get("slot", ""))) == normalize_slot(bus)), None)
+            model = kb.gpus.model_for_pci_id(str(dev.get("device_id", ""))) if dev else None
+        if cc:
+            out.append((bus or f"GPU {gpu.get('index')}", str(cc), model.name if model else name))
+    for dev in pci:
+        slot = str(dev.get("slot", ""))
+        if normalize_slot(slot) in seen:
+            continue
+        model = kb.gpus.model_for_pci_id(str(dev.get("device_id", "")))
+        if model is not None:
+            out.append((slot, model.cc, model.name))
+    return out
+
+
+@rule("driver-gpu-unsupported", needs=("driver.version",), optional=("gpus.list", "pci.nvidia_gpus", "driver.module_flavor"))
+def driver_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Compares the loaded kernel module's version (its branch: 470 for 470.239.06) and
+        flavour (open or proprietary, from /proc/driver/nvidia/version) with the driver
+        branches that support each GPU on the host (from NVML, or the PCI device id when the
+        driver does not list it): the KB records each architecture family's first and last
+        branch and whether the open kernel modules drive it (gpus.yaml `families`).
+
+    Why is this bad?
+        A driver outside a GPU's range does not drive it at all: the module loads, ignores
+        the GPU, and nvidia-smi says "No devices were found"; CUDA sees no device. Kepler
+        (Tesla K80) is supported only up to the R470 legacy branch, Maxwell, Pascal and
+        Volta up to R580; Ada needs R520 or newer, Blackwell R570 or newer. The open kernel
+        modules cannot drive GPUs before Turing, and Blackwell and Grace Hopper run only on
+        the open modules.
+
+    Example
+        An AWS p2 host (Tesla K80) after a driver upgrade to R510:
+
+            $ sudo dmesg | grep NVRM
+            NVRM: The NVIDIA Tesla K80 GPU installed in this system is
+            NVRM:  supported through the NVIDIA 470.xx Legacy drivers. ...
+            NVRM:  The 510.47.03 NVIDIA driver will ignore this GPU.
+
+    Fix
+        Install a driver of a branch that supports every GPU here (the message names it),
+        with the module flavour it needs, then reboot:
+
+            ubuntu-drivers list --gpgpu                  # Ubuntu: the packaged branches
+            sudo apt install nvidia-driver-470-server    # e.g. the R470 legacy branch for Kepler
+            sudo apt install nvidia-driver-570-server-open   # e.g. open modules for Blackwell
+    """
+    driver = facts["driver.version"]
+    if driver is None:
+        return None  # no module loaded: driver-missing speaks
+    if not facts.known("gpus.list") and not facts.known("pci.nvidia_gpus"):
+        raise NotCheckable(f"which GPUs are here is unknown ({facts.why('gpus.list')})")
+    if not kb.gpus.families:
+        # A KB without `families` (the frozen tests/kb predates them) knows no ranges;
+        # driver_problem would find nothing either, so say nothing rather than "not checked"
+        # on every host judged with it.
+        return None
+    flavor = facts.get("driver.module_flavor")
+    problems = []
+    for where, cc, name in _gpus_on_host(facts, kb):
+        problem = kb.gpus.driver_problem(cc, name or None, driver, flavor)
+        if problem is not None:
+            problems.append((where, problem))
+    if not problems:
+        return None
+    where, first = problems[0]
+    more = f" (and {len(problems) - 1} more GPU{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+    branch = first.branch
+    if first.kind == "open-unsupported":
+        fix_line = f"install the proprietary kernel modules of driver branch R{branch} (e.g. nvidia-driver-{branch}-server on Ubuntu, not -open)"
+        commands: tuple[str, ...] = (f"sudo apt install nvidia-driver-{branch}-server   # proprietary modules",)
+    elif first.kind == "open-required":
+        fix_line = f"install the open kernel modules of driver branch R{branch} (e.g. nvidia-driver-{branch}-server-open on Ubuntu; the .run installer: -M=open)"
+        commands = (f"sudo apt install nvidia-driver-{branch}-server-open",)
+    elif first.kind == "too-new":
+        legacy = " legacy" if first.support.family.legacy else ""
+        fix_line = f"install a driver of the R{branch}{legacy} branch{f' (e.g. {first.release})' if first.release else ''}"
+        commands = (f"sudo apt install nvidia-driver-{branch}-server",)
+    else:
+        fix_line = f"install a driver of branch R{branch} or newer{f' (e.g. {first.release})' if first.release else ''}"
+        commands = ("ubuntu-drivers list --gpgpu",)
+    return Hit(
+        f"{where}: {first.message}{more}; {fix_line}",
+        evidence={
+            "driver.version": driver,
+            "driver.module_flavor": flavor,
+            "gpus": [{"where": w, "problem": p.kind, "family": p.support.family.family, "branches": p.support.branches, "message": p.message} for w, p in problems],
+        },
+        fix=FixRef(
+            commands=(*commands, "sudo reboot"),
+            note=f"Driver branches that run {first.support.family.family}: {first.support.branches}; open kernel modules: {first.support.open_modules}. fwdoctor does not install drivers.",
+        ),
+    )
+
+
 @rule("no-gpu", needs=("gpus.list",), optional=("pci.nvidia_gpus", "system.container"))
 def no_gpu(facts: Facts, kb: KB) -> Hit | None:
     """What it does
@@ -212,4 +324,4 @@ def no_gpu(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-RULES: tuple[Rule, ...] = (driver_missing, nouveau_loaded, driver_library_mismatch, no_gpu)
+RULES: tuple[Rule, ...] = (driver_missing, nouveau_loaded, driver_library_mismatch, driver_gpu_unsupported, no_gpu)

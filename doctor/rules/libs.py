@@ -448,6 +448,140 @@ def multiple_cudnn(facts: Facts, kb: KB) -> Hit | None:
     return multiple(facts, kb, CUDNN)
 
 
+def _gpu_ccs(facts: Facts, kb: KB) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """The GPUs grouped by compute capability, and the names of those whose CC is unknown."""
+    by_cc: dict[str, list[dict[str, Any]]] = {}
+    unknown: list[str] = []
+    pci = facts.get("pci.nvidia_gpus") or []
+    for gpu in facts["gpus.list"] or []:
+        if not isinstance(gpu, dict):
+            continue
+        # NVML reports the CC; the /proc and PCI fallbacks do not, so look the model up.
+        cc = gpu.get("cc") or kb.gpus.cc_for_gpu(gpu, pci)
+        if cc:
+            by_cc.setdefault(str(cc), []).append(gpu)
+        else:
+            unknown.append(str(gpu.get("name")))
+    return by_cc, unknown
+
+
+def _install_cuda_major(inst: dict[str, Any], kb: KB) -> int | None:
+    if isinstance(inst.get("cuda_major"), int):
+        return inst["cuda_major"]
+    parts = package_parts(inst)
+    return kb.libs.cuda_major_of_pip_package(parts[0]) if parts else None
+
+
+def _cudnn_gpu_fix(facts: Facts, kb: KB, inst: dict[str, Any], major: int | None, cc: str, is_torchs: bool) -> FixRef:
+    """The newest cuDNN of the install's CUDA major that still runs compute capability `cc`:
+    torch's own pin when that one fits, else an upper bound on the release line."""
+    from fwdoctor.kb.libs import upper_bound
+
+    row = kb.libs.newest_cudnn_supporting(cc, major) if major is not None else None
+    parts = package_parts(inst)
+    if row is None:
+        what = f"CUDA {major}" if major is not None else "its CUDA major"
+        return FixRef(None, {}, (), note=f"no cuDNN release the KB knows for {what} supports compute capability {cc}")
+    bound = upper_bound(row)
+    if inst.get("kind") == "pip" and parts:
+        pin = torch_pin(facts, CUDNN, kb)
+        if is_torchs and pin and pin[0] == parts[0] and pin[1] and pin[1] != parts[1]:
+            try:
+                pinned_fits = kb.libs.cudnn_arch_row(pin[1], major).supports(cc)
+            except NoData:
+                pinned_fits = False
+            if pinned_fits:
+                keep = f"{pin[0]}=={pin[1]}"
+                return FixRef("env", {"pip_install": [keep]}, (f"pip install {keep}",),
+                              note=f"go back to the cuDNN torch pins ({pin[1]}), which still supports compute capability {cc}")
+        requirement = f"{parts[0]}<{bound}"
+        note = f"cuDNN releases before {bound} for CUDA {major} support compute capability {cc}"
+        if is_torchs:
+            note += ("; torch refuses a cuDNN older than the one it was built with (\"cuDNN version incompatibility\"), "
+                     "so if torch pins a newer one, pick a torch build whose cuDNN runs this GPU (fwdoctor select torch)")
+        return FixRef("env", {"pip_install": [requirement]}, (f'pip install "{requirement}"',), note=note)
+    if inst.get("kind") == "conda":
+        return FixRef(None, {}, (f'conda install "cudnn<{bound}"',), note=f"cuDNN releases before {bound} support compute capability {cc}")
+    return FixRef(None, {}, (), note=f"install a cuDNN release before {bound} built for CUDA {major} in place of {inst.get('prefix')} "
+                                      f"(its support matrix lists compute capability {cc})")
+
+
+@rule("cudnn-gpu-unsupported", needs=("cudnn.installs", "gpus.list"), optional=("pci.nvidia_gpus", "cudnn.ld_first", *TORCH_FACTS))
+def cudnn_gpu_unsupported(facts: Facts, kb: KB) -> list[Hit]:
+    """What it does:
+    Compares each GPU's compute capability with the GPUs each installed cuDNN (pip
+    wheel, conda package, Debian package, toolkit or tarball copy) supports, as NVIDIA's
+    cuDNN support matrix for that release and CUDA major lists them (libs.yaml
+    cudnn_arch). It is an error for the cuDNN torch loads (its own wheel, or the copy
+    LD_PRELOAD/LD_LIBRARY_PATH puts first) and a warning for the other copies.
+
+    Why is this bad?
+    A cuDNN without kernels for the GPU loads fine and fails at the first convolution:
+    "CUDNN_STATUS_ARCH_MISMATCH", "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH" or "no
+    kernel image is available". cuDNN 9.11 and newer for CUDA 12 (and every cuDNN for
+    CUDA 13) start at compute capability 7.5, so `pip install -U nvidia-cudnn-cu12`
+    breaks a V100 (7.0) or a GTX 1080 Ti (6.1) that ran with 9.10.
+
+    Example:
+    nvidia-cudnn-cu12 9.19.0.56 upgraded beside torch 2.10.0+cu128 (which pins
+    9.10.2.21) on a Tesla V100-SXM2-32GB.
+
+    Fix:
+    Go back to the newest cuDNN that still supports the GPU (recipe `env`):
+        pip install nvidia-cudnn-cu12==9.10.2.21      # torch's own pin, when it fits
+        pip install "nvidia-cudnn-cu12<9.11"           # else the newest release before the cut
+    """
+    found = installs(facts, CUDNN)
+    by_cc, no_cc = _gpu_ccs(facts, kb)
+    if not found or not (by_cc or no_cc):
+        return []
+    if not by_cc:
+        raise NotCheckable(f"no compute capability known for {', '.join(no_cc)}")
+    own, _ = own_install(facts, kb, CUDNN) if not torch_absent(facts) else (None, "")
+    first = facts["cudnn.ld_first"] if isinstance(facts["cudnn.ld_first"], dict) else None
+    site = torch_site(facts)
+    hits: list[Hit] = []
+    unchecked: list[str] = []
+    for inst in found:
+        version = install_version(inst)
+        major = _install_cuda_major(inst, kb)
+        if not version or version.count(".") < 1:
+            unchecked.append(f"{describe(inst)}: version unknown")
+            continue
+        try:
+            row = kb.libs.cudnn_arch_row(version, major)
+        except NoData as exc:
+            unchecked.append(str(exc))
+            continue
+        # A conda torch loads the cuDNN of its own environment (the prefix holding torch).
+        is_own = (own is not None and inst is own) or (
+            inst.get("kind") == "conda" and site is not None and site.startswith(str(inst.get("prefix", "")).rstrip("/") + "/"))
+        is_first = first is not None and same_dir(first.get("path"), inst.get("library"))
+        for cc, group in by_cc.items():
+            try:
+                if row.supports(cc):
+                    continue
+            except ValueError:
+                unchecked.append(f"compute capability {cc!r} is not a version")
+                continue
+            names = ", ".join(f"GPU {g.get('index')} {g.get('name')}" for g in group)
+            what = describe(inst) if inst.get("package") else f"cuDNN {short(version)} ({describe(inst)})"
+            for_cuda = f" for CUDA {major}" if major is not None else ""
+            user = "torch loads it" if is_own else f"{first.get('via')} puts it first" if is_first and first else "programs that load it"
+            hits.append(Hit(
+                f"{what} supports compute capability {row.span()} (cuDNN {row.releases()}{for_cuda}); "
+                f"{names} is {cc}, so cuDNN calls fail on it ({user})",
+                evidence={"install": inst, "gpus": group, "cc": cc, "cudnn_version": version, "cuda_major": major,
+                          "supported_min_cc": str(row.min_cc), "supported_max_cc": str(row.max_cc) if row.max_cc else None,
+                          "kb_source": list(row.source)},
+                fix=_cudnn_gpu_fix(facts, kb, inst, major, cc, is_own),
+                severity=None if (is_own or is_first) else Severity.WARNING,
+            ))
+    if not hits and unchecked:
+        raise NotCheckable("; ".join(unchecked))
+    return hits
+
+
 # ----------------------------------------------------------------------------- NCCL
 @rule("nccl-cuda-mismatch", needs=("nccl.installs",), optional=("nccl.ld_first", *TORCH_FACTS))
 def nccl_cuda_mismatch(facts: Facts, kb: KB) -> list[Hit]:
@@ -545,6 +679,7 @@ RULES: tuple[Rule, ...] = (
     cudnn_shadowed,
     cudnn_header_library_mismatch,
     multiple_cudnn,
+    cudnn_gpu_unsupported,
     nccl_cuda_mismatch,
     nccl_shadowed,
     nccl_header_library_mismatch,
