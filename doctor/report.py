@@ -10,6 +10,9 @@ from fwdoctor import __version__
 from fwdoctor.engine import Report
 from fwdoctor.findings import AREA_TITLES, AREAS
 from fwdoctor.model import Finding, Severity
+from fwdoctor.schema import stamp
+from fwdoctor.summary import summary
+from fwdoctor.summary import to_json as summary_json
 
 MARK = {Severity.ERROR: "error", Severity.WARNING: "warn ", Severity.INFO: "info "}
 
@@ -34,7 +37,8 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
         code = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}[severity]
         return f"\x1b[{code}m{text}\x1b[0m"
 
-    out: list[str] = [f"fwdoctor {__version__}: {_summary_line(report)}"]
+    out: list[str] = [f"fwdoctor {__version__}: {_summary_line(report)}", ""]
+    out += [f"  {layer:<8} {text}" for layer, text in summary(report.facts)]
     by_area: dict[str, list[Finding]] = {}
     for finding in report.findings:
         by_area.setdefault(finding.area, []).append(finding)
@@ -81,14 +85,14 @@ def _short(value: Any, limit: int = 300) -> str:
 
 def to_json(report: Report) -> dict[str, Any]:
     facts = report.facts.to_json()
-    return {
-        "fwdoctor": __version__,
+    return stamp("check", {
         "exit_code": report.exit_code,
+        "summary": summary_json(report.facts),
         "facts": facts["facts"],
         "probe_failures": facts["probe_failures"],
         "findings": [f.to_json() for f in report.findings],
         "not_checked": [n.to_json() for n in report.not_checked],
-    }
+    })
 
 
 def render_json(report: Report) -> str:
@@ -108,6 +112,9 @@ def scrub(text: str) -> str:
 
 def render_markdown(report: Report) -> str:
     lines = [f"### fwdoctor {__version__} report", "", f"**{_summary_line(report)}**", ""]
+    lines += ["| layer | version |", "|---|---|"]
+    lines += [f"| {layer} | {text.replace('|', '/')} |" for layer, text in summary(report.facts)]
+    lines.append("")
     if report.findings:
         lines += ["| severity | id | message |", "|---|---|---|"]
         for f in report.findings:

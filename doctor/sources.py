@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
+from fwdoctor import interpreter
 from fwdoctor.engine import collect, overlay_host
 from fwdoctor.host import EnvFileError, Host, load_env_file
 from fwdoctor.model import Fact, Facts
@@ -32,6 +33,7 @@ class SourceRequest:
     env_file: str | None = None
     facts_file: str | None = None
     image: str | None = None
+    image_archive: str | None = None
     against_host: bool = False
     deep: bool = False
     python: str | None = None
@@ -40,14 +42,14 @@ class SourceRequest:
     @property
     def is_live(self) -> bool:
         """True when the facts describe this host (nothing else was named)."""
-        return not (self.root or self.facts_file or self.image)
+        return not (self.root or self.facts_file or self.image or self.image_archive)
 
     def live(self, env_file: str | None = None) -> "SourceRequest":
         """The same request about this host (a re-check after a fix)."""
-        return replace(self, root=None, facts_file=None, image=None, against_host=False, env_file=env_file or self.env_file)
+        return replace(self, root=None, facts_file=None, image=None, image_archive=None, against_host=False, env_file=env_file or self.env_file)
 
     def chosen(self) -> list[str]:
-        return [name for name, value in (("--root", self.root), ("--facts", self.facts_file), ("--image", self.image)) if value]
+        return [name for name, value in (("--root", self.root), ("--facts", self.facts_file), ("--image", self.image), ("--image-archive", self.image_archive)) if value]
 
 
 def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) -> Facts:
@@ -68,16 +70,26 @@ def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) 
     if request.python:
         seed.append(Fact("request.python", request.python, source="--python"))
     root, deep = request.root, request.deep
-    if request.image:
-        # Imported here: the image export (tarfile, the Docker SDK) is --image's alone.
+    image_host = None
+    if request.image or request.image_archive:
+        # Imported here: tarfile, the Docker SDK and the image tree are the images' alone.
         from fwdoctor import image as image_mod
+        from fwdoctor import image_archive
 
+        flag, name = ("--image", request.image) if request.image else ("--image-archive", request.image_archive)
         try:
-            exported = image_mod.export(request.image)
+            # Read into memory (the files the probes read, the names of the rest): nothing
+            # is unpacked to disk, whatever the image's size.
+            inspected = image_mod.inspect(request.image) if request.image else image_archive.load(str(name))
         except image_mod.ImageError as exc:
-            raise SourceError(f"--image {request.image}: {exc}") from None
-        root, env = exported.root, {**exported.env, **(env or {})}
-    if root:
+            raise SourceError(f"{flag} {name}: {exc}") from None
+        image_host = inspected.host(env)
+    if image_host is not None:
+        host = image_host
+        if deep and notice is not None:
+            notice("--deep ignored with --root/--image: nothing inside a root folder is executed")
+        deep = False
+    elif root:
         try:
             host = Host.at_root(root, env)
         except (NotADirectoryError, OSError) as exc:
@@ -87,8 +99,16 @@ def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) 
         deep = False
     else:
         host = Host.live_host(env, command_timeout=request.timeout)
+    if request.python:
+        # A --python that is not there (or does not run) must stop the command, not turn
+        # every Python fact into "unknown" under an exit status of 0.
+        try:
+            interpreter.resolve(host, request.python)
+        except interpreter.InterpreterError as exc:
+            where = f" inside {root}" if root else ""
+            raise SourceError(f"{exc}{where}") from None
     facts = collect(host, PROBES, deep=deep, seed=seed)
-    if request.image or (root and request.against_host):
+    if request.image or request.image_archive or (root and request.against_host):
         facts = overlay_host(facts, host_facts(request.timeout))
     return facts
 

@@ -58,6 +58,9 @@ class Plan:
     # Finding ids this plan should clear; apply re-runs `check` and fails if any remain.
     clears: tuple[str, ...] = ()
     refused: str = ""  # non-empty: the recipe will not do this, and why
+    # The interpreter whose environment the plan changes when it is not the inspected one
+    # (a new venv beside an externally managed Python): the re-check after apply looks there.
+    target_python: str = ""
 
     @property
     def is_empty(self) -> bool:
@@ -74,6 +77,7 @@ class Plan:
             "notes": list(self.notes),
             "clears": list(self.clears),
             "refused": self.refused,
+            "target_python": self.target_python or None,
         }
 
     def to_shell(self) -> str:

@@ -139,21 +139,47 @@ def test_a_runfile_with_the_wrong_checksum_stops_before_anything_is_written(cli,
     assert not (isolated / "home" / ".config").exists()  # no env snippet either: nothing was written
 
 
-def test_torch_installs_pinned_into_a_fresh_venv_from_a_local_index_and_imports(cli, index, isolated):
+def test_torch_for_an_externally_managed_python_goes_into_a_new_venv_and_imports(cli, index, isolated):
+    """PEP 668: this machine's /usr/bin/python3 (Debian 12) carries EXTERNALLY-MANAGED, so
+    pip would refuse it. The plan creates the venv with that Python, installs the pinned
+    wheel there from the local index, verifies it, and leaves the system Python alone; a
+    second run against the venv changes nothing."""
+    system = Path("/usr/bin/python3")
+    marker = Path(f"/usr/lib/python{sys.version_info[0]}.{sys.version_info[1]}/EXTERNALLY-MANAGED")
     if not TORCH_WHEEL.exists() or sys.version_info[:2] != (3, 11):
         pytest.skip(f"needs {TORCH_WHEEL} and Python 3.11")
+    version = subprocess.run([str(system), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True, timeout=60)
+    if not marker.exists() or version.stdout.strip() != "(3, 11)":
+        pytest.skip(f"needs a Debian-style {system} (3.11, for the cp311 wheel) marked {marker}")
     venv = isolated / "venv dir"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    python = str(venv / "bin" / "python")
-    # --timeout: the probes run the venv's interpreter; a loaded 2-core box needs slack.
-    args = ("install", "torch", "--python", python, "--timeout", "120", "--cuda", "cpu", "--torch", "==2.13.0", "--index-url", index, "--apply", "--yes")
-    first = cli(*args)
+    common = ("--timeout", "120", "--cuda", "cpu", "--torch", "==2.13.0", "--index-url", index)
+    dry = cli("install", "torch", "--python", str(system), "--venv", str(venv), *common)
+    assert dry.exit_code == 0, dry.output
+    assert f"{system} is externally managed ({marker}, PEP 668" in dry.output
+    assert f"{system} -m venv -- '{venv}'" in dry.output
+    assert "--break-system-packages" not in dry.output.replace("or --break-system-packages to install", "")
+    assert not venv.exists()  # a dry run writes nothing
+
+    first = cli("install", "torch", "--python", str(system), "--venv", str(venv), *common, "--apply", "--yes")
     assert first.exit_code == 0, first.output
-    assert "torch==2.13.0+cpu" in first.output
-    check = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, timeout=300)
-    assert check.stdout.strip() == "2.13.0+cpu"
-    second = cli(*args)
-    assert second.exit_code == 0 and "torch-wheel: unchanged" in second.output
+    python = venv / "bin" / "python"
+    check = subprocess.run([str(python), "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, timeout=300)
+    assert check.stdout.strip() == "2.13.0+cpu", check.stderr
+    untouched = subprocess.run([str(system), "-I", "-c", "import torch"], capture_output=True, text=True, timeout=300)
+    assert untouched.returncode != 0 and "No module named 'torch'" in untouched.stderr
+
+    second = cli("install", "torch", "--python", str(python), *common, "--apply", "--yes")
+    assert second.exit_code == 0 and "torch-wheel: unchanged" in second.output, second.output
+
+
+def test_break_system_packages_is_passed_only_when_asked(cli):
+    system = "/usr/bin/python3"
+    if not Path(f"/usr/lib/python{sys.version_info[0]}.{sys.version_info[1]}/EXTERNALLY-MANAGED").exists():
+        pytest.skip("needs a Debian-style externally managed /usr/bin/python3")
+    asked = cli("install", "torch", "--python", system, "--cuda", "cpu", "--torch", "==2.13.0", "--break-system-packages")
+    assert asked.exit_code == 0, asked.output
+    assert f"{system} -m pip install --index-url https://download.pytorch.org/whl/cpu --break-system-packages torch==2.13.0+cpu" in asked.output
+    assert " -m venv " not in asked.output
 
 
 def test_the_printed_runfile_plan_runs_by_hand_with_sh_even_with_quotes_and_spaces_in_paths(runfile_server, isolated):

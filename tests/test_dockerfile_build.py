@@ -3,6 +3,7 @@ argv (secret, network, tags), streaming with a timeout, and what validation dema
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -102,6 +103,25 @@ def test_validation_fails_for_a_root_image_and_a_foreign_lock(passing_checks):
     assert not result.ok
     assert any("label io.fwdoctor.lock.sha256" in p for p in result.problems)
     assert any("runs as root" in p for p in result.problems)
+
+
+def test_the_image_check_runs_the_installed_fwdoctor_module(monkeypatch):
+    """The check runs as `python -m fwdoctor`: the import package a wheel installs (the
+    pre-wheel `-m doctor` found nothing outside this checkout)."""
+    seen: list[tuple[str, ...]] = []
+
+    def run(argv, **kw):
+        seen.append(tuple(argv))
+        return runner.CommandResult(tuple(argv), 0, "", "")
+
+    monkeypatch.setattr(runner, "run", run)
+    monkeypatch.setattr(db, "run_in_container", lambda client, tag, command, gpus: (0, ""))
+    client = FakeClient({"io.fwdoctor.stack": "s", "io.fwdoctor.lock.sha256": "f" * 64}, "10001")
+    db.validate("s:fff", "s", "f" * 64, lambda _l: None, client=client, gpus=False)
+    (argv,) = seen
+    assert argv[1:3] == ("-m", "fwdoctor") and argv[3:] == ("check", "--image", "s:fff")
+    help_run = subprocess.run([*argv[:3], "--version"], capture_output=True, text=True, timeout=60, cwd="/")
+    assert help_run.returncode == 0, help_run.stderr
 
 
 def test_validation_fails_when_check_image_finds_errors_or_smoke_fails(monkeypatch):

@@ -130,4 +130,4 @@ def test_a_pyenv_shim_is_followed_to_the_version_pyenv_would_run(tmp_path):
 
 def test_an_environment_folder_given_as_python_means_its_interpreter():
     host = Host.at_root(ROOTS / "python-env-ok", {"PATH": "/usr/bin"})
-    assert py.choose_interpreter(host, "/opt/venv", None, None) == ("/opt/venv/bin/python", "--python")
+    assert py.choose_interpreter(host, "/opt/venv") == ("/opt/venv/bin/python", "--python")

@@ -109,7 +109,8 @@ def test_a_cpu_build_on_a_gpu_host_suggests_the_cuda_build_of_the_same_release(k
               driver__version="580.95.05", gpus__list=[H100])
     (finding,), _ = run(rules.torch_cpu_build_on_gpu_host, kb, f)
     assert finding.severity.value == "warning"
-    assert finding.fix.options["torch"] == "2.13.0" and finding.fix.options["variant"] == "cu132"
+    # The same wheel `select torch --torch ==2.13.0` picks: the PyPI default (cu130) when the driver runs it.
+    assert finding.fix.options["torch"] == "2.13.0" and finding.fix.options["variant"] == "cu130"
 
 
 def test_a_cpu_build_without_a_gpu_or_driver_is_fine(kb):
@@ -131,3 +132,11 @@ def test_every_rule_documents_its_four_sections():
     for item in rules.RULES:
         for section in ("What it does", "Why is this bad?", "Example", "Fix"):
             assert section in item.doc, (item.id, section)
+
+
+def test_no_torch_in_a_jax_or_tensorflow_environment_is_not_reported(kb):
+    jax_env = facts(torch__installed=False, frameworks__installed=[{"framework": "jax", "version": "0.10.2"}])
+    assert run(rules.torch_not_installed, kb, jax_env) == ([], None)
+    empty = facts(torch__installed=False, frameworks__installed=[])
+    (finding,), _ = run(rules.torch_not_installed, kb, empty)
+    assert finding.id == "torch-not-installed"

@@ -1,4 +1,4 @@
-"""`fwdoctor select torch` (recipes/select.py) on real cases, against the frozen test KB.
+"""`fwdoctor select torch` (doctor/selection.py (fwdoctor.selection)) on real cases, against the frozen test KB.
 
 Expected answers follow the driver floors (S-RN132, S-COMPAT) and the wheel matrix (S-RELMD,
 S-TI, S-PTBC, S-PT188443; keys of doctor/kb/sources.yaml), which tests/kb/*.yaml (a snapshot of
@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from fwdoctor.recipes import select as sel
+from fwdoctor import selection as sel
 
 pytestmark = pytest.mark.usefixtures("use_test_kb")  # the CLI tests read tests/kb too
 

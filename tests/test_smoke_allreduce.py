@@ -114,7 +114,7 @@ def _free_port() -> int:
 @pytest.mark.slow
 def test_two_nodes_meet_through_c10d_rendezvous_on_localhost():
     port = _free_port()
-    common = [sys.executable, "-m", "doctor", "smoke", "allreduce", "--python", TORCH_PY, "--backend", "gloo", "--nproc", "1",
+    common = [sys.executable, "-m", "fwdoctor", "smoke", "allreduce", "--python", TORCH_PY, "--backend", "gloo", "--nproc", "1",
               "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}", "--max-bytes", "64", "--factor", "8",
               "--warmup", "1", "--iters", "2", "--timeout", "120", "--quiet", "--json"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -160,7 +160,7 @@ def test_bad_options_fail_as_the_doctor_with_the_option_named(cli, args, message
 def test_a_missing_interpreter_is_a_doctor_error(cli):
     result = cli("smoke", "allreduce", "--python", "/nonexistent/python", "--backend", "gloo")
     assert result.exit_code == 2
-    assert "--python /nonexistent/python: not an executable file" in result.output
+    assert "--python /nonexistent/python: no such interpreter" in result.output
 
 
 def test_descendants_finds_grandchildren_in_other_sessions():

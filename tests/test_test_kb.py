@@ -19,7 +19,7 @@ from packaging.version import Version
 import fwdoctor.kb
 from conftest import TEST_KB_DIR
 from fwdoctor.kb import KB, KB_DIR, KB_ENV
-from fwdoctor.recipes import select as sel
+from fwdoctor import selection as sel
 
 REPO = Path(__file__).resolve().parents[1]
 # Logic tests whose answers come from KB rows (select, rules, plans, stack resolution,

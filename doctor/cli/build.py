@@ -11,12 +11,12 @@ failed, 2 unusable options.
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 from fwdoctor.cli.common import DoctorError
+from fwdoctor.cli.output import emit_json
 from fwdoctor.kb import KB, KBError
 from fwdoctor.model import Severity
 from fwdoctor.recipes import stack as stack_mod
@@ -81,7 +81,7 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
         raise DoctorError(str(exc)) from None
 
     if as_json:
-        click.echo(json.dumps({"findings": [f.to_json() for f in report.findings], "plan": bp.to_plan().to_json() if bp else None}, indent=2))
+        emit_json("build", {"findings": [f.to_json() for f in report.findings], "plan": bp.to_plan().to_json() if bp else None})
     else:
         for finding in report.findings:
             click.echo(f"{MARK[finding.severity]} {finding.id}: {finding.message}", err=True)

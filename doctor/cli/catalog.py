@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from fwdoctor.cli.errors import fail
+from fwdoctor.cli.output import emit_json
 from fwdoctor.explain import explanation
-from fwdoctor.findings import FINDING_KINDS
+from fwdoctor.findings import BY_ID, FINDING_KINDS, FindingKind
 
 
 @click.command("list")
@@ -16,20 +15,30 @@ from fwdoctor.findings import FINDING_KINDS
 def list_findings(as_json: bool) -> None:
     """List every finding id with its code, default severity and area."""
     if as_json:
-        click.echo(json.dumps([{"id": k.id, "code": k.code, "severity": k.severity.value, "area": k.area, "title": k.title} for k in FINDING_KINDS], indent=2))
+        emit_json("finding-list", {"findings": [_kind_json(k) for k in FINDING_KINDS]})
         return
     for k in FINDING_KINDS:
         click.echo(f"{k.code}  {k.severity.value:<7}  {k.id:<32} {k.title}")
 
 
+def _kind_json(kind: FindingKind) -> dict[str, str]:
+    return {"id": kind.id, "code": kind.code, "severity": kind.severity.value, "area": kind.area, "title": kind.title}
+
+
 @click.command()
 @click.argument("finding_id")
-def explain(finding_id: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="The finding's catalog entry and its explanation text as JSON.")
+def explain(finding_id: str, as_json: bool) -> None:
     """Explain a finding: what it checks, the error users see, and the fix.
 
     FINDING_ID is an id (`driver-too-old-for-torch`) or a code (`FWD104`).
     """
     try:
-        click.echo(explanation(finding_id))
+        text = explanation(finding_id)
     except KeyError as exc:
         fail(str(exc.args[0]))
+    if as_json:
+        kind = BY_ID.get(finding_id.strip()) or next(k for k in FINDING_KINDS if k.code.lower() == finding_id.strip().lower())
+        emit_json("finding", {**_kind_json(kind), "explanation": text})
+        return
+    click.echo(text)

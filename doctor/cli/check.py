@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
-from fwdoctor import __version__
 from fwdoctor import report as rep
 from fwdoctor.background import Background
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
+from fwdoctor.cli.output import emit_json, use_color
 from fwdoctor.engine import judge
 from fwdoctor.findings import BY_ID
 from fwdoctor.rules import KB_AREAS, RULES
@@ -32,6 +31,7 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
       fwdoctor check
       fwdoctor check --deep -v
       fwdoctor check --root /srv/rootfs --env-file image.env --json
+      fwdoctor check --image-archive image.tar     # docker save / OCI layout, no engine
       fwdoctor facts > host.json; fwdoctor check --facts host.json
     """
     for finding_id in only:
@@ -49,7 +49,7 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
     elif fmt == "markdown":
         click.echo(rep.render_markdown(report), nl=False)
     else:
-        click.echo(rep.render_text(report, verbose=verbose, color=sys.stdout.isatty()), nl=False)
+        click.echo(rep.render_text(report, verbose=verbose, color=use_color()), nl=False)
     sys.exit(report.exit_code)
 
 
@@ -58,4 +58,4 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
 def facts(source: SourceRequest) -> None:
     """Print the facts about the host as JSON (save them; re-judge with `check --facts`)."""
     collected = facts_from(source)
-    click.echo(json.dumps({"fwdoctor": __version__, **collected.to_json()}, indent=2, default=str))
+    emit_json("facts", collected.to_json())

@@ -53,12 +53,13 @@ _SOURCE_OPTIONS = [
     click.option("--env-file", type=click.Path(dir_okay=False), help="KEY=VALUE lines used as the environment (PATH, LD_LIBRARY_PATH, CUDA_HOME, VIRTUAL_ENV...). No shell expansion."),
     click.option("--facts", "facts_file", type=click.Path(dir_okay=False), help="Re-judge facts saved by `fwdoctor facts` (from another machine, or with a newer KB)."),
     click.option("--image", help="Judge a Docker image's filesystem and ENV without running it (needs a Docker engine), against this host's driver and GPUs."),
+    click.option("--image-archive", type=click.Path(), help="Judge a `docker save` tarball or an OCI image layout (file or folder) the same way, with no Docker engine."),
     click.option("--against-host", is_flag=True, help="With --root: take the driver and GPUs from this host (the machine the rootfs will run on), as --image does."),
     click.option("--deep", is_flag=True, help="Also import torch in the target interpreter (child process, with a timeout)."),
     click.option("--python", help="The interpreter whose environment to inspect (default: the active venv/conda env, else python3 on PATH)."),
     click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds allowed for each command the probes run."),
 ]
-_SOURCE_NAMES = ("root", "env_file", "facts_file", "image", "against_host", "deep", "python", "timeout")
+_SOURCE_NAMES = ("root", "env_file", "facts_file", "image", "image_archive", "against_host", "deep", "python", "timeout")
 
 
 def source_options(func: F) -> F:

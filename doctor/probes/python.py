@@ -1,9 +1,10 @@
 """The Python interpreter being inspected and its environment, read from files.
 
-Which interpreter: `--python` (fact `request.python`), else $VIRTUAL_ENV/bin/python, else
-$CONDA_PREFIX/bin/python, else the first python3 on PATH. Everything is read statically
-(pyvenv.cfg, conda-meta/python-*.json, include/pythonX.Y/patchlevel.h, the lib/pythonX.Y
-layout, pip's shebang), so it works the same under --root. Only on a live host, and only
+Which interpreter: fwdoctor.interpreter's policy (`--python`, as fact `request.python`,
+else $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python, else the first python3 on
+PATH). Everything is read statically (pyvenv.cfg, conda-meta/python-*.json,
+include/pythonX.Y/patchlevel.h, the lib/pythonX.Y layout, pip's shebang), so it works the
+same under --root. Only on a live host, and only
 when the files leave the version or the site dirs open (a distro python), the interpreter
 itself is asked, once, with a timeout.
 
@@ -22,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from fwdoctor.host import Host, UnreadableError
+from fwdoctor.interpreter import choose
 from fwdoctor.model import Fact, Facts, ProbeFailure
-from fwdoctor.probes.base import probe
+from fwdoctor.probes.base import Read, probe
 
 # Distributions whose shadowing by the user site breaks GPU setups (FINDINGS.md: torch, nvidia-*).
 SHADOW_WATCH = re.compile(r"^(torch|torchvision|torchaudio|triton|nvidia-.*|cuda-.*)$")
@@ -31,6 +33,12 @@ SHADOW_WATCH = re.compile(r"^(torch|torchvision|torchaudio|triton|nvidia-.*|cuda
 _PYVER = re.compile(r"^python(\d+)\.(\d+)$")
 _PATCHLEVEL = re.compile(r'#define\s+PY_VERSION\s+"(\d+\.\d+\.\d+)[^"]*"')
 _CONDA_PY = re.compile(r"^python-(\d+\.\d+\.\d+)-[^/]*\.json$")
+# What this probe reads (fwdoctor.image keeps only declared reads), with its own limits:
+# pyenv's global `version` file, pyvenv.cfg, patchlevel.h and a pip script's shebang.
+READS = (
+    Read("**/version", limit=4096), Read("**/pyvenv.cfg", limit=64 * 1024),
+    Read("**/include/python*/patchlevel.h", limit=64 * 1024), Read("**/bin/pip*", limit=4096),
+)
 
 # Asked of a live interpreter when the files do not say enough. -I: no user site, no
 # PYTHON* variables, no script dir on sys.path; -S would hide the site dirs we want.
@@ -68,6 +76,7 @@ class Interpreter:
         "python.path_commands",
         "python.user_site",
         "python.user_site_shadows",
+        "python.externally_managed",
     ),
 )
 def python_env(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
@@ -77,9 +86,9 @@ def python_env(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     yield Fact("python.conda_prefix", conda_prefix, source="$CONDA_PREFIX")
     yield Fact("python.path_commands", path_commands(host), source="PATH")
 
-    chosen, why = choose_interpreter(host, facts.get("request.python"), virtual_env, conda_prefix)
+    chosen, why = choose_interpreter(host, facts.get("request.python"))
     if chosen is None:
-        for key in ("python.executable", "python.version", "python.site_packages", "python.user_site", "python.user_site_shadows"):
+        for key in ("python.executable", "python.version", "python.site_packages", "python.user_site", "python.user_site_shadows", "python.externally_managed"):
             yield Fact.unknown(key, why)
         return
     interp = describe(host, chosen)
@@ -94,34 +103,32 @@ def python_env(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     yield Fact("python.site_packages", interp.site_packages, source=f"{interp.kind} layout under {interp.prefix}")
     if failure:
         yield failure
+    yield Fact("python.externally_managed", externally_managed(host, interp), source="<stdlib>/EXTERNALLY-MANAGED (PEP 668)")
     user_site = user_site_dir(host, interp)
     yield Fact("python.user_site", user_site, source="$HOME/.local (PEP 370)")
     yield Fact("python.user_site_shadows", shadows(host, user_site, interp.site_packages), source=user_site or "")
 
 
 # --------------------------------------------------------------------------- choosing
-def choose_interpreter(host: Host, requested: str | None, virtual_env: str | None, conda_prefix: str | None) -> tuple[str | None, str]:
-    """(host-view path, why this one) or (None, why none)."""
-    if requested:
-        path = requested if "/" in requested else host.which(requested)
-        if path and not path.startswith("/") and host.live:
-            path = os.path.abspath(path)  # relative to where the user ran fwdoctor
-        if path and host.is_dir(path):  # a venv/conda prefix given instead of its interpreter
-            path = next((c for c in (posixpath.join(path, "bin", n) for n in ("python", "python3")) if host.is_file(c)), path)
-        if path and host.is_file(path):
-            return path, "--python"
-        return None, f"--python {requested}: no such interpreter"
-    for var, prefix in (("VIRTUAL_ENV", virtual_env), ("CONDA_PREFIX", conda_prefix)):
-        if prefix:
-            for name in ("python", "python3"):
-                candidate = posixpath.join(prefix, "bin", name)
-                if host.is_file(candidate):
-                    return candidate, f"${var}/bin/{name}"
-    for name in ("python3", "python"):
-        found = host.which(name)
-        if found:
-            return found, f"first {name} on PATH"
-    return None, "no python3 or python on PATH and no active environment"
+def choose_interpreter(host: Host, requested: str | None) -> tuple[str | None, str]:
+    """(host-view path, why this one) or (None, why none): fwdoctor.interpreter's policy."""
+    choice = choose(host, requested)
+    return choice.path, choice.why
+
+
+def externally_managed(host: Host, interp: Interpreter) -> str | None:
+    """The EXTERNALLY-MANAGED marker (PEP 668) that makes pip refuse to install into this
+    interpreter, or None. The marker sits in the base interpreter's stdlib folder
+    (/usr/lib/python3.11/EXTERNALLY-MANAGED on Debian 12 and Ubuntu 23.04+); pip ignores it
+    inside a virtual environment, so a venv never has one."""
+    if interp.kind == "venv" or interp.prefix is None or not interp.version:
+        return None
+    minor = ".".join(interp.version.split(".")[:2])
+    for lib in ("lib", "lib64"):
+        marker = posixpath.join(interp.prefix, lib, f"python{minor}", "EXTERNALLY-MANAGED")
+        if host.is_file(marker):
+            return marker
+    return None
 
 
 def environment_root(host: Host, path: str) -> tuple[str | None, str]:

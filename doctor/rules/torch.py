@@ -8,14 +8,14 @@ Fixes point at the `torch-wheel` recipe with the exact wheel to install.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
-from fwdoctor import arch
+from fwdoctor import arch, selection
 from fwdoctor.model import Facts, FixRef
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
-from fwdoctor.versions import major_minor, parse_version
+from fwdoctor.versions import parse_version
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -25,12 +25,6 @@ NO_KERNEL = "CUDA error: no kernel image is available for execution on the devic
 
 
 # --------------------------------------------------------------------------- helpers
-def _python_minor(facts: Facts) -> str | None:
-    """"3.11.7" / "3.11" -> "3.11"; None when python.version gives no minor."""
-    version = facts.get("python.version")
-    return major_minor(version, pad=False) if isinstance(version, str) else None
-
-
 def _pip(facts: Facts) -> str:
     python = facts.get("python.executable")
     return f"{python} -m pip" if python else "python3 -m pip"
@@ -61,11 +55,18 @@ def wheel_fix(facts: Facts, kb: KB, variant: TorchVariant, note: str) -> FixRef:
     )
 
 
-def _pick(kb: KB, facts: Facts, accept: Callable[[TorchVariant], bool]) -> TorchVariant | None:
-    """The newest official wheel `accept` likes, for this interpreter's Python if known."""
-    python = _python_minor(facts)
-    found = kb.torch.newest_matching(accept, python=python) if python else None
-    return found or kb.torch.newest_matching(accept)
+def _recommended(kb: KB, facts: Facts, installed: str | None = None, cuda_only: bool = False) -> TorchVariant | None:
+    """The wheel `fwdoctor select torch` picks for this host (one selection for check, fix,
+    select and install); with `installed` ("2.9.1+cu130"), that release when one of its
+    wheels fits, so the fix changes as little as it can; `cuda_only` for CUDA problems."""
+    release = None
+    if installed and installed != "?":
+        try:
+            release = Version(installed).public
+        except InvalidVersion:
+            release = None
+    chosen = selection.recommend(kb, facts, prefer_release=release, cuda_only=cuda_only)
+    return chosen.choice if chosen is not None else None
 
 
 def torch_arch_list(facts: Facts, kb: KB) -> tuple[list[str], str]:
@@ -130,8 +131,8 @@ def driver_too_old_for_torch(facts: Facts, kb: KB) -> Hit | None:
     deep = facts.get("torch.deep")
     if isinstance(deep, dict) and deep.get("error"):
         evidence["torch.deep.error"] = deep["error"]
-    best = _pick(kb, facts, lambda v: v.cuda is not None and driver_runs(kb, driver, v.cuda) is True)
-    if best is not None:
+    best = _recommended(kb, facts, version, cuda_only=True)
+    if best is not None and best.cuda is not None:
         note = f"install torch {best.local_version} (CUDA {best.cuda} runs on driver {driver}), or upgrade the driver to >= {floor}"
         fix = wheel_fix(facts, kb, best, note)
     else:
@@ -205,16 +206,9 @@ def gpu_arch_unsupported_by_torch(facts: Facts, kb: KB) -> Iterable[Hit] | None:
         return None
     version = facts.get("torch.version") or "?"
     every_cc = sorted({str(g["cc"]) for g in with_cc}, key=arch.cc_key)
-    driver = facts.get("driver.version")
-
-    def fits(v: TorchVariant) -> bool:
-        if v.cuda is None or v.arch_list is None:
-            return False
-        if driver and driver_runs(kb, driver, v.cuda) is not True:
-            return False
-        return all(arch.runs_on(list(v.arch_list), cc) for cc in every_cc)
-
-    best = _pick(kb, facts, fits)
+    best = _recommended(kb, facts, version, cuda_only=True)
+    if best is not None and (best.cuda is None or best.arch_list is None):
+        best = None
     hits = []
     for cc, group in sorted(bad.items(), key=lambda kv: arch.cc_key(kv[0])):
         names = ", ".join(f"{g.get('index', '?')}: {g.get('name') or 'GPU'}" for g in group)
@@ -280,11 +274,9 @@ def torch_cpu_build_on_gpu_host(facts: Facts, kb: KB) -> Hit | None:
         return None
     version = facts.get("torch.version") or "?"
     driver = facts.get("driver.version")
-    same = [v for v in kb.torch.variants_of(version) if v.cuda is not None] if version != "?" else []
-    runnable = [v for v in same if not driver or driver_runs(kb, driver, v.cuda) is True]
-    choice = max(runnable, key=lambda v: Version(v.cuda), default=None) if runnable else None
-    if choice is None:
-        choice = _pick(kb, facts, lambda v: v.cuda is not None and (not driver or driver_runs(kb, driver, v.cuda) is True))
+    choice = _recommended(kb, facts, version, cuda_only=True)
+    if choice is not None and choice.cuda is None:
+        choice = None
     gpus = facts.get("gpus.list") or facts.get("pci.nvidia_gpus") or []
     fix = (
         wheel_fix(facts, kb, choice, f"install the CUDA build torch {choice.local_version}")
@@ -298,7 +290,7 @@ def torch_cpu_build_on_gpu_host(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-@rule("torch-not-installed", needs=("torch.installed",), optional=("python.executable", "python.site_packages", "driver.version", "python.version"))
+@rule("torch-not-installed", needs=("torch.installed",), optional=("python.executable", "python.site_packages", "driver.version", "python.version", "frameworks.installed"))
 def torch_not_installed(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Looks for torch (a torch/ package or a torch-*.dist-info) in the inspected
@@ -311,7 +303,8 @@ def torch_not_installed(facts: Facts, kb: KB) -> Hit | None:
 
     Example
         `fwdoctor check` run with the system python3 while torch lives in ~/venvs/train:
-        pass `--python ~/venvs/train/bin/python` (or activate the venv) instead.
+        pass `--python ~/venvs/train/bin/python` (or activate the venv) instead. An
+        environment holding JAX, TensorFlow or PaddlePaddle instead is not reported.
 
     Fix
         Inspect the right interpreter, or install torch into this one:
@@ -321,11 +314,10 @@ def torch_not_installed(facts: Facts, kb: KB) -> Hit | None:
     """
     if facts["torch.installed"]:
         return None
+    if facts.get("frameworks.installed"):
+        return None  # a JAX/TensorFlow/Paddle environment: no torch is expected there
     python = facts.get("python.executable") or "this interpreter"
-    driver = facts.get("driver.version")
-    choice = _pick(kb, facts, lambda v: v.pypi_default and (v.cuda is None or not driver or driver_runs(kb, driver, v.cuda) is True))
-    if choice is not None and driver is None:
-        choice = _pick(kb, facts, lambda v: v.variant == "cpu") or choice
+    choice = _recommended(kb, facts)
     commands = ["fwdoctor check --python /path/to/the/venv/bin/python"]
     fix = None
     if choice is not None:

@@ -26,8 +26,12 @@ Report schema (`--report FILE`, and stdout with `--json`), version "fwdoctor-smo
       "error": str,                            # the real error text, verbatim
       "diagnosis": str | null,                 # a finding id (`fwdoctor explain ID`)
       "hint": str,                             # what to try
-      "details": {...}                         # kernel: name, cc, checks[], tflops{},
-                                               #   max_rel_error; allreduce: backend,
+      "details": {...}                         # kernel: name, cc, checks[] (matmul_*, conv2d_<dtype>_<nchw|nhwc>
+                                               #   with backend, amp_<dtype> with losses), tflops{},
+                                               #   max_rel_error, conv_backends, cudnn {version,
+                                               #   library}; allreduce: backend, nccl (the
+                                               #   NCCL_DEBUG summary: version, peers, transports,
+                                               #   rings, trees), nccl_transport, transport_findings,
                                                #   world_size, nccl_version, nccl_env,
                                                #   rows[{bytes, count, time_us, algbw_gbps,
                                                #   busbw_gbps, wrong}], avg_busbw_gbps,
@@ -41,7 +45,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from fwdoctor import __version__
+from fwdoctor.schema import stamp
 from fwdoctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult
 
 SCHEMA = "fwdoctor-smoke/1"
@@ -67,11 +71,10 @@ class SuiteResult:
         return {"check": FAIL if self.check_failed else PASS, "kernel": part_status(self.kernel), "allreduce": part_status(self.allreduce)}
 
     def to_json(self, now: Callable[[], _dt.datetime] | None = None) -> dict[str, Any]:
-        stamp = (now or (lambda: _dt.datetime.now(_dt.timezone.utc)))()
-        return {
+        created = (now or (lambda: _dt.datetime.now(_dt.timezone.utc)))()
+        return stamp("smoke-suite", {
             "schema": SCHEMA,
-            "fwdoctor": __version__,
-            "created": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "python": self.python,
             "ok": self.exit_code == 0,
             "exit_code": self.exit_code,
@@ -79,7 +82,7 @@ class SuiteResult:
             "check": self.check,
             "kernel": [r.to_json() for r in self.kernel],
             "allreduce": [r.to_json() for r in self.allreduce],
-        }
+        })
 
 
 def part_status(results: list[SmokeResult]) -> str:

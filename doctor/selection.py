@@ -1,4 +1,5 @@
-"""Which official torch wheel fits a machine: `fwdoctor select torch`.
+"""Which official torch wheel fits a machine: one answer for `select torch`, `install
+torch` and the wheels `check`'s findings (and so `fix`) recommend.
 
 The answer is the newest release (within an optional SpecifierSet) that has a wheel
 - for the target Python (X.Y in the row's `pythons`),
@@ -7,25 +8,35 @@ The answer is the newest release (within an optional SpecifierSet) that has a wh
 - with kernels for every GPU (fwdoctor.arch.runs_on over the row's arch list: the same rule
   `check` applies for gpu-arch-unsupported-by-torch).
 Within that release the PyPI default wheel wins when it fits (a plain `pip install torch`),
-else the highest CUDA that fits. Every newer candidate that lost says why.
+else the highest CUDA that fits; on a host with no GPU and no driver (and no --cuda), the
+CPU wheel wins: a CUDA wheel there is gigabytes that never run. Every newer candidate that
+lost says why.
+
+Before any wheel is judged, the driver itself must run every GPU (kb.gpus.driver_problem:
+the family's first and last driver branch, gpus.yaml `families`). A Tesla K80 under R535 or
+an RTX 5090 under R550 is refused outright, with the branch that would run it and the torch
+that branch would get (selection re-run with one published release of it).
 
 Pure: `select_torch(kb, Target)` reads only the KB. `target_from_facts` turns host facts
-plus command-line overrides into a Target.
+plus command-line overrides into a Target; `recommend(kb, facts)` is both together, as the
+rules call it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import arch
+from fwdoctor.kb.gpus import normalize_slot
 from fwdoctor.versions import major_minor
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
+    from fwdoctor.kb.gpus import DriverProblem
     from fwdoctor.kb.torch import TorchVariant
 
 
@@ -77,6 +88,10 @@ class Selection:
     reason: str = ""  # why nothing fits (choice is None)
     closest: tuple[Rejection, ...] = field(default_factory=tuple)  # nearest misses when nothing fits
     notes: tuple[str, ...] = ()
+    # The driver cannot run a GPU (select refuses): one line each, and what a driver of the
+    # branch that runs it would get ("on R470 (e.g. 470.239.06) the newest torch is ...").
+    driver_problems: tuple[str, ...] = ()
+    driver_hints: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -104,6 +119,8 @@ class Selection:
             "reason": self.reason,
             "closest": [{"candidate": r.candidate, "reasons": list(r.reasons)} for r in self.closest],
             "notes": list(self.notes),
+            "driver_problems": list(self.driver_problems),
+            "driver_hints": list(self.driver_hints),
         }
 
 
@@ -158,8 +175,47 @@ def _spec(text: str) -> SpecifierSet:
         raise SelectError(f"--torch {text!r}: not a version specifier (e.g. '>=2.4,<2.9' or '==2.8.*')") from None
 
 
-def select_torch(kb: KB, target: Target) -> Selection:
-    """Pick the wheel for `target` (see the module docstring)."""
+def driver_refusal(kb: KB, target: Target, hints: bool = True) -> Selection | None:
+    """A refusal when the target's driver cannot run one of its GPUs; None when it can (or
+    the KB records no branch range for them). `hints`: also say what the branch that runs
+    each GPU would get (one level deep: a hint never asks for hints of its own)."""
+    if target.driver is None:
+        return None
+    problems = [p for g in target.gpus if (p := kb.gpus.driver_problem(g.cc, g.name, target.driver)) is not None]
+    if not problems:
+        return None
+    lines: list[str] = []
+    for p in problems if hints else ():
+        if p.release is None:
+            lines.append(f"a driver of branch R{p.branch} runs it (the KB records no release of that branch to plan for)")
+            continue
+        there = replace(target, driver=p.release)
+        blocked = driver_refusal(kb, there, hints=False)
+        other = blocked if blocked is not None else select_torch(kb, there, check_driver=False)
+        if other.choice is not None:
+            lines.append(f"on R{p.branch} (e.g. {p.release}) the newest torch is {other.choice.local_version}")
+        elif other.driver_problems:
+            lines.append(f"R{p.branch} (e.g. {p.release}) does not run every GPU here either: {'; '.join(other.driver_problems)}")
+        else:
+            lines.append(f"on R{p.branch} (e.g. {p.release}) no official torch wheel fits either: {other.reason}")
+    return Selection(
+        target,
+        None,
+        reason="the driver cannot run " + ("this GPU" if len(problems) == 1 else "these GPUs") + ": " + "; ".join(p.message for p in problems),
+        notes=target.notes,
+        driver_problems=tuple(p.message for p in problems),
+        driver_hints=tuple(dict.fromkeys(lines)),
+    )
+
+
+def select_torch(kb: KB, target: Target, check_driver: bool = True, cuda_only: bool = False) -> Selection:
+    """Pick the wheel for `target` (see the module docstring). `check_driver=False` skips
+    the driver-runs-the-GPU refusal (to see what the wheels alone would allow);
+    `cuda_only` leaves CPU wheels out (a fix for a CUDA problem is never a CPU build)."""
+    if check_driver:
+        refusal = driver_refusal(kb, target)
+        if refusal is not None:
+            return refusal
     spec = _spec(target.torch_spec)
     rows = [v for v in kb.torch.variants() if spec.contains(Version(v.torch), prereleases=True)]
     if not rows:
@@ -170,13 +226,16 @@ def select_torch(kb: KB, target: Target) -> Selection:
     releases = sorted(by_release, key=Version, reverse=True)
     rejected: list[Rejection] = []
     for release in releases:
-        # PyPI default first, then highest CUDA, CPU last: the order we would prefer them in.
+        # PyPI default first, then highest CUDA, CPU last: the order we would prefer them in;
+        # CPU first on a host with nothing for CUDA to run on.
         ordered = sorted(by_release[release], key=lambda v: Version(v.cuda or "0"), reverse=True)
         ordered.sort(key=lambda v: (not v.pypi_default, v.cuda is None))  # stable: CUDA stays newest first
+        if cpu_host(target):
+            ordered.sort(key=lambda v: v.cuda is not None)
         fitting = []
         for v in ordered:
             why = reasons_against(kb, v, target)
-            if v.cuda is None and target.gpus and target.cuda != "cpu":
+            if v.cuda is None and (cuda_only or (target.gpus and target.cuda != "cpu")):
                 continue  # a CPU wheel on a GPU host is nobody's candidate; listing it is noise
             if why:
                 rejected.append(Rejection(v.local_version, tuple(why)))
@@ -199,6 +258,37 @@ def select_torch(kb: KB, target: Target) -> Selection:
         closest=tuple(closest),
         notes=target.notes,
     )
+
+
+def cpu_host(target: Target) -> bool:
+    """No GPU, no driver, and no CUDA asked for: the CPU wheel is the one to install."""
+    return not target.gpus and target.driver is None and target.cuda is None
+
+
+def recommend(kb: KB, facts: Any, prefer_release: str | None = None, cuda_only: bool = False) -> Selection | None:
+    """The wheel for this host as `select torch` picks it, for a finding's fix. With
+    `prefer_release` ("2.9.1"), that release when one of its wheels fits: the fix that
+    changes the least. None when the host cannot be described."""
+    try:
+        targets = [target_from_facts(facts, kb)]
+    except SelectError:
+        # The Python version is unknown (a facts file without it): answer for each Python
+        # the KB has wheels for, newest first; the release and CUDA are what a fix names,
+        # pip picks the wheel's tag.
+        pythons = sorted({p for v in kb.torch.variants() for p in v.pythons}, key=Version, reverse=True)
+        try:
+            targets = [target_from_facts(facts, kb, python=p) for p in pythons]
+        except SelectError:
+            return None
+    if not targets:
+        return None
+    if prefer_release:
+        for target in targets:
+            same = select_torch(kb, replace(target, torch_spec=f"=={prefer_release}"), cuda_only=cuda_only)
+            if same.choice is not None:
+                return same
+    answers = [select_torch(kb, target, cuda_only=cuda_only) for target in targets]
+    return next((a for a in answers if a.choice is not None), answers[0])
 
 
 def _nothing_fits(target: Target) -> str:
@@ -281,16 +371,24 @@ def target_from_facts(
         except InvalidVersion:
             raise SelectError(f"--cuda {cuda!r}: not a CUDA version (expected e.g. 12.6, or cpu)") from None
     _spec(torch_spec)
-    if drv is None and not chosen:
-        notes.append("no GPU and no driver: a CUDA wheel would run on CPU only")
+    if drv is None and not chosen and cuda is None:
+        notes.append("no GPU and no driver: the CPU wheel (pass --gpu/--driver to plan for a GPU host, or --cuda X.Y)")
     return Target(py, drv, chosen, torch_spec, cuda, tuple(notes))
 
 
 def _host_gpus(facts: Any, kb: KB, notes: list[str]) -> Iterable[Gpu]:
     listed = facts.get("gpus.list") if facts is not None else None
+    pci = (facts.get("pci.nvidia_gpus") if facts is not None else None) or []
     for gpu in listed or []:
         name = str(gpu.get("name") or f"GPU {gpu.get('index')}")
-        cc = gpu.get("cc") or kb.gpus.cc_for_name(name)
+        # CC as reported, else from the name, else from the PCI id at its slot: a GPU the
+        # driver ignores (a K80 under R535) is listed from the bus as "NVIDIA device 0x102d".
+        cc = kb.gpus.cc_for_gpu(gpu, pci)
+        if gpu.get("source") == "pci" and gpu.get("bus_id"):
+            slot = normalize_slot(str(gpu["bus_id"]))
+            dev = next((d for d in pci if normalize_slot(str(d.get("slot", ""))) == slot), None)
+            model = kb.gpus.model_for_pci_id(str(dev.get("device_id", ""))) if dev else None
+            name = model.name if model is not None else name
         if cc is None:
             notes.append(f"{name}: compute capability unknown, arch not checked")
             continue
@@ -314,6 +412,10 @@ def render_text(sel: Selection, max_rejected: int = 12) -> str:
         if c.cudnn or c.nccl:
             lines.append(f"  ships:       cuDNN {c.cudnn or '?'}, NCCL {c.nccl or '?'}")
         lines.append("  install:     " + " ".join(_pip_line(c)))
+    elif sel.driver_problems:
+        lines.append("refused: the driver cannot run the GPU")
+        lines += [f"  {line}" for line in sel.driver_problems]
+        lines += [f"  {line}" for line in sel.driver_hints]
     else:
         lines.append(f"nothing fits: {sel.reason}")
         if sel.closest:
@@ -332,3 +434,72 @@ def _pip_line(c: TorchVariant) -> list[str]:
     import shlex
 
     return ["pip", "install", *(shlex.quote(a) for a in c.pip_args())]
+
+
+# ----------------------------------------------------------------------------- the decision grid
+# `fwdoctor select grid`: every (driver, GPU) pair's answer at once, for a reviewer. The
+# drivers are one published release of each branch a host is likely to run (tags of
+# NVIDIA/open-gpu-kernel-modules, and 470.239.06, the Kepler legacy release); the GPUs one
+# part per architecture family.
+GRID_DRIVERS: tuple[str, ...] = (
+    "470.239.06", "525.147.05", "535.230.02", "550.163.01", "570.211.01", "580.126.18", "590.48.01",
+)
+GRID_GPUS: tuple[str, ...] = (
+    "Tesla K80", "GeForce GTX 1080 Ti", "Tesla V100", "Tesla T4", "A100", "GeForce RTX 3090",
+    "GeForce RTX 4090", "H100", "B200", "GeForce RTX 5090",
+)
+
+
+@dataclass(frozen=True)
+class GridCell:
+    driver: str
+    gpu: Gpu
+    selection: Selection
+    problem: DriverProblem | None = None  # why the driver cannot run the GPU, if so
+
+    @property
+    def text(self) -> str:
+        """"2.14.1+cu126", "no: R470 max", "no: R570+", "no: open modules", "no wheel"."""
+        if self.selection.choice is not None:
+            return self.selection.choice.local_version
+        if self.problem is not None and self.problem.kind == "too-new":
+            return f"no: R{self.problem.branch} max"
+        if self.problem is not None and self.problem.kind == "too-old":
+            return f"no: R{self.problem.branch}+"
+        if self.selection.driver_problems:
+            return "no: driver"
+        return "no wheel"
+
+
+def decision_grid(kb: KB, drivers: Sequence[str], gpus: Sequence[str], python: str, torch_spec: str = "") -> list[list[GridCell]]:
+    """One row per driver, one cell per GPU: select_torch's answer for that host."""
+    resolved = [resolve_gpu(kb, g) for g in gpus]
+    py = python_minor(python)
+    _spec(torch_spec)
+    rows: list[list[GridCell]] = []
+    for driver in drivers:
+        try:
+            Version(driver)
+        except InvalidVersion:
+            raise SelectError(f"--driver {driver!r}: not a driver version (expected e.g. 535.104.05)") from None
+        rows.append([
+            GridCell(driver, gpu, select_torch(kb, Target(py, driver, (gpu,), torch_spec)), kb.gpus.driver_problem(gpu.cc, gpu.name, driver))
+            for gpu in resolved
+        ])
+    return rows
+
+
+def render_grid(rows: list[list[GridCell]], fmt: str = "text") -> str:
+    """The grid as an aligned text table or a Markdown table: drivers down, GPUs across."""
+    if not rows:
+        return ""
+    heads = ["driver"] + [f"{c.gpu.name} (sm_{c.gpu.cc.replace('.', '')})" for c in rows[0]]
+    body = [[row[0].driver] + [c.text for c in row] for row in rows]
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in heads) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in body]
+        return "\n".join(lines) + "\n"
+    widths = [max(len(r[i]) for r in [heads, *body]) for i in range(len(heads))]
+    out = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip()]
+    out += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in body]
+    return "\n".join(out) + "\n"
