@@ -12,7 +12,8 @@ Validation, all required for success:
   3. `fwdoctor check --image TAG` (the image's filesystem judged through --root) has no
      error finding;
   4. `fwdoctor smoke kernel` passes (or skips for want of a GPU) inside a container, run
-     with every GPU (`--gpus all`) when this host has one.
+     with every GPU (`--gpus all`) when this host has one, in place of the image's own
+     ENTRYPOINT/CMD (a project's app or init must not wrap it).
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def validate(
         result.passed.append(f"runs as user {user}")
 
     echo(f"fwdoctor check --image {tag}")
-    check = runner.run([sys.executable, "-m", "doctor", "check", "--image", tag], timeout=CHECK_TIMEOUT_S)
+    check = runner.run([sys.executable, "-m", "fwdoctor", "check", "--image", tag], timeout=CHECK_TIMEOUT_S)
     for line in (check.stdout + check.stderr).splitlines():
         echo(f"  {line}")
     if check.returncode == 0:
@@ -198,11 +199,13 @@ def run_in_container(client: Any, tag: str, command: list[str], gpus: bool, time
     import docker.errors
     from docker.types import DeviceRequest
 
-    kwargs: dict[str, Any] = {"network_disabled": True, "shm_size": "1g"}
+    # The command replaces the image's ENTRYPOINT too: a stack's own entrypoint (an app, or
+    # an init like tini) must not wrap or swallow it.
+    kwargs: dict[str, Any] = {"network_disabled": True, "shm_size": "1g", "entrypoint": command[:1]}
     if gpus:
         kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
     try:
-        container = client.containers.create(tag, command, **kwargs)
+        container = client.containers.create(tag, command[1:], **kwargs)
     except docker.errors.APIError as exc:
         return -1, f"cannot create a container: {api_message(exc)}"
     try:

@@ -1,8 +1,11 @@
 """`fwdoctor lock`: a fully pinned, hash-checked pip lock for a resolved stack.
 
 lockfiles/<stack>/
-    requirements.lock    name==version + --hash=sha256 for every distribution, for
-                         `pip install --require-hashes --no-deps -r requirements.lock`
+    requirements.lock    the indexes it was resolved against (--index-url / --extra-index-url /
+                         --find-links lines), then name==version + --hash=sha256 for every
+                         distribution: `pip install --require-hashes -r requirements.lock`
+                         needs no other flag
+    pylock.toml          the same resolution as a PEP 751 lock (each wheel's name, URL, sha256)
     stack.resolved.yaml  the resolved stack the lock was made from (its digest is in the lock)
     environment.yml      only for stacks with conda packages (input of conda-lock)
     conda-lock.yml       only when conda-lock ran
@@ -13,6 +16,11 @@ evaluate environment markers (python_version < "3.11") for the target Python too
 alone does not. pip runs `--isolated`, so no user pip.conf, PIP_* variable or find-links of
 this machine leaks into the lock. The output is sorted and carries no date: the same stack
 and index give the same bytes.
+
+pip must be >= 23.3: older pip refuses --platform/--python-version without --target even
+for a dry run ("Can not use any platform or abi specific options unless installing via
+'--target'"; pip 23.2.1's cmdoptions.check_dist_restriction has no dry-run exemption), so
+`check_pip` asks first and says how to upgrade.
 """
 
 from __future__ import annotations
@@ -20,29 +28,36 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
-from urllib.parse import unquote, urlparse
+from typing import Any, Callable, Iterable, Mapping, Sequence
+from urllib.parse import unquote, urlparse, urlunparse
 
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from fwdoctor import runner
 from fwdoctor.recipes.stack import ResolvedStack
 from fwdoctor.recipes.scripts import read as read_script
 
 LOCK_NAME = "requirements.lock"
+PYLOCK_NAME = "pylock.toml"
 RESOLVED_NAME = "stack.resolved.yaml"
 ENV_NAME = "environment.yml"
 CONDA_LOCK_NAME = "conda-lock.yml"
 PIP_TIMEOUT_S = 900.0
 OLDEST_MANYLINUX = 5  # manylinux_2_5 == manylinux1
+PIP_MIN = "23.3"  # dry-run resolution for another platform (see the module docstring)
+PIP_VERSION_TIMEOUT_S = 60.0
+
+Progress = Callable[[str], None]
 
 # Run pip with the target interpreter's marker environment (see the module docstring).
 _PIP_WRAPPER = read_script("pip_with_markers.py")
@@ -58,6 +73,40 @@ class Pin:
     version: str
     sha256: str
     filename: str
+    url: str = ""  # where pip found the file (no fragment); file:// for local files
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where a lock's files come from: the option lines at the top of requirements.lock."""
+
+    index_url: str
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, index_url: str, extra_index_urls: Iterable[str] = (), find_links: Iterable[str] = ()) -> "Sources":
+        # A repeated URL is one source (tests pass the local index as both).
+        extras = tuple(u for u in dict.fromkeys(extra_index_urls) if u != index_url)
+        return cls(index_url, extras, tuple(dict.fromkeys(find_links)))
+
+    def lines(self) -> list[str]:
+        return ([f"--index-url {self.index_url}"] + [f"--extra-index-url {u}" for u in self.extra_index_urls]
+                + [f"--find-links {link}" for link in self.find_links])
+
+    @classmethod
+    def read(cls, text: str) -> "Sources | None":
+        """The option lines of a requirements.lock; None when it names no index."""
+        index, extras, links = None, [], []
+        for line in text.splitlines():
+            key, _, value = line.strip().partition(" ")
+            if key == "--index-url":
+                index = value.strip()
+            elif key == "--extra-index-url":
+                extras.append(value.strip())
+            elif key == "--find-links":
+                links.append(value.strip())
+        return None if index is None else cls(index, tuple(extras), tuple(links))
 
 
 @dataclass(frozen=True)
@@ -67,6 +116,36 @@ class LockResult:
     lock_sha256: str
     conda_error: str = ""  # non-empty: the conda part could not be locked, and why
     written: tuple[str, ...] = field(default_factory=tuple)
+    sources: Sources | None = None  # what the lock names
+    pip: str = ""  # the pip version that resolved it
+
+
+# --------------------------------------------------------------------------- pip version
+def pip_version(python: str = sys.executable) -> str | None:
+    """`python -m pip --version`'s version, or None when that interpreter has no pip."""
+    result = runner.run([python, "-m", "pip", "--version"], timeout=PIP_VERSION_TIMEOUT_S,
+                        env={k: v for k, v in os.environ.items() if not k.startswith("PIP_")})
+    found = re.match(r"pip (\S+) from ", result.stdout or "") if result.ok else None
+    return found.group(1) if found else None
+
+
+def check_pip(python: str = sys.executable, version: str | None = None) -> str:
+    """The pip version `lock` will use; LockError naming the interpreter and the fix when it
+    is missing or older than PIP_MIN. `version` skips asking (tests, a known pip)."""
+    have = version if version is not None else pip_version(python)
+    upgrade = f"`{python} -m pip install --upgrade 'pip>={PIP_MIN}'` (installed with pipx: `pipx runpip fwdoctor install --upgrade 'pip>={PIP_MIN}'`)"
+    if have is None:
+        raise LockError(f"fwdoctor lock resolves with pip, and {python} has no pip module: run `{python} -m ensurepip --upgrade`, then {upgrade}")
+    try:
+        too_old = Version(have) < Version(PIP_MIN)
+    except InvalidVersion:
+        raise LockError(f"{python} has pip {have!r}, not a version fwdoctor can compare; it needs pip >= {PIP_MIN}: {upgrade}") from None
+    if too_old:
+        raise LockError(
+            f"fwdoctor lock needs pip >= {PIP_MIN} (a dry run for another platform, --platform/--python-version "
+            f"without --target); {python} has pip {have}: run {upgrade}"
+        )
+    return have
 
 
 # --------------------------------------------------------------------------- pip invocation
@@ -94,6 +173,16 @@ def target_markers(python: str, machine: str = "x86_64") -> dict[str, str]:
     }
 
 
+def resolution_sources(
+    stack: ResolvedStack,
+    index_url: str | None = None,
+    extra_index_urls: Sequence[str] | None = None,
+    find_links: Sequence[str] = (),
+) -> Sources:
+    """What pip resolves against: the stack's indexes unless replaced."""
+    return Sources.of(index_url or stack.index_url, stack.extra_index_urls if extra_index_urls is None else extra_index_urls, find_links)
+
+
 def pip_argv(
     stack: ResolvedStack,
     requirements_file: str,
@@ -105,7 +194,9 @@ def pip_argv(
     python: str = sys.executable,
 ) -> list[str]:
     abi = "cp" + stack.python.replace(".", "")
-    argv = [python, "-c", _PIP_WRAPPER, "--isolated", "install", "--dry-run", "--ignore-installed", "--quiet",
+    sources = resolution_sources(stack, index_url, extra_index_urls, find_links)
+    # Not --quiet: pip's "Collecting NAME" lines are the progress shown while resolving.
+    argv = [python, "-c", _PIP_WRAPPER, "--isolated", "install", "--dry-run", "--ignore-installed", "--progress-bar", "off",
             "--report", report_file, "--only-binary=:all:", "--python-version", stack.python,
             "--implementation", "cp", "--abi", abi, "--abi", "abi3", "--abi", "none",
             # Read each wheel's METADATA by HTTP range requests instead of downloading
@@ -113,10 +204,10 @@ def pip_argv(
             "--use-feature=fast-deps"]
     for tag in platform_tags(stack.glibc):
         argv += ["--platform", tag]
-    argv += ["--index-url", index_url or stack.index_url]
-    for url in stack.extra_index_urls if extra_index_urls is None else extra_index_urls:
+    argv += ["--index-url", sources.index_url]
+    for url in sources.extra_index_urls:
         argv += ["--extra-index-url", url]
-    for link in find_links:
+    for link in sources.find_links:
         argv += ["--find-links", link]
     if cert:
         argv += ["--cert", cert]
@@ -131,8 +222,11 @@ def resolve_pins(
     find_links: Sequence[str] = (),
     cert: str | None = None,
     timeout: float = PIP_TIMEOUT_S,
+    progress: Progress | None = None,
 ) -> list[Pin]:
-    """Ask pip what it would install for the stack, with the sha256 of every file."""
+    """Ask pip what it would install for the stack, with the sha256 of every file.
+    `progress` gets a line per requirement pip collects (the CLI prints them on stderr)."""
+    say = progress or (lambda _line: None)
     with tempfile.TemporaryDirectory(prefix="fwdoctor-lock-") as tmp:
         req = os.path.join(tmp, "requirements.in")
         report = os.path.join(tmp, "report.json")
@@ -141,7 +235,13 @@ def resolve_pins(
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         env["FWDOCTOR_TARGET_MARKERS"] = json.dumps(target_markers(stack.python))
         env["PIP_CONFIG_FILE"] = os.devnull
-        result = runner.run(argv, timeout=timeout, env=env, cwd=tmp)
+
+        def on_line(line: str) -> None:
+            if line.startswith("Collecting "):
+                say(f"resolving: {line[len('Collecting '):].split(' (from ')[0].strip()}")
+
+        started = time.monotonic()
+        result = runner.stream(argv, timeout=timeout, env=env, cwd=tmp, on_stderr_line=on_line, merge_stderr=True)
         if not result.ok:
             raise LockError(f"pip could not resolve stack {stack.name}: {_pip_reason(result)}")
         try:
@@ -149,18 +249,21 @@ def resolve_pins(
                 data = json.load(handle)
         except (OSError, json.JSONDecodeError) as exc:
             raise LockError(f"pip wrote no readable report: {exc}") from None
-    return pins_from_report(data)
+        say(f"pip resolved {len(data.get('install') or [])} distributions in {time.monotonic() - started:.0f}s")
+    return pins_from_report(data, progress)
 
 
-def _pip_reason(result: runner.CommandResult) -> str:
+def _pip_reason(result: runner.StreamResult) -> str:
     if result.error or result.timed_out:
-        return result.describe_failure().replace(_PIP_WRAPPER, "<pip>")
-    lines = [l.strip() for l in (result.stderr or result.stdout).splitlines() if l.strip() and not l.startswith("WARNING: pip is using lazily")]
+        if result.timed_out:
+            return "pip gave no answer within the timeout (killed)"
+        return result.error.replace(_PIP_WRAPPER, "<pip>")
+    lines = [l.strip() for l in result.stderr_tail.splitlines() if l.strip() and not l.startswith("WARNING: pip is using lazily")]
     errors = [l for l in lines if l.startswith("ERROR")]
     return " / ".join(errors[-2:] or lines[-2:] or [f"exit status {result.returncode}"])
 
 
-def pins_from_report(report: Mapping[str, Any]) -> list[Pin]:
+def pins_from_report(report: Mapping[str, Any], progress: Progress | None = None) -> list[Pin]:
     """The pins in a `pip install --report` (format version 1), sorted by name.
 
     A file without a sha256 from the index is hashed here only when it is a local file;
@@ -178,12 +281,15 @@ def pins_from_report(report: Mapping[str, Any]) -> list[Pin]:
         digest = hashes.get("sha256")
         parsed = urlparse(url)
         if not digest and parsed.scheme == "file":
+            if progress is not None:
+                progress(f"hashing {unquote(parsed.path)}")
             digest = _sha256_file(unquote(parsed.path))
         if not digest:
             raise LockError(f"{name} {version}: the index gave no sha256 for {url} (use an index that publishes hashes, such as pypi.org)")
         if info.get("dir_info") is not None or info.get("vcs_info") is not None:
             raise LockError(f"{name}: a directory or VCS requirement cannot be locked by hash")
-        pins.append(Pin(canonicalize_name(name), version, digest, unquote(parsed.path.rsplit("/", 1)[-1])))
+        plain = urlunparse(parsed._replace(fragment=""))
+        pins.append(Pin(canonicalize_name(name), version, digest, unquote(parsed.path.rsplit("/", 1)[-1]), plain))
     return sorted(pins, key=lambda p: p.name)
 
 
@@ -196,13 +302,24 @@ def _sha256_file(path: str) -> str:
 
 
 # --------------------------------------------------------------------------- rendering
-def render_lock(stack: ResolvedStack, pins: Iterable[Pin], stack_file: str) -> str:
+def stack_sources(stack: ResolvedStack) -> Sources:
+    return Sources.of(stack.index_url, stack.extra_index_urls)
+
+
+def render_lock(stack: ResolvedStack, pins: Iterable[Pin], stack_file: str, sources: Sources | None = None) -> str:
+    """requirements.lock. `sources` (default: the stack's indexes) become its option lines,
+    so that pip needs nothing but the file: pip reads --index-url, --extra-index-url,
+    --find-links, --only-binary and --require-hashes from a requirements file."""
+    sources = sources or stack_sources(stack)
     lines = [
         f"# fwdoctor lock for stack {stack.name} ({stack_file}); regenerate with `fwdoctor lock {stack_file}`.",
         f"# torch {stack.torch_local}, CPython {stack.python}, Linux x86_64 (manylinux, glibc <= {stack.glibc}).",
-        f"# Index: {stack.index_url}" + "".join(f" + {u}" for u in stack.extra_index_urls),
-        "# Install: pip install --require-hashes --no-deps --only-binary=:all: -r requirements.lock",
+        "# Install (the lines below name the indexes it was resolved against; no other flag needed):",
+        "#   pip install --require-hashes -r requirements.lock",
         f"# stack-digest: sha256:{stack.digest}",
+        *sources.lines(),
+        "--only-binary=:all:",
+        "--require-hashes",
     ]
     for pin in sorted(pins, key=lambda p: (p.name, p.version)):
         lines.append(f"{pin.name}=={pin.version} \\")
@@ -212,6 +329,54 @@ def render_lock(stack: ResolvedStack, pins: Iterable[Pin], stack_file: str) -> s
 
 def lock_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _toml(value: Any) -> str:
+    """A TOML value: JSON's string escapes are valid TOML basic-string escapes."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def wheel_location(pin: Pin) -> dict[str, str]:
+    """PEP 751 wants `url` or `path` for each file: a local file is a path."""
+    parsed = urlparse(pin.url)
+    if parsed.scheme == "file":
+        return {"path": unquote(parsed.path)}
+    if not pin.url:
+        raise LockError(f"{pin.name} {pin.version}: no URL recorded for {pin.filename}")
+    return {"url": pin.url}
+
+
+def render_pylock(stack: ResolvedStack, pins: Iterable[Pin], stack_file: str, sources: Sources | None = None) -> str:
+    """pylock.toml (PEP 751, lock-version 1.0) from the same pins as requirements.lock:
+    one single-wheel entry per distribution, for this stack's one target environment."""
+    sources = sources or stack_sources(stack)
+    marker = f"sys_platform == 'linux' and platform_machine == 'x86_64' and implementation_name == 'cpython' and python_version == '{stack.python}'"
+    out = [
+        f"# fwdoctor lock for stack {stack.name} ({stack_file}): the resolution of requirements.lock as PEP 751 data.",
+        'lock-version = "1.0"',
+        f"environments = {_toml([marker])}",
+        f"requires-python = {_toml('==' + stack.python + '.*')}",
+        'created-by = "fwdoctor"',
+    ]
+    for pin in sorted(pins, key=lambda p: (p.name, p.version)):
+        wheel = {"name": pin.filename, **wheel_location(pin), "hashes": {"sha256": pin.sha256}}
+        out += ["", "[[packages]]", f"name = {_toml(pin.name)}", f"version = {_toml(pin.version)}", f"wheels = [{_toml(wheel)}]"]
+    out += [
+        "",
+        "[tool.fwdoctor]",
+        f"stack = {_toml(stack.name)}",
+        f"stack-digest = {_toml('sha256:' + stack.digest)}",
+        f"index-url = {_toml(sources.index_url)}",
+        f"extra-index-urls = {_toml(list(sources.extra_index_urls))}",
+        f"find-links = {_toml(list(sources.find_links))}",
+    ]
+    return "\n".join(out) + "\n"
 
 
 def conda_environment(stack: ResolvedStack) -> str:
@@ -228,18 +393,41 @@ def lock(
     extra_index_urls: Sequence[str] | None = None,
     find_links: Sequence[str] = (),
     cert: str | None = None,
+    record_stack_indexes: bool = False,
+    progress: Progress | None = None,
+    pip: str | None = None,
 ) -> LockResult:
-    pins = resolve_pins(stack, index_url, extra_index_urls, find_links, cert)
-    _check_pins(stack, pins)
+    """Resolve, check and write the lock folder. The lock names the sources pip resolved
+    against; with `record_stack_indexes` the given ones are taken as mirrors of the stack's
+    own indexes (the same files: hashes pin them) and the lock names the stack's instead.
+    `pip` is the pip version when already known (else it is asked for, and must be new enough)."""
+    say = progress or (lambda _line: None)
+    pip = check_pip(version=pip)
     out = Path(out_dir)
+    used = resolution_sources(stack, index_url, extra_index_urls, find_links)
+    recorded = stack_sources(stack) if record_stack_indexes else Sources.of(
+        used.index_url, used.extra_index_urls, [_relative_link(link, out) for link in used.find_links])
+    say(f"resolving {len(stack.requirements)} requirements of stack {stack.name} for CPython {stack.python}, "
+        f"manylinux glibc <= {stack.glibc}, with pip {pip} from {', '.join([used.index_url, *used.extra_index_urls, *used.find_links])}")
+    pins = resolve_pins(stack, index_url, extra_index_urls, find_links, cert, progress=progress)
+    _check_pins(stack, pins)
     out.mkdir(parents=True, exist_ok=True)
-    text = render_lock(stack, pins, stack_file)
-    written = [_write(out / LOCK_NAME, text), _write(out / RESOLVED_NAME, stack.to_yaml())]
+    text = render_lock(stack, pins, stack_file, recorded)
+    written = [_write(out / LOCK_NAME, text), _write(out / PYLOCK_NAME, render_pylock(stack, pins, stack_file, recorded)),
+               _write(out / RESOLVED_NAME, stack.to_yaml())]
     conda_error = ""
     if stack.conda:
         written.append(_write(out / ENV_NAME, conda_environment(stack)))
         conda_error = _conda_lock(out)
-    return LockResult(out, tuple(pins), lock_digest(text), conda_error, tuple(written))
+    return LockResult(out, tuple(pins), lock_digest(text), conda_error, tuple(written), recorded, pip)
+
+
+def _relative_link(link: str, out: Path) -> str:
+    """A local --find-links folder, relative to the lock folder (pip reads a relative path in
+    a requirements file from the file's folder), so the lock still works when the project moves."""
+    if "://" in link:
+        return link
+    return os.path.relpath(os.path.abspath(link), os.path.abspath(out)).replace(os.sep, "/")
 
 
 def _check_pins(stack: ResolvedStack, pins: Sequence[Pin]) -> None:
@@ -308,6 +496,16 @@ def check(stack: ResolvedStack, lock_dir: str | Path) -> list[str]:
         problems.append(f"{lock_path}: no stack-digest line (not written by fwdoctor lock)")
     elif digest_line.split("sha256:", 1)[1].strip() != stack.digest:
         problems.append(f"{lock_path}: made from another version of stack {stack.name} (python, torch, variant, OS, index or requirements changed)")
+    if Sources.read(text) is None:
+        problems.append(f"{lock_path}: names no --index-url (written by an older fwdoctor lock: `pip install -r` would use whatever index pip is configured with)")
+    pylock = Path(lock_dir) / PYLOCK_NAME
+    try:
+        pylock_text = pylock.read_text(encoding="utf-8")
+    except OSError as exc:
+        problems.append(f"{pylock}: {exc.strerror or exc}")
+    else:
+        if f'stack-digest = "sha256:{stack.digest}"' not in pylock_text:
+            problems.append(f"{pylock}: made from another version of stack {stack.name}")
     pins = read_pins(text)
     for req_text in stack.requirements:
         req = Requirement(req_text)

@@ -11,6 +11,12 @@
     min_driver: "580.65.06"    # the fleet's oldest driver: must run the wheel's CUDA
     flavor: base               # nvidia/cuda flavor (base|runtime|devel|cudnn-runtime|cudnn-devel)
     conda: []                  # conda packages (locked by conda-lock, when available)
+    apt: [tini]                # Debian/Ubuntu packages installed in the runtime image
+    copy:                      # project files into the image: src relative to the build
+      - {src: app/, dest: /app/}   # context (no '..'), dest absolute in the image
+    entrypoint: ["/usr/bin/tini", "--"]   # exec form lists
+    command: ["python", "/app/main.py"]   # default: fwdoctor check --deep
+    healthcheck: false         # true: HEALTHCHECK runs `fwdoctor smoke kernel` (GPU images)
 
 `load(path)` validates the file (StackError names the file and the field); `resolve(stack,
 kb)` fills what was left out from the KB and refuses impossible stacks (StackImpossible
@@ -44,7 +50,10 @@ PYPI_SIMPLE = "https://pypi.org/simple"
 TOOL_REQUIREMENTS = ("click>=8.1", "packaging>=23", "pyyaml>=6", "nvidia-ml-py>=12")
 COMPANIONS = ("torchvision", "torchaudio")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
-_KNOWN_FIELDS = ("name", "python", "torch", "cuda", "os", "companions", "requirements", "gpus", "min_driver", "flavor", "conda")
+_KNOWN_FIELDS = ("name", "python", "torch", "cuda", "os", "companions", "requirements", "gpus", "min_driver", "flavor", "conda",
+                 "apt", "copy", "entrypoint", "command", "healthcheck")
+# Debian policy 5.6.1: package names are lowercase letters, digits, + - . and start alphanumeric.
+_APT_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 
 
 class StackError(ValueError):
@@ -53,6 +62,14 @@ class StackError(ValueError):
 
 class StackImpossible(ValueError):
     """The stack is well-formed but cannot be built; the message says why."""
+
+
+@dataclass(frozen=True)
+class CopyItem:
+    """A project file or folder copied into the image (COPY src dest)."""
+
+    src: str  # relative to the build context, POSIX separators
+    dest: str  # absolute path in the image
 
 
 @dataclass(frozen=True)
@@ -71,6 +88,11 @@ class Stack:
     min_driver: str | None = None
     flavor: str = "base"
     conda: tuple[str, ...] = ()
+    apt: tuple[str, ...] = ()
+    copy: tuple[CopyItem, ...] = ()
+    entrypoint: tuple[str, ...] | None = None
+    command: tuple[str, ...] | None = None
+    healthcheck: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +120,12 @@ class ResolvedStack:
     filled: tuple[str, ...] = ()  # fields the KB filled in
     notes: tuple[str, ...] = ()  # things the KB could not confirm
     sources: tuple[str, ...] = ()
+    # What the image adds around the venv (not part of the lock or its digest).
+    apt: tuple[str, ...] = ()
+    copy: tuple[CopyItem, ...] = ()
+    entrypoint: tuple[str, ...] | None = None
+    command: tuple[str, ...] | None = None
+    healthcheck: bool = False
 
     @property
     def torch_local(self) -> str:
@@ -124,6 +152,11 @@ class ResolvedStack:
             "gpus": dict(self.gpus),
             "driver_floor": self.driver_floor,
             "min_driver": self.min_driver,
+            "apt": list(self.apt),
+            "copy": [{"src": c.src, "dest": c.dest} for c in self.copy],
+            "entrypoint": list(self.entrypoint) if self.entrypoint is not None else None,
+            "command": list(self.command) if self.command is not None else None,
+            "healthcheck": self.healthcheck,
             "filled_from_kb": list(self.filled),
             "notes": list(self.notes),
             "sources": list(self.sources),
@@ -240,7 +273,50 @@ def parse(data: Any, where: str = "<stack>") -> Stack:
     if flavor not in FLAVORS:
         raise err("flavor", f"{flavor!r} is not one of {', '.join(FLAVORS)}")
     conda = strings("conda")
-    return Stack(where, name, python, torch, cuda, os_name, companions, requirements, gpus, min_driver, flavor, conda)
+    apt = strings("apt")
+    for package in apt:
+        if not _APT_NAME.match(package):
+            raise err("apt", f"{package!r} is not a Debian package name (lowercase letters, digits, '+', '-', '.'; versions are not pinned: the base tag fixes the release)")
+    copy = _copy_items(data.get("copy"), err)
+    entrypoint = _exec_form(data, "entrypoint", err)
+    command = _exec_form(data, "command", err)
+    healthcheck = data.get("healthcheck", False)
+    if not isinstance(healthcheck, bool):
+        raise err("healthcheck", f"expected true or false, got {healthcheck!r}")
+    return Stack(where, name, python, torch, cuda, os_name, companions, requirements, gpus, min_driver, flavor, conda,
+                 apt, copy, entrypoint, command, healthcheck)
+
+
+def _exec_form(data: Mapping[str, Any], name: str, err) -> tuple[str, ...] | None:
+    """An exec-form list (["python", "app.py"]): no shell, so no string form to misquote."""
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise err(name, f"expected a non-empty list of strings (exec form, e.g. [\"python\", \"train.py\"]), got {value!r}")
+    return tuple(value)
+
+
+def _copy_items(value: Any, err) -> tuple[CopyItem, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise err("copy", "expected a list of {src: PATH, dest: /ABSOLUTE/PATH}")
+    items: list[CopyItem] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping) or set(item) != {"src", "dest"} or not all(isinstance(item[k], str) and item[k] for k in ("src", "dest")):
+            raise err("copy", f"item {i}: expected {{src: PATH, dest: /ABSOLUTE/PATH}}, got {item!r}")
+        src, dest = item["src"].strip(), item["dest"].strip()
+        for label, path in (("src", src), ("dest", dest)):
+            if any(ch.isspace() or ch in "\\*?[\"$" for ch in path):
+                raise err("copy", f"item {i}: {label} {path!r} has whitespace, a backslash, a quote, '$' or a glob character")
+        parts = src.split("/")
+        if src.startswith("/") or ".." in parts:
+            raise err("copy", f"item {i}: src {src!r} must be relative to the build context, without '..' (the context is all Docker can see)")
+        if not dest.startswith("/") or ".." in dest.split("/"):
+            raise err("copy", f"item {i}: dest {dest!r} must be an absolute path in the image, without '..'")
+        items.append(CopyItem(src, dest))
+    return tuple(items)
 
 
 # --------------------------------------------------------------------------- resolving
@@ -363,6 +439,11 @@ def resolve(stack: Stack, kb: KB) -> ResolvedStack:
         min_driver=stack.min_driver,
         conda=stack.conda,
         filled=tuple(filled),
+        apt=stack.apt,
+        copy=stack.copy,
+        entrypoint=stack.entrypoint,
+        command=stack.command,
+        healthcheck=stack.healthcheck,
         notes=tuple(notes),
         sources=tuple(dict.fromkeys(sources)),
     )

@@ -7,6 +7,7 @@ against the shipped KB (`make dockerfiles` after a KB update keeps it green)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -80,7 +81,13 @@ def test_the_dockerfile_installs_only_hashed_files_as_a_non_root_user(name):
     assert "RUN --mount=type=secret,id=ca" in text and "PIP_CERT=/run/secrets/ca" in text
     assert "USER 10001:10001" in text
     assert f'io.fwdoctor.lock.sha256="{digest}"' in text and f'io.fwdoctor.stack="{name}"' in text
-    assert 'CMD ["fwdoctor", "check", "--deep"]' in text and '"fwdoctor", "smoke", "kernel"' in text
+    assert 'CMD ["fwdoctor", "check", "--deep"]' in text
+    # The GPU health check is opt-in (`healthcheck: true`): the CUDA stacks ask for it.
+    assert ('HEALTHCHECK --interval=10m --timeout=2m --start-period=1m CMD ["fwdoctor", "smoke", "kernel"]' in text) == (name in CUDA_STACKS)
+    # fwdoctor enters as a hashed wheel from the build context, not as a copy of this repository.
+    assert "COPY .fwdoctor /tmp/fwdoctor\n" in text
+    assert "pip install --require-hashes --no-deps --only-binary=:all: -r /tmp/fwdoctor/requirements.txt" in text
+    assert "COPY doctor" not in text and "COPY recipes" not in text
     # The CA is only ever mounted, never copied, so the runtime stage cannot carry it.
     runtime = text.split("AS runtime", 1)[1]
     assert "secret" not in runtime and "COPY --from=build /opt/venv /opt/venv" in runtime
@@ -108,10 +115,15 @@ def test_docker_generate_writes_the_dockerfile_and_refuses_a_stale_lock(cli, kb,
     lock_text = lockfile.render_lock(resolved, pins, "stacks/cpu-py311.yaml")
     (tmp_path / "lockfiles" / "cpu-py311").mkdir(parents=True)
     (tmp_path / "lockfiles" / "cpu-py311" / lockfile.LOCK_NAME).write_text(lock_text)
+    (tmp_path / "lockfiles" / "cpu-py311" / lockfile.PYLOCK_NAME).write_text(lockfile.render_pylock(resolved, pins, "stacks/cpu-py311.yaml"))
     monkeypatch.chdir(tmp_path)
     result = cli("docker", "generate", "stacks/cpu-py311.yaml")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "dockerfiles" / "cpu-py311" / "Dockerfile").read_text() == render(kb, "cpu-py311", lock_text)
+    # fwdoctor itself: a wheel of the running fwdoctor in the context, named by a hashed line.
+    (wheel,) = (tmp_path / ".fwdoctor").glob("fwdoctor-*-py3-none-any.whl")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert (tmp_path / ".fwdoctor" / "requirements.txt").read_text() == f"/tmp/fwdoctor/{wheel.name} --hash=sha256:{digest}\n"
     with open(tmp_path / "stacks" / "cpu-py311.yaml", "a") as handle:
         handle.write("requirements: ['numpy==2.3.4']\n")
     result = cli("docker", "generate", "stacks/cpu-py311.yaml")
@@ -124,3 +136,78 @@ def test_docker_generate_without_a_lock_says_to_run_lock_first(cli, use_test_kb,
     monkeypatch.chdir(tmp_path)
     result = cli("docker", "generate", "stacks/cpu-py311.yaml")
     assert result.exit_code == 2 and "run `fwdoctor lock stacks/cpu-py311.yaml` first" in result.output
+
+
+PROJECT_STACK = """\
+name: my-app
+python: "3.11"
+torch: "2.13.0"
+cuda: cpu
+os: debian12
+requirements: ["six==1.17.0"]
+apt: [tini]
+copy:
+  - {src: app/, dest: /app/}
+  - {src: "config file.yaml", dest: /etc/my-app.yaml}
+entrypoint: ["/usr/bin/tini", "--"]
+command: ["python", "/app/main.py"]
+"""
+
+
+def test_a_project_stack_adds_its_apt_packages_files_entrypoint_and_command(kb, tmp_path):
+    path = tmp_path / "stack.yaml"
+    path.write_text(PROJECT_STACK.replace('"config file.yaml"', "config.yaml"))
+    resolved = stack_mod.resolve(stack_mod.load(path), kb)
+    text = dockerfile.render(resolved, "x", "stack.yaml", "lockfiles/my-app")
+    runtime = text.split("AS runtime", 1)[1]
+    assert "apt-get install -y --no-install-recommends tini \\\n" in runtime  # python:3.11-slim brings python3
+    assert 'COPY ["app/", "/app/"]\nCOPY ["config.yaml", "/etc/my-app.yaml"]\n' in runtime
+    assert runtime.endswith('ENTRYPOINT ["/usr/bin/tini", "--"]\nCMD ["python", "/app/main.py"]\n')
+    assert "HEALTHCHECK" not in text
+    assert "six==1.17.0" in resolved.requirements  # locked with the rest
+    exe = _hadolint()
+    if exe is not None:
+        done = subprocess.run([exe, "--no-color", "-"], input=text, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+
+
+def test_a_copy_source_missing_from_the_context_stops_generate(cli, kb, use_test_kb, tmp_path, monkeypatch):
+    # Without the extra requirement: the recorded pip report below has no six in it.
+    (tmp_path / "stack.yaml").write_text(PROJECT_STACK.replace('"config file.yaml"', "config.yaml").replace('requirements: ["six==1.17.0"]\n', ""))
+    resolved = stack_mod.resolve(stack_mod.load(tmp_path / "stack.yaml"), kb)
+    pins = lockfile.pins_from_report(json.loads((GOLDEN / "pip-report-cpu-py311.json").read_text()))
+    out = tmp_path / "lockfiles" / "my-app"
+    out.mkdir(parents=True)
+    (out / lockfile.LOCK_NAME).write_text(lockfile.render_lock(resolved, pins, "stack.yaml"))
+    (out / lockfile.PYLOCK_NAME).write_text(lockfile.render_pylock(resolved, pins, "stack.yaml"))
+    (tmp_path / "app").mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = cli("docker", "generate", "stack.yaml")
+    assert result.exit_code == 2 and "copy src 'config.yaml' does not exist in the build context ." in result.output
+    (tmp_path / "config.yaml").write_text("a: 1\n")
+    result = cli("docker", "generate", "stack.yaml")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("copy", [{"src": "../secrets", "dest": "/s"}], "without '..'"),
+        ("copy", [{"src": "/etc/passwd", "dest": "/p"}], "relative to the build context"),
+        ("copy", [{"src": "app", "dest": "app"}], "absolute path in the image"),
+        ("copy", [{"src": "a b", "dest": "/a"}], "whitespace"),
+        ("copy", ["app"], "expected {src: PATH"),
+        ("apt", ["Tini"], "not a Debian package name"),
+        ("entrypoint", "tini --", "exec form"),
+        ("command", [], "exec form"),
+        ("healthcheck", "yes", "true or false"),
+    ],
+)
+def test_a_bad_image_field_names_the_file_and_field(tmp_path, field, value, words):
+    import yaml
+
+    path = tmp_path / "stack.yaml"
+    path.write_text(yaml.safe_dump({"name": "s", "python": "3.11", "torch": "2.13.0", field: value}))
+    with pytest.raises(stack_mod.StackError) as err:
+        stack_mod.load(path)
+    assert str(path) in str(err.value) and f"field {field!r}" in str(err.value) and words in str(err.value)

@@ -52,8 +52,27 @@ def locked_cpu_stack(tmp_path: Path) -> Path:
     lock = tmp_path / "lockfiles" / "cpu-py311" / lockfile.LOCK_NAME
     lock.parent.mkdir(parents=True)
     lock.write_text(lockfile.render_lock(resolved, _pins_from_golden(), "stacks/cpu-py311.yaml"))
+    (lock.parent / lockfile.PYLOCK_NAME).write_text(lockfile.render_pylock(resolved, _pins_from_golden(), "stacks/cpu-py311.yaml"))
     assert lockfile.check(resolved, lock.parent) == []
     return stack
+
+
+def test_a_lock_that_names_no_index_is_stale(cli, use_test_kb, tmp_path, monkeypatch):
+    """A lock from before the index lines: `pip install -r` would take pip's configured index."""
+    stack = locked_cpu_stack(tmp_path)
+    lock = tmp_path / "lockfiles" / "cpu-py311" / "requirements.lock"
+    lock.write_text("".join(l for l in lock.read_text().splitlines(keepends=True) if not l.startswith("--")))
+    monkeypatch.chdir(tmp_path)
+    result = cli("lock", "--check", str(stack))
+    assert result.exit_code == 1 and "names no --index-url" in result.output
+
+
+def test_a_lock_without_its_pylock_is_stale(cli, use_test_kb, tmp_path, monkeypatch):
+    stack = locked_cpu_stack(tmp_path)
+    (tmp_path / "lockfiles" / "cpu-py311" / lockfile.PYLOCK_NAME).unlink()
+    monkeypatch.chdir(tmp_path)
+    result = cli("lock", "--check", str(stack))
+    assert result.exit_code == 1 and "pylock.toml: No such file or directory" in result.output
 
 
 def test_a_stack_with_a_new_requirement_makes_its_lock_stale(cli, use_test_kb, tmp_path, monkeypatch):
@@ -95,7 +114,7 @@ def test_lock_writes_the_same_bytes_twice(cli, use_test_kb, tmp_path, monkeypatc
     for run in range(2):
         result = cli("lock", str(stack), "--out", f"out{run}")
         assert result.exit_code == 0, result.output
-        outputs.append([(tmp_path / f"out{run}" / f).read_bytes() for f in (lockfile.LOCK_NAME, lockfile.RESOLVED_NAME)])
+        outputs.append([(tmp_path / f"out{run}" / f).read_bytes() for f in (lockfile.LOCK_NAME, lockfile.PYLOCK_NAME, lockfile.RESOLVED_NAME)])
     assert outputs[0] == outputs[1]
 
 

@@ -112,3 +112,55 @@ def test_a_cuda_lock_from_pypi_must_carry_the_stacks_cuda_runtime(cpu_stack):
     with pytest.raises(lockfile.LockError, match="pulls CUDA runtime 12.6.77, not CUDA 12.8"):
         lockfile._check_pins(cu128, pins)
     lockfile._check_pins(cu128, [pins[0], lockfile.Pin("nvidia-cuda-runtime-cu12", "12.8.90", "0" * 64, "r.whl")])
+
+
+def test_the_lock_names_its_sources_as_pip_option_lines_before_the_pins(report, cpu_stack):
+    sources = lockfile.Sources.of("http://127.0.0.1:9/simple", ["http://127.0.0.1:9/simple", "https://pypi.org/simple"], ["../wheels"])
+    text = lockfile.render_lock(cpu_stack, lockfile.pins_from_report(report), "stacks/cpu-py311.yaml", sources)
+    options = [line for line in text.splitlines() if line.startswith("--")]
+    assert options == ["--index-url http://127.0.0.1:9/simple", "--extra-index-url https://pypi.org/simple",
+                       "--find-links ../wheels", "--only-binary=:all:", "--require-hashes"]
+    assert text.index("--require-hashes\n") < text.index("click==")
+    assert lockfile.Sources.read(text) == sources
+    # Without sources given, the stack's own indexes (what the committed CPU lock names).
+    default = lockfile.render_lock(cpu_stack, lockfile.pins_from_report(report), "stacks/cpu-py311.yaml")
+    assert lockfile.Sources.read(default) == lockfile.Sources(cpu_stack.index_url, cpu_stack.extra_index_urls)
+
+
+def test_a_local_find_links_folder_is_recorded_relative_to_the_lock_folder(report, cpu_stack, tmp_path, monkeypatch):
+    monkeypatch.setattr(lockfile, "resolve_pins", lambda *a, **k: lockfile.pins_from_report(report))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "wheels").mkdir()
+    result = lockfile.lock(cpu_stack, "stacks/cpu-py311.yaml", tmp_path / "lockfiles" / "cpu-py311",
+                           index_url="http://127.0.0.1:9/simple", extra_index_urls=[], find_links=["wheels"], pip="26.3")
+    assert result.sources == lockfile.Sources("http://127.0.0.1:9/simple", (), ("../../wheels",))
+    mirrored = lockfile.lock(cpu_stack, "stacks/cpu-py311.yaml", tmp_path / "m", index_url="http://127.0.0.1:9/simple",
+                             find_links=["wheels"], record_stack_indexes=True, pip="26.3")
+    assert mirrored.sources == lockfile.Sources(cpu_stack.index_url, cpu_stack.extra_index_urls)
+
+
+@pytest.mark.parametrize("have, ok", [("23.2.1", False), ("23.3", True), ("26.3", True), (None, False)])
+def test_lock_needs_pip_23_3_and_says_how_to_upgrade(have, ok):
+    if ok:
+        assert lockfile.check_pip("/venv/bin/python", version=have) == have
+        return
+    # None stands for "no pip module": check_pip asks a Python that has none.
+    with pytest.raises(lockfile.LockError) as err:
+        if have is None:
+            lockfile.check_pip("/nonexistent/bin/python")
+        else:
+            lockfile.check_pip("/venv/bin/python", version=have)
+    message = str(err.value)
+    if have is None:
+        assert "/nonexistent/bin/python has no pip module" in message and "ensurepip" in message
+    else:
+        assert f"needs pip >= 23.3" in message and f"/venv/bin/python has pip {have}" in message
+        assert "`/venv/bin/python -m pip install --upgrade 'pip>=23.3'`" in message and "pipx runpip fwdoctor" in message
+
+
+def test_the_pip_that_runs_fwdoctor_here_is_found_and_new_enough():
+    import sys
+
+    import pip
+
+    assert lockfile.pip_version(sys.executable) == pip.__version__

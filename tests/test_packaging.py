@@ -9,6 +9,7 @@ run it installed next to both (installed after ours, `--no-deps`, as a user woul
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -123,3 +124,33 @@ def test_uninstalling_pypi_doctor_leaves_fwdoctor_whole(installed, tmp_path):
     assert "driver-too-old-for-torch" in listed.stdout
     explained = _run([str(installed / "bin" / "fwdoctor"), "explain", "FWD104"], cwd=tmp_path, timeout=60, env=env)
     assert explained.stdout.startswith("driver-too-old-for-torch (FWD104")
+
+
+def test_the_installed_fwdoctor_looks_at_the_users_python_not_its_own(installed, tmp_path):
+    """pipx-style: fwdoctor lives in its own venv, the user works in a project venv. check,
+    facts and smoke all mean the project's interpreter ($VIRTUAL_ENV) and say so; a
+    --python that does not exist stops with exit 2 naming it."""
+    project = tmp_path / "my project"
+    project.mkdir()
+    _run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], cwd=project, timeout=120)
+    users_python = str(project / ".venv" / "bin" / "python")
+    env = _outside(tmp_path)
+    env["VIRTUAL_ENV"] = str(project / ".venv")
+    env["PATH"] = f"{project / '.venv' / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
+    fwdoctor = str(installed / "bin" / "fwdoctor")
+
+    facts = _run([fwdoctor, "facts"], cwd=project, timeout=120, env=env)
+    executable = json.loads(facts.stdout)["facts"]["python.executable"]
+    assert executable == {"value": users_python, "source": "$VIRTUAL_ENV/bin/python, the active environment"}
+
+    smoke = subprocess.run([fwdoctor, "smoke", "kernel", "--json"], cwd=project, capture_output=True, text=True, timeout=300, env=env)
+    report = json.loads(smoke.stdout)
+    assert report["python"] == {"path": users_python, "why": "$VIRTUAL_ENV/bin/python, the active environment"}
+    assert report["results"][0]["message"] == f"cannot import torch in {users_python}: ModuleNotFoundError: No module named 'torch'"
+    assert f"interpreter under test: {users_python}" in smoke.stderr
+    assert smoke.returncode == 1
+
+    missing = subprocess.run([fwdoctor, "check", "--python", "/nonexistent/bin/python"], cwd=project, capture_output=True, text=True, timeout=120, env=env)
+    assert missing.returncode == 2
+    assert "--python /nonexistent/bin/python: no such interpreter" in missing.stderr
+    assert "[ok]" not in missing.stdout

@@ -7,7 +7,7 @@ conda-lock); 2 bad input (malformed stack file, missing lock, broken KB).
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
 import sys
 import tempfile
@@ -16,9 +16,10 @@ from pathlib import Path
 import click
 
 from fwdoctor.cli.common import EXIT_FINDINGS, fail, findings_exit, kb_option, load_kb
+from fwdoctor.cli.output import emit_json, note
 from fwdoctor.image import ImageError
 from fwdoctor.recipes import docker_build as db
-from fwdoctor.recipes import dockerfile, lockfile
+from fwdoctor.recipes import dockerfile, lockfile, wheelpack
 from fwdoctor.recipes import stack as stack_mod
 
 
@@ -56,11 +57,11 @@ def stack_resolve(stack_file: str, as_json: bool, kb_dir: str | None) -> None:
     """
     resolved = _resolve(stack_file, kb_dir)
     if as_json:
-        click.echo(json.dumps(resolved.to_data(), indent=2))
+        emit_json("stack", resolved.to_data())
     else:
         click.echo(resolved.to_yaml(), nl=False)
-    for note in resolved.notes:
-        click.echo(f"fwdoctor: note: {note}", err=True)
+    for remark in resolved.notes:
+        note(f"fwdoctor: note: {remark}")
 
 
 # ----------------------------------------------------------------------------- lock
@@ -72,20 +73,27 @@ def stack_resolve(stack_file: str, as_json: bool, kb_dir: str | None) -> None:
 @click.option("--extra-index-url", "extra_index_urls", multiple=True, help="Replace the stack's extra indexes (repeatable).")
 @click.option("--find-links", "find_links", multiple=True, help="Also take wheels from this folder or URL (repeatable).")
 @click.option("--cert", type=click.Path(dir_okay=False), default=lambda: os.environ.get("PIP_CERT") or None, help="CA bundle for HTTPS indexes (default: $PIP_CERT).")
+@click.option("--record-stack-indexes", is_flag=True, help="The given --index-url/--extra-index-url/--find-links mirror the stack's own indexes (same files; the hashes pin them): resolve through them, but name the stack's indexes in the lock.")
 @kb_option
-def lock_command(stack_file, out_dir, check_only, index_url, extra_index_urls, find_links, cert, kb_dir) -> None:
+@click.option("--json", "as_json", is_flag=True, help="What was written (or, with --check, what is stale) as JSON.")
+def lock_command(stack_file, out_dir, check_only, index_url, extra_index_urls, find_links, cert, record_stack_indexes, kb_dir, as_json) -> None:
     """Write a hash-pinned pip lock for STACK_FILE (lockfiles/<stack>/requirements.lock).
 
     \b
     The lock is resolved for the stack's Python and Linux platform, not this machine's,
-    and is byte-for-byte reproducible. Install it with:
-      pip install --require-hashes --no-deps --only-binary=:all: -r requirements.lock
+    and is byte-for-byte reproducible. It names the indexes it was resolved against, so
+    it installs with no other flag:
+      pip install --require-hashes -r requirements.lock
+    pylock.toml (PEP 751) holds the same resolution. Needs pip >= 23.3 beside fwdoctor.
     Stacks with conda packages also get environment.yml, locked by conda-lock when present.
     """
     resolved = _resolve(stack_file, kb_dir)
     target = Path(out_dir) if out_dir else Path("lockfiles") / resolved.name
     if check_only:
         problems = lockfile.check(resolved, target)
+        if as_json:
+            emit_json("lock-check", {"stack": stack_file, "lock": str(target / lockfile.LOCK_NAME), "fresh": not problems, "problems": problems})
+            sys.exit(EXIT_FINDINGS if problems else 0)
         if problems:
             for problem in problems:
                 click.echo(f"stale: {problem}")
@@ -94,14 +102,21 @@ def lock_command(stack_file, out_dir, check_only, index_url, extra_index_urls, f
         click.echo(f"{target / lockfile.LOCK_NAME}: matches {stack_file}")
         return
     try:
-        result = lockfile.lock(resolved, stack_file, target, index_url, list(extra_index_urls) or None, list(find_links), cert)
+        result = lockfile.lock(resolved, stack_file, target, index_url, list(extra_index_urls) or None, list(find_links), cert,
+                               record_stack_indexes=record_stack_indexes, progress=lambda line: note(f"fwdoctor: {line}"))
     except lockfile.LockError as exc:
         findings_exit(f"lock failed: {exc}")
     except OSError as exc:
         fail(f"cannot write {target}: {exc.strerror or exc}")
-    for path in result.written:
-        click.echo(f"wrote {path}")
-    click.echo(f"{len(result.pins)} distributions pinned; lock sha256 {result.lock_sha256}")
+    if as_json:
+        emit_json("lock", {"stack": stack_file, "directory": str(result.directory), "written": list(result.written), "pip": result.pip,
+                           "sources": result.sources.lines() if result.sources else [],
+                           "pins": [{"name": p.name, "version": p.version} for p in result.pins],
+                           "lock_sha256": result.lock_sha256, "conda_error": result.conda_error or None})
+    else:
+        for path in result.written:
+            click.echo(f"wrote {path}")
+        click.echo(f"{len(result.pins)} distributions pinned; lock sha256 {result.lock_sha256}")
     if result.conda_error:
         findings_exit(f"conda part not locked: {result.conda_error}")
 
@@ -124,8 +139,35 @@ def _dockerfile_text(resolved, stack_file: str, lock_dir: str | None, base_image
     rel = os.path.relpath(lock_path.resolve(), Path(context).resolve())
     if rel.startswith(".."):
         fail(f"--lock-dir {lock_path} is outside the build context {context}")
+    for item in resolved.copy:
+        if not (Path(context) / item.src).exists():
+            fail(f"{stack_file}: copy src {item.src!r} does not exist in the build context {context}")
     text = dockerfile.render(resolved, lock_text, stack_file, rel.replace(os.sep, "/"), base_image)
     return text, lockfile.lock_digest(lock_text)
+
+
+def _write_tool(context: str, requirement: str | None) -> str:
+    """fwdoctor's folder in the build context: the running fwdoctor as a wheel with its hashed
+    requirements line, or only `requirement` (a pinned, hashed published fwdoctor)."""
+    folder = Path(context) / dockerfile.TOOL_CONTEXT_DIR
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if requirement:
+            if "--hash=sha256:" not in requirement:
+                fail(f"--fwdoctor-requirement {requirement!r}: needs a --hash=sha256:... (the image installs with --require-hashes)")
+            for old in folder.glob("fwdoctor-*.whl"):
+                old.unlink()
+            line = requirement.strip() + "\n"
+        else:
+            wheel = wheelpack.write(folder)
+            line = dockerfile.tool_requirement_line(wheel.path.name, wheel.sha256)
+            note(f"fwdoctor: wrote {wheel.path} (sha256 {wheel.sha256[:12]})")
+        (folder / dockerfile.TOOL_REQUIREMENTS).write_text(line, encoding="utf-8")
+    except wheelpack.WheelError as exc:
+        fail(f"cannot put fwdoctor into the image: {exc}")
+    except OSError as exc:
+        fail(f"cannot write {folder}: {exc.strerror or exc}")
+    return str(folder)
 
 
 @docker_group.command("generate")
@@ -133,12 +175,22 @@ def _dockerfile_text(resolved, stack_file: str, lock_dir: str | None, base_image
 @click.option("--base-image", help="FROM this image instead of the KB's (it must provide python3 as the stack's OS does).")
 @click.option("--lock-dir", type=click.Path(file_okay=False), help="Lock folder (default: lockfiles/<stack name>).")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Dockerfile path (default: dockerfiles/<stack name>/Dockerfile); '-' prints it.")
-@click.option("--context", default=".", show_default=True, type=click.Path(file_okay=False), help="The build context the Dockerfile's COPY paths are relative to.")
+@click.option("--context", default=".", show_default=True, type=click.Path(file_okay=False), help="The build context (your project folder) the Dockerfile's COPY paths are relative to.")
+@click.option("--fwdoctor-requirement", metavar="'fwdoctor==X --hash=sha256:H'", help="Install this pinned, hashed fwdoctor from the lock's index instead of a wheel of the running one.")
 @kb_option
-def docker_generate(stack_file, base_image, lock_dir, out_file, context, kb_dir) -> None:
-    """Write a two-stage Dockerfile installing STACK_FILE's lock with --require-hashes."""
+@click.option("--json", "as_json", is_flag=True, help="Where it was written, its sha256 and the lock it installs, as JSON.")
+def docker_generate(stack_file, base_image, lock_dir, out_file, context, fwdoctor_requirement, kb_dir, as_json) -> None:
+    """Write a two-stage Dockerfile installing STACK_FILE's lock with --require-hashes.
+
+    \b
+    Also writes CONTEXT/.fwdoctor/: a wheel of this fwdoctor and the hashed requirements
+    line the image installs it from (fwdoctor check/smoke run inside the image).
+    """
     resolved = _resolve(stack_file, kb_dir)
-    text, _ = _dockerfile_text(resolved, stack_file, lock_dir, base_image, context)
+    text, lock_digest = _dockerfile_text(resolved, stack_file, lock_dir, base_image, context)
+    if as_json and out_file == "-":
+        fail("--json and --out - both want stdout: write the Dockerfile to a file with --out PATH")
+    tool_dir = _write_tool(context, fwdoctor_requirement)
     if out_file == "-":
         click.echo(text, nl=False)
         return
@@ -148,6 +200,10 @@ def docker_generate(stack_file, base_image, lock_dir, out_file, context, kb_dir)
         target.write_text(text, encoding="utf-8")
     except OSError as exc:
         fail(f"cannot write {target}: {exc.strerror or exc}")
+    if as_json:
+        emit_json("dockerfile", {"stack": stack_file, "path": str(target), "sha256": hashlib.sha256(text.encode()).hexdigest(),
+                                 "lock_sha256": lock_digest, "fwdoctor_dir": tool_dir})
+        return
     click.echo(f"wrote {target}")
 
 
@@ -155,13 +211,14 @@ def docker_generate(stack_file, base_image, lock_dir, out_file, context, kb_dir)
 @click.argument("stack_file", type=click.Path(dir_okay=False))
 @click.option("--base-image", help="FROM this image instead of the KB's.")
 @click.option("--lock-dir", type=click.Path(file_okay=False), help="Lock folder (default: lockfiles/<stack name>).")
-@click.option("--context", default=".", show_default=True, type=click.Path(file_okay=False), help="Build context (the repository root).")
+@click.option("--context", default=".", show_default=True, type=click.Path(file_okay=False), help="Build context (your project folder).")
+@click.option("--fwdoctor-requirement", metavar="'fwdoctor==X --hash=sha256:H'", help="Install this pinned, hashed fwdoctor instead of a wheel of the running one.")
 @click.option("--ca", type=click.Path(dir_okay=False), help="Proxy CA bundle, passed as the build secret `ca` (not stored in the image).")
-@click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE", help="e.g. PIP_INDEX_URL=http://mirror/simple (repeatable).")
+@click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE", help="Passed to docker build (repeatable); the lock names its own indexes: to build through a mirror, lock against it.")
 @click.option("--network", help="Build network mode, e.g. host (to reach a local index).")
 @click.option("--no-validate", is_flag=True, help="Skip the checks after the build.")
 @kb_option
-def docker_build(stack_file, base_image, lock_dir, context, ca, build_args, network, no_validate, kb_dir) -> None:
+def docker_build(stack_file, base_image, lock_dir, context, fwdoctor_requirement, ca, build_args, network, no_validate, kb_dir) -> None:
     """Build STACK_FILE's image, tag it <stack>:<lock hash>, then validate it.
 
     \b
@@ -177,6 +234,7 @@ def docker_build(stack_file, base_image, lock_dir, context, ca, build_args, netw
             fail(f"--build-arg {item!r}: expected KEY=VALUE")
         args[key] = value
     tags = [f"{resolved.name}:{digest[:12]}", f"{resolved.name}:latest"]
+    _write_tool(context, fwdoctor_requirement)
     with tempfile.TemporaryDirectory(prefix="fwdoctor-build-") as tmp:
         dockerfile = os.path.join(tmp, "Dockerfile")
         Path(dockerfile).write_text(text, encoding="utf-8")
