@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 CPU_TORCH_WHEELS ?= /opt/wheels
 STACKS := $(wildcard stacks/*.yaml)
 
-.PHONY: doctor test test-fast venv test-venv bench dockerfiles lockfiles docs clean
+.PHONY: doctor test test-fast venv test-venv bench gpu-check dockerfiles lockfiles docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,12 +46,18 @@ bench: test-venv
 	$(BIN)/python benchmarks/check_speed.py
 	$(BIN)/python benchmarks/allreduce_overhead.py
 
+## gpu-check: every GPU-only path (check --deep, smoke kernel on each GPU and on the CPU,
+## compile-only + run, NCCL all-reduce with its transports, image validation when Docker is
+## here) in under 10 minutes -> gpu-check-report/gpu-check.{json,md}; no GPU: a clear skip report
+gpu-check: test-venv
+	$(BIN)/python tools/gpu_check.py --python $(BIN)/python --out gpu-check-report
+
 ## lockfiles: re-lock the committed stacks (needs PyPI; see lockfiles/README.md)
 lockfiles: venv
 	$(BIN)/fwdoctor lock stacks/cu130-py312.yaml
 	$(BIN)/fwdoctor lock stacks/cu128-py310.yaml
 	$(BIN)/fwdoctor lock stacks/cu126-pascal.yaml
-	$(BIN)/fwdoctor lock stacks/cpu-py311.yaml $(if $(wildcard $(CPU_TORCH_WHEELS)/torch-2.13.0+cpu-*.whl),--index-url https://pypi.org/simple --find-links $(CPU_TORCH_WHEELS))
+	$(BIN)/fwdoctor lock stacks/cpu-py311.yaml $(if $(wildcard $(CPU_TORCH_WHEELS)/torch-2.13.0+cpu-*.whl),--index-url https://pypi.org/simple --find-links $(CPU_TORCH_WHEELS) --record-stack-indexes)
 
 ## dockerfiles: regenerate dockerfiles/<stack>/Dockerfile from the stacks and their locks
 dockerfiles: venv

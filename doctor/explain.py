@@ -28,6 +28,7 @@ def explanation(finding_id: str) -> str:
     # shares this module and needs only the catalog.
     from fwdoctor.rules import RULES
     from fwdoctor.rules.build import RULES as BUILD_RULES
+    from fwdoctor.rules.fabric import RUN_RULES  # judged by `smoke allreduce`, not by check
 
     wanted = finding_id.strip()
     by_code = {k.code.lower(): k for k in FINDING_KINDS}
@@ -37,7 +38,7 @@ def explanation(finding_id: str) -> str:
     header = f"{kind.id} ({kind.code}, default severity {kind.severity.value}, area {kind.area})\n{kind.title}\n"
     if kind.id == "probe-failed":
         return header + "\n" + PROBE_FAILED_DOC
-    docs = [r.doc for r in RULES if r.id == kind.id and r.doc]
+    docs = list(dict.fromkeys(r.doc for r in (*RULES, *RUN_RULES) if r.id == kind.id and r.doc))
     # The build pre-flight checks some of `check`'s ids on the build's own choices.
     before_build = [r.doc for r in BUILD_RULES if r.id == kind.id and r.doc and r.doc not in docs]
     if not docs and not before_build:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
+from dataclasses import replace
 from typing import Any
 
 import click
 
-from fwdoctor import __version__
+from fwdoctor import interpreter
 from fwdoctor.cli.common import fail, facts_from, kb_option, load_kb, with_options
+from fwdoctor.cli.output import emit_json, note
 from fwdoctor.engine import judge
 from fwdoctor.host import Host
 from fwdoctor.report import to_json
@@ -24,26 +25,36 @@ from fwdoctor.smoke import allreduce as ar
 from fwdoctor.smoke import compile as nvcc_smoke
 from fwdoctor.smoke import emit as emitter
 from fwdoctor.smoke import kernel
+from fwdoctor.smoke import transport
 from fwdoctor.smoke.bandwidth import parse_bytes
 from fwdoctor.smoke.result import exit_code, render_text
 from fwdoctor.smoke.suite import SuiteResult, render_summary
 from fwdoctor.sources import SourceRequest
 
 
-def _python(value: str | None) -> str:
-    """The interpreter under test: --python (checked), else the one running fwdoctor."""
-    if not value:
-        return sys.executable
-    found = value if os.sep in value else shutil.which(value)
-    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
-        fail(f"--python {value}: not an executable file")
-    return found
+_PYTHON_KEY = "fwdoctor.smoke.python"
+
+
+def _python(value: str | None, announce: bool = True) -> str:
+    """The interpreter under test, by fwdoctor.interpreter's policy (--python, else the
+    active venv/conda env, else python3 on PATH); exit 2 naming it when it cannot be used.
+    `announce` says on stderr which one and why (stdout stays the report)."""
+    try:
+        choice = interpreter.resolve(Host.live_host(), value)
+    except interpreter.InterpreterError as exc:
+        fail(str(exc))
+    if announce:
+        note(f"fwdoctor: interpreter under test: {choice.describe()}")
+    # The JSON report names it too (_emit reads it back from the command's context).
+    click.get_current_context().meta[_PYTHON_KEY] = {"path": choice.path, "why": choice.why}
+    return str(choice.path)
 
 
 def _emit(results: list, as_json: bool, extra_text: str = "") -> int:
     code = exit_code(results)
     if as_json:
-        click.echo(json.dumps({"fwdoctor": __version__, "exit_code": code, "results": [r.to_json() for r in results]}, indent=2, default=str))
+        emit_json("smoke", {"exit_code": code, "python": click.get_current_context().meta.get(_PYTHON_KEY),
+                            "results": [r.to_json() for r in results]})
     else:
         click.echo(extra_text + render_text(results), nl=False)
     return code
@@ -55,7 +66,8 @@ def smoke() -> None:
 
     \b
     Examples:
-      fwdoctor smoke kernel                       every GPU: matmul fp32/fp16/bf16, elementwise, reduction
+      fwdoctor smoke kernel                       every GPU: matmul, elementwise, reduction, conv2d (cuDNN), AMP steps
+      fwdoctor smoke kernel --cpu                 the same checks on the CPU (oneDNN conv2d, bf16 autocast)
       fwdoctor smoke kernel --compile-only --arch 8.0 --arch 9.0
       fwdoctor smoke allreduce --min-busbw 100    one rank per GPU over NCCL, gated
       fwdoctor smoke allreduce --backend gloo --nproc 2 --max-bytes 1M
@@ -65,14 +77,15 @@ def smoke() -> None:
 
 # ----------------------------------------------------------------------------- kernel
 @smoke.command("kernel")
-@click.option("--python", "python", help="Interpreter under test (default: the one running fwdoctor).")
+@click.option("--python", "python", help="Interpreter under test (default: the active venv/conda env, else python3 on PATH).")
 @click.option("--device", "devices", type=int, multiple=True, metavar="N", help="Only this GPU index (repeatable).")
 @click.option("--compile-only", is_flag=True, help="Compile a small CUDA kernel with the active nvcc instead (no torch).")
 @click.option("--arch", "archs", multiple=True, metavar="CC", help="With --compile-only: target 7.5, sm_80, 9.0+PTX ... (repeatable; default: this host's GPUs).")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds allowed for the whole kernel test.")
 @click.option("--no-gemm", is_flag=True, help="Skip the GEMM TFLOP/s figure.")
+@click.option("--cpu", is_flag=True, help="Run the same checks on the CPU (oneDNN conv2d, bf16 autocast) instead of GPUs.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def kernel_cmd(python, devices, compile_only, archs, timeout, no_gemm, as_json) -> None:
+def kernel_cmd(python, devices, compile_only, archs, timeout, no_gemm, cpu, as_json) -> None:
     """Check kernels on every GPU against a CPU reference (or compile with nvcc).
 
     Runs in a child process of the interpreter under test, with a timeout. Without a GPU
@@ -82,16 +95,18 @@ def kernel_cmd(python, devices, compile_only, archs, timeout, no_gemm, as_json) 
         fail("--arch only applies with --compile-only")
     if timeout <= 0:
         fail("--timeout must be positive")
-    sys.exit(_emit(kernel_results(python, devices, compile_only, archs, timeout, not no_gemm), as_json))
+    if cpu and (compile_only or devices):
+        fail("--cpu runs on the CPU: it takes neither --compile-only nor --device")
+    sys.exit(_emit(kernel_results(python, devices, compile_only, archs, timeout, not no_gemm, cpu=cpu), as_json))
 
 
-def kernel_results(python, devices, compile_only, archs, timeout, gemm=True) -> list:
+def kernel_results(python, devices, compile_only, archs, timeout, gemm=True, announce=True, cpu=False) -> list:
     if compile_only:
         try:
             return nvcc_smoke.run_compile_only(list(archs), dict(os.environ))
         except ValueError as exc:
             fail(f"--arch: {exc}")
-    return kernel.run(_python(python), list(devices) or None, timeout, Host.live_host(), gemm=gemm)
+    return kernel.run(_python(python, announce), list(devices) or None, timeout, Host.live_host(), gemm=gemm, cpu=cpu)
 
 
 # ----------------------------------------------------------------------------- allreduce
@@ -105,7 +120,7 @@ def _bytes(ctx: Any, param: Any, value: Any) -> Any:
 
 
 _allreduce_options = [
-    click.option("--python", "python", help="Interpreter under test (default: the one running fwdoctor)."),
+    click.option("--python", "python", help="Interpreter under test (default: the active venv/conda env, else python3 on PATH)."),
     click.option("--backend", type=click.Choice(["nccl", "gloo"]), help="nccl (default when GPUs are visible) or gloo (CPU)."),
     click.option("--nproc", type=int, help="Processes per node (default: one per GPU; 2 with gloo)."),
     click.option("--min-bytes", default="8", show_default=True, callback=_bytes, help="Smallest size (8, 64K, 1M ...)."),
@@ -133,7 +148,7 @@ def allreduce_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busb
     busbw = algbw * 2(n-1)/n in GB/s (1e9 bytes), as nccl-tests reports it.
     """
     opts = ar.AllreduceOptions(
-        python=_python(python) if not emit else (python or sys.executable),
+        python=_python(python) if not emit else (python or sys.executable),  # emit: a placeholder, passed on only when given
         backend=backend, nproc=nproc, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint, rdzv_id=rdzv_id,
         min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, warmup=warmup, iters=iters, timeout=timeout, min_busbw=min_busbw,
     )
@@ -152,11 +167,19 @@ def allreduce_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busb
     sys.exit(_emit([result], as_json, ar.render_table(result)))
 
 
-def run_allreduce(opts, quiet: bool = False):
+def run_allreduce(opts, quiet: bool = False, host_facts=None, kb=None):
     def progress(row: dict) -> None:
         click.echo(ar.progress_line(row), err=True)
 
-    return ar.run(opts, progress=None if quiet else progress)
+    result = ar.run(opts, progress=None if quiet else progress)
+    summary = result.details.get("nccl") or {}
+    if summary.get("lines"):  # NCCL spoke: judge its transports against this host's fabric
+        facts = host_facts if host_facts is not None else facts_from(SourceRequest(python=opts.python))
+        judged = transport.judge_run(facts, summary, dict(os.environ if opts.env is None else opts.env), kb or load_kb(None, areas=()))
+        ids = ", ".join(f["id"] for f in judged["findings"])
+        result = replace(result, details={**result.details, "transport_findings": judged["findings"], "transport_not_checked": judged["not_checked"]},
+                         message=f"{result.message}; findings: {ids}" if ids else result.message)
+    return result
 
 
 # ----------------------------------------------------------------------------- all
@@ -188,10 +211,10 @@ def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_
     report = judge(facts, kb, RULES)
     suite = SuiteResult(python=target, check=to_json(report))
     click.echo("fwdoctor smoke all: kernel ...", err=True)
-    suite.kernel = kernel_results(target, (), False, (), timeout)
+    suite.kernel = kernel_results(target, (), False, (), timeout, announce=False)
     if not no_allreduce:
         click.echo("fwdoctor smoke all: allreduce ...", err=True)
-        suite.allreduce = [run_allreduce(opts)]
+        suite.allreduce = [run_allreduce(opts, host_facts=facts, kb=kb)]
     data = suite.to_json()
     if report_file:
         try:

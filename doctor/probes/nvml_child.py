@@ -9,7 +9,10 @@ that has nvidia-ml-py.
 Output (always one JSON object on stdout, exit status 0 when it could print it):
     {"ok": true, "driver_version": "580.95.05", "cuda_driver_version": "13.0",
      "gpus": [{"index": 0, "name": ..., "cc": "9.0", "memory_mib": 81559, "uuid": ...,
-               "bus_id": "00000000:62:00.0", "mig": false, "persistence": true}]}
+               "bus_id": "00000000:62:00.0", "mig": false, "persistence": true,
+               "nvlink": {"links": 18, "active": 18} or null,
+               "health": {"retired_pages_pending": false, "remapped_rows_pending": false,
+                          "remapping_failed": false} (each null where not supported)}]}
     {"ok": false, "kind": "no-pynvml" | "no-library" | "init-failed", "error": "..."}
 A field NVML cannot answer for one GPU is null (like nvidia-smi's "N/A"), never an error.
 """
@@ -43,6 +46,33 @@ def _cuda_version(pynvml: Any) -> str | None:
     return None
 
 
+def _nvlink(pynvml: Any, handle: Any) -> dict[str, int] | None:
+    """How many NVLinks NVML reports for this GPU and how many are up; None when it has none.
+
+    nvmlDeviceGetNvLinkState answers for each link the GPU has (1 = up) and raises for the
+    others, so the count of answers is the number of links."""
+    links = active = 0
+    for link in range(int(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18))):
+        state = _field(lambda: pynvml.nvmlDeviceGetNvLinkState(handle, link))
+        if state is None:
+            continue
+        links += 1
+        active += 1 if state == 1 else 0
+    return {"links": links, "active": active} if links else None
+
+
+def _health(pynvml: Any, handle: Any) -> dict[str, bool | None]:
+    """Memory repairs waiting for a GPU reset, readable without root: retired pages
+    (before Ampere) and row remapping (Ampere and later); None where not supported."""
+    pending = _field(lambda: pynvml.nvmlDeviceGetRetiredPagesPendingStatus(handle))
+    rows = _field(lambda: pynvml.nvmlDeviceGetRemappedRows(handle))  # (corr, unc, pending, failed)
+    return {
+        "retired_pages_pending": bool(pending) if isinstance(pending, int) else None,
+        "remapped_rows_pending": bool(rows[2]) if isinstance(rows, tuple) and len(rows) == 4 else None,
+        "remapping_failed": bool(rows[3]) if isinstance(rows, tuple) and len(rows) == 4 else None,
+    }
+
+
 def _gpu(pynvml: Any, index: int) -> dict[str, Any]:
     handle = pynvml.nvmlDeviceGetHandleByIndex(index)
     cc = _field(lambda: pynvml.nvmlDeviceGetCudaComputeCapability(handle))
@@ -61,6 +91,8 @@ def _gpu(pynvml: Any, index: int) -> dict[str, Any]:
         "bus_id": bus_id,
         "mig": bool(mig) if isinstance(mig, int) else None,
         "persistence": bool(persistence) if isinstance(persistence, int) else None,
+        "nvlink": _nvlink(pynvml, handle),
+        "health": _health(pynvml, handle),
     }
 
 
@@ -84,7 +116,8 @@ def query() -> dict[str, Any]:
                 gpus.append(_gpu(pynvml, index))
             except Exception as exc:  # noqa: BLE001 - one bad GPU must not hide the others
                 gpus.append({"index": index, "name": None, "cc": None, "memory_mib": None, "uuid": None,
-                             "bus_id": None, "mig": None, "persistence": None, "error": _text(exc)})
+                             "bus_id": None, "mig": None, "persistence": None, "nvlink": None, "health": None,
+                             "error": _text(exc)})
         return {"ok": True, "driver_version": driver, "cuda_driver_version": _cuda_version(pynvml), "gpus": gpus}
     except Exception as exc:  # noqa: BLE001
         return {"ok": False, "kind": "init-failed", "error": _text(exc)}

@@ -16,11 +16,12 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
 from fwdoctor import runner
 from fwdoctor.smoke import bandwidth as bw
+from fwdoctor.smoke import nccl_log
 from fwdoctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
 from fwdoctor.smoke.workers import worker_path
 
@@ -29,6 +30,13 @@ DEFAULT_MAX_BYTES = 256 * 1024**2
 DEFAULT_FACTOR = 2
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_RDZV_ID = "fwdoctor-smoke"
+# Each rank's NCCL_DEBUG output goes to its own file: NCCL expands %h (host) and %p (pid)
+# in NCCL_DEBUG_FILE (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/logging.html).
+NCCL_LOG_PATTERN = "nccl-%h-%p.log"
+# INIT carries the "Channel .. via P2P/SHM/NET" lines (transport/p2p.cc logs them with
+# NCCL_INIT|NCCL_P2P), the version, rings and trees; ENV the "... set by environment to"
+# lines; NET the "NET/IB : Using [0]mlx5_0:1/IB" device lists.
+NCCL_DEBUG_SUBSYS = "INIT,ENV,NET"
 
 HANG_HINTS = {
     "nccl": (
@@ -167,6 +175,8 @@ def run(opts: AllreduceOptions, progress: Callable[[dict], None] | None = None, 
         argv = launcher_argv(opts, p.backend, p.nproc, sizes, result_path)
         env = dict(os.environ if opts.env is None else opts.env)
         env.setdefault("OMP_NUM_THREADS", "1")  # what torchrun would set, without its banner
+        if p.backend == "nccl":
+            env = nccl_debug_env(env, workdir)
 
         def on_line(line: str) -> None:
             if progress is not None and line.startswith("fwdoctor-progress "):
@@ -177,9 +187,50 @@ def run(opts: AllreduceOptions, progress: Callable[[dict], None] | None = None, 
 
         launched = runner.stream(argv, timeout=opts.timeout, env=env, on_stderr_line=on_line)
         data = _read_result(result_path)
+        logs = read_rank_logs(workdir) if p.backend == "nccl" else []
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return interpret(opts, p, launched, data)
+    result = interpret(opts, p, launched, data)
+    return with_nccl_log(result, logs) if p.backend == "nccl" else result
+
+
+def nccl_debug_env(env: Mapping[str, str], workdir: str) -> dict[str, str]:
+    """The workers' environment with NCCL's INFO log on, one file per rank in `workdir`.
+
+    NCCL_DEBUG becomes INFO whatever it was (the report needs the INFO lines); a
+    NCCL_DEBUG_SUBSYS the user chose is kept (ours is the minimum that names transports)."""
+    out = dict(env)
+    out["NCCL_DEBUG"] = "INFO"
+    out.setdefault("NCCL_DEBUG_SUBSYS", NCCL_DEBUG_SUBSYS)
+    out["NCCL_DEBUG_FILE"] = os.path.join(workdir, NCCL_LOG_PATTERN)
+    return out
+
+
+def read_rank_logs(workdir: str, limit: int = 8 * 1024 * 1024) -> list[str]:
+    """The text of every rank's NCCL_DEBUG_FILE in `workdir` (sorted by name), each cut at `limit`."""
+    texts = []
+    try:
+        names = sorted(n for n in os.listdir(workdir) if n.startswith("nccl-") and n.endswith(".log"))
+    except OSError:
+        return []
+    for name in names:
+        try:
+            with open(os.path.join(workdir, name), encoding="utf-8", errors="replace") as handle:
+                texts.append(handle.read(limit))
+        except OSError:
+            continue
+    return texts
+
+
+def with_nccl_log(result: SmokeResult, logs: list[str]) -> SmokeResult:
+    """`result` with what NCCL's own log says: details["nccl"] (nccl_log.summarize) and, on
+    a pass, its one-line description in the message. No log is said, never guessed."""
+    summary = nccl_log.summarize(logs)
+    summary["rank_logs"] = len(logs)
+    text = nccl_log.describe(summary) if logs else "no NCCL_DEBUG output captured (no rank wrote its NCCL_DEBUG_FILE)"
+    details = {**result.details, "nccl": summary, "nccl_transport": text}
+    message = f"{result.message}; {text}" if result.status == PASS else result.message
+    return replace(result, message=message, details=details)
 
 
 def _read_result(path: str) -> dict | None:
@@ -275,6 +326,7 @@ def render_table(result: SmokeResult) -> str:
     lines = [
         f"# backend {d.get('backend')}, {d.get('world_size')} ranks, torch {d.get('torch')}, NCCL {nccl}{used}",
         f"# NCCL environment: {env}",
+        *([f"# NCCL chose: {d['nccl_transport']}"] if d.get("nccl_transport") else []),
         f"# {d.get('dtype', 'float32')} {d.get('op', 'sum')}, warm-up {d.get('warmup')}, timed iterations {d.get('iters')}; GB/s are 1e9 bytes/s",
         f"#{'size(B)':>12} {'count':>11} {'time(us)':>11} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12} {'#wrong':>7}",
     ]

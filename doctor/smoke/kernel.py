@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from fwdoctor import runner
 from fwdoctor.host import Host
+from fwdoctor.libraries import library
 from fwdoctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult, failed
 from fwdoctor.smoke.workers import worker_path
 
@@ -54,13 +55,19 @@ def driver_gpu_evidence(host: Host) -> str | None:
     return None
 
 
-def run_worker(python: str, devices: Sequence[int] | None, timeout: float, gemm: bool = True) -> runner.CommandResult:
+def worker_argv(python: str, devices: Sequence[int] | None, gemm: bool = True, cpu: bool = False) -> list[str]:
     argv = [python, worker_path("kernel_worker")]
+    if cpu:
+        return argv + ["--cpu"]
     for index in devices or ():
         argv += ["--device", str(index)]
     if not gemm:
         argv.append("--no-gemm")
-    return runner.run(argv, timeout=timeout)
+    return argv
+
+
+def run_worker(python: str, devices: Sequence[int] | None, timeout: float, gemm: bool = True, cpu: bool = False) -> runner.CommandResult:
+    return runner.run(worker_argv(python, devices, gemm, cpu), timeout=timeout)
 
 
 def parse_output(stdout: str) -> dict | None:
@@ -76,8 +83,9 @@ def parse_output(stdout: str) -> dict | None:
     return None
 
 
-def run(python: str, devices: Sequence[int] | None, timeout: float, host: Host, gemm: bool = True) -> list[SmokeResult]:
-    result = run_worker(python, devices, timeout, gemm)
+def run(python: str, devices: Sequence[int] | None, timeout: float, host: Host, gemm: bool = True, cpu: bool = False) -> list[SmokeResult]:
+    """One result per GPU; with `cpu`, one result for the CPU (the same checks, oneDNN)."""
+    result = run_worker(python, devices, timeout, gemm, cpu)
     return interpret(python, result, gpu_expected(host), timeout)
 
 
@@ -94,6 +102,8 @@ def interpret(python: str, result: runner.CommandResult, expected: tuple[bool, s
         return [failed("kernel", f"cannot import torch in {python}: {data.get('error', '?')}", str(data.get("error", "")))]
     has_gpu, evidence = expected
     devices = data.get("devices") or []
+    if data.get("mode") == "cpu":
+        return [device_result(data, dev) for dev in devices]
     if not data.get("device_count"):  # also with --device N: no GPU is a skip, not N failures
         if has_gpu:
             why = data.get("init_error") or "torch.cuda.device_count() is 0"
@@ -108,9 +118,12 @@ def interpret(python: str, result: runner.CommandResult, expected: tuple[bool, s
 
 def device_result(data: Mapping[str, Any], dev: Mapping[str, Any]) -> SmokeResult:
     index = dev.get("index")
-    test = f"kernel gpu{index}"
-    label = f"GPU {index} {dev.get('name', '')} (cc {dev.get('cc', '?')})".replace("  ", " ")
-    details = {"torch": data.get("torch"), "torch_cuda": data.get("torch_cuda"), "arch_list": data.get("arch_list"), **dict(dev)}
+    if index == "cpu":
+        test, label = "kernel cpu", f"CPU ({dev.get('threads', '?')} threads, oneDNN {'on' if dev.get('mkldnn') else 'off'})"
+    else:
+        test = f"kernel gpu{index}"
+        label = f"GPU {index} {dev.get('name', '')} (cc {dev.get('cc', '?')})".replace("  ", " ")
+    details = {"torch": data.get("torch"), "torch_cuda": data.get("torch_cuda"), "arch_list": data.get("arch_list"), "cudnn": data.get("cudnn"), **dict(dev)}
     if dev.get("error"):
         return failed(test, f"{label}: {dev['error']}", str(dev["error"]), details)
     checks = list(dev.get("checks") or [])
@@ -125,6 +138,10 @@ def device_result(data: Mapping[str, Any], dev: Mapping[str, Any]) -> SmokeResul
         names = ", ".join(c["name"] for c in bad)
         if errors:
             return failed(test, f"{label}: {names} raised: {errors[0]}", "\n".join(errors), details)
+        amp = [c for c in bad if c.get("why")]
+        if amp:  # a training step judged on its own terms (loss, gradients, scaler), not a tolerance
+            return SmokeResult(test, FAIL, f"{label}: {amp[0]['name']}: {amp[0]['why']}", details=details, error=amp[0]["why"],
+                               hint="mixed precision diverges or overflows: check the GPU (dmesg Xid, nvidia-smi -q ECC) and rerun with --device N")
         worst_bad = max(bad, key=lambda c: float(c.get("max_rel_error", 0.0)))
         return SmokeResult(test, FAIL, f"{label}: {names} outside tolerance (max rel error {float(worst_bad.get('max_rel_error', 0.0)):.3g} > {worst_bad.get('tolerance')})",
                            details=details, error="wrong results", hint="wrong answers without an error: suspect the GPU or driver; check dmesg for Xid errors and the GPU's clocks/ECC (nvidia-smi -q)")
@@ -133,4 +150,22 @@ def device_result(data: Mapping[str, Any], dev: Mapping[str, Any]) -> SmokeResul
     done = ", ".join(c["name"] for c in ran)
     skipped = [c for c in checks if c.get("status") == "skipped"]
     note = f"; skipped {', '.join(c['name'] for c in skipped)} ({skipped[0].get('why')})" if skipped else ""
-    return SmokeResult(test, PASS, f"{label}: {done} within tolerance (max rel error {worst:.2g}){'; GEMM ' + perf if perf else ''}{note}", details=details)
+    return SmokeResult(test, PASS, f"{label}: {done} within tolerance (max rel error {worst:.2g}){conv_note(data, dev)}{'; GEMM ' + perf if perf else ''}{note}", details=details)
+
+
+def conv_note(data: Mapping[str, Any], dev: Mapping[str, Any]) -> str:
+    """"; conv2d on Cudnn (cuDNN 9.24.0, /path/libcudnn.so.9)": where the convolutions ran."""
+    backends = sorted({b for b in (dev.get("conv_backends") or {}).values() if b})
+    if not backends:
+        return ""
+    text = f"; conv2d on {'/'.join(backends)}"
+    cudnn = data.get("cudnn") or {}
+    if dev.get("index") != "cpu" and cudnn.get("version"):
+        text += f" (cuDNN {cudnn_version_text(cudnn['version'])}{', ' + cudnn['library'] if cudnn.get('library') else ''})"
+    return text
+
+
+def cudnn_version_text(number: int) -> str:
+    """cudnnGetVersion()'s integer as a dotted version (92400 -> 9.24.0), by the one
+    description of cuDNN's version code (fwdoctor.libraries)."""
+    return library("cudnn").version_code.decode(int(number)) or str(number)

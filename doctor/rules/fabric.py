@@ -1,0 +1,392 @@
+"""Fabric and GPU-health rules: NVSwitch fabric manager, memory repairs, Xid, MIG, and the
+NCCL transport rules (environment switches; what an all-reduce's NCCL_DEBUG log showed).
+
+`RULES` are judged by `check`. `RUN_RULES` need `nccl.run` (the NCCL_DEBUG=INFO summary
+of a real all-reduce, doctor/smoke/nccl_log.py): `smoke allreduce` judges them beside the
+check facts of the same host, so `check` does not list them as "not checked".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fwdoctor.model import Facts, FixRef, Severity
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.versions import equal
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+
+# "Define and set to 1 to disable" each transport; NCCL_P2P_LEVEL=LOC (0 before 2.4.7)
+# "Never use P2P" (https://docs.nvidia.com/deeplearning/nccl/archives/nccl_2134/user-guide/docs/env.html).
+# NCCL reads them as integers (NCCL_PARAM), so any non-zero value counts as set here.
+DISABLE_VARS = ("NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE")
+
+
+def disabled(env: dict[str, str], name: str) -> bool:
+    value = str(env.get(name, "")).strip()
+    try:
+        return int(value) != 0
+    except ValueError:
+        return False
+
+
+def _nvlink_gpus(facts: Facts) -> list[dict[str, Any]]:
+    return [g for g in facts["topology.nvlink"] or [] if (g.get("active") or 0) > 0]
+
+
+# ----------------------------------------------------------------------------- fabric
+@rule("nvswitch-fabricmanager-not-running", needs=("fabric.nvswitches", "fabric.fabricmanager"))
+def nvswitch_fabricmanager_not_running(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        On a host whose PCI bus has NVSwitches (HGX/DGX A100 and H100 boards: PCI ids
+        10de:1af1 and 10de:22a3), checks that nvidia-fabricmanager is installed and that
+        its daemon (`nv-fabricmanager`) is running.
+
+    Why is this bad?
+        The NVSwitches route NVLink traffic only after the fabric manager has configured
+        them. Until then every GPU reports its fabric state as "In Progress" and CUDA
+        refuses to start: `cudaGetDeviceCount` returns error 802, "system not yet
+        initialized" (cudaErrorSystemNotReady), and `torch.cuda.is_available()` is False
+        on a machine full of healthy GPUs.
+
+    Example
+            $ lspci -d 10de:22a3 | wc -l       # 4 NVSwitches on an HGX H100
+            4
+            $ systemctl is-active nvidia-fabricmanager
+            inactive
+
+    Fix
+        Install the fabric manager of exactly the driver's version and start it:
+
+            sudo apt-get install nvidia-fabricmanager-580=580.95.05-1
+            sudo systemctl enable --now nvidia-fabricmanager
+    """
+    switches = facts["fabric.nvswitches"]
+    if not switches:
+        return None
+    fm = facts["fabric.fabricmanager"]
+    installed = fm.get("binary") or fm.get("package")
+    evidence = {"fabric.nvswitches": switches, "fabric.fabricmanager": fm}
+    fix = FixRef(commands=("sudo apt-get install nvidia-fabricmanager-<driver branch>   # the driver's exact version",
+                           "sudo systemctl enable --now nvidia-fabricmanager"))
+    if not installed:
+        return Hit(f"{len(switches)} NVSwitch(es) on the PCI bus but no nvidia-fabricmanager installed: CUDA will fail with \"system not yet initialized\"",
+                   evidence=evidence, fix=fix)
+    if fm.get("running") is None:
+        raise NotCheckable("whether nv-fabricmanager runs cannot be seen here (no processes under --root)")
+    if fm["running"]:
+        return None
+    return Hit(f"{len(switches)} NVSwitch(es) on the PCI bus and nvidia-fabricmanager {fm.get('version') or ''} installed but not running: CUDA will fail with \"system not yet initialized\"".replace("  ", " "),
+               evidence=evidence, fix=fix)
+
+
+@rule("fabricmanager-driver-mismatch", needs=("fabric.fabricmanager", "driver.version"))
+def fabricmanager_driver_mismatch(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Compares the installed nvidia-fabricmanager package's version with the loaded
+        driver's (/proc/driver/nvidia/version).
+
+    Why is this bad?
+        The fabric manager must be the same release as the driver ("The
+        nvidia-fabricmanager extension version has to match with the NVIDIA driver version
+        in use", Talos NVIDIA Fabric Manager guide); after a driver upgrade without the
+        matching fabric manager the daemon refuses to start, the NVSwitches stay
+        unconfigured and CUDA reports "system not yet initialized".
+
+    Example
+            driver 580.95.05, nvidia-fabricmanager-570 570.133.20-1
+
+    Fix
+        Install the fabric manager of the driver's exact version and restart it:
+
+            sudo apt-get install nvidia-fabricmanager-580=580.95.05-1
+            sudo systemctl restart nvidia-fabricmanager
+    """
+    fm = facts["fabric.fabricmanager"]
+    driver = facts["driver.version"]
+    if not fm.get("version") or not driver or equal(fm["version"], driver):
+        return None
+    return Hit(f"nvidia-fabricmanager is {fm['version']} ({fm.get('package')}) but the driver is {driver}: they must be the same release",
+               evidence={"fabric.fabricmanager": fm, "driver.version": driver},
+               fix=FixRef(commands=(f"sudo apt-get install nvidia-fabricmanager-{driver.split('.')[0]}   # version {driver}",
+                                    "sudo systemctl restart nvidia-fabricmanager")))
+
+
+# ----------------------------------------------------------------------------- GPU health
+@rule("gpu-memory-repair-pending", needs=("gpus.health",))
+def gpu_memory_repair_pending(facts: Facts, kb: KB) -> list[Hit]:
+    """What it does
+        Reads, per GPU through NVML (no root needed), whether retired pages are pending
+        (before Ampere) or a row remapping is pending or has failed (Ampere and later).
+
+    Why is this bad?
+        A pending retirement or remapping means the GPU found uncorrectable memory errors
+        and keeps using the bad rows until it is reset; jobs on it can crash with ECC
+        errors (Xid 48, 63, 64) or return wrong results. A failed remapping means the
+        GPU ran out of spare rows and needs service.
+
+    Example
+            $ nvidia-smi -q -d ROW_REMAPPER
+                Pending                   : Yes
+
+    Fix
+        Drain the GPU and reset it so the repair takes effect; a failed remapping is an
+        RMA case:
+
+            sudo nvidia-smi -r -i <index>      # or reboot the node
+    """
+    hits = []
+    for gpu in facts["gpus.health"]:
+        failed = gpu.get("remapping_failed") is True
+        pending = [name for name in ("retired_pages_pending", "remapped_rows_pending") if gpu.get(name) is True]
+        if not failed and not pending:
+            continue
+        what = "row remapping failed (no spare rows left)" if failed else " and ".join(p.replace("_", " ") for p in pending)
+        hits.append(Hit(f"GPU {gpu.get('index')} ({gpu.get('bus_id')}): {what}; reset the GPU before running jobs on it",
+                        evidence={"gpu": gpu}, severity=Severity.ERROR if failed else None,
+                        fix=FixRef(commands=(f"sudo nvidia-smi -r -i {gpu.get('index')}   # after draining it",))))
+    return hits
+
+
+@rule("gpu-xid-errors", needs=("gpus.xid_events",))
+def gpu_xid_errors(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Looks for "NVRM: Xid" lines in the kernel log (dmesg on a live host where it is
+        readable, else /var/log/kern.log, messages or syslog) and counts them per GPU
+        and Xid code.
+
+    Why is this bad?
+        An Xid is the driver reporting a GPU error: 79 "GPU has fallen off the bus", 48
+        a double-bit ECC error, 13/31/43 faults in an application, 74 an NVLink error.
+        Repeated Xids explain hangs, NCCL timeouts and wrong answers that no software
+        fix will cure.
+
+    Example
+            NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the bus.
+
+    Fix
+        Look up each code in NVIDIA's Xid catalog; hardware codes (48, 63, 64, 74, 79,
+        94, 95) mean draining the node and a reset, a reseat or service:
+
+            sudo dmesg -T | grep 'NVRM: Xid'
+    """
+    events = facts["gpus.xid_events"]
+    if not events:
+        return None
+    counts: dict[tuple[str, int], int] = {}
+    for e in events:
+        counts[(e["bus"], e["xid"])] = counts.get((e["bus"], e["xid"]), 0) + 1
+    summary = ", ".join(f"Xid {xid} x{n} on {bus}" for (bus, xid), n in sorted(counts.items()))
+    return Hit(f"the kernel log has {len(events)} NVIDIA Xid event(s): {summary}",
+               evidence={"xid_events": events[:20], "counts": {f"{bus} Xid {xid}": n for (bus, xid), n in counts.items()}, "source": facts.source("gpus.xid_events")},
+               fix=FixRef(commands=("sudo dmesg -T | grep 'NVRM: Xid'",), note="Hardware Xids (48, 63, 64, 74, 79, 94, 95): drain the node and reset or service the GPU."))
+
+
+@rule("gpu-mig-enabled", needs=("gpus.list",))
+def gpu_mig_enabled(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reports GPUs whose MIG (Multi-Instance GPU) mode is on, as NVML says.
+
+    Why is this bad?
+        Nothing is broken, but a MIG GPU is not one device any more: CUDA sees a MIG
+        instance only through CUDA_VISIBLE_DEVICES=MIG-<uuid>, one process sees one
+        instance, and NCCL does not run collectives across MIG instances. A training job
+        that expects the whole GPU gets a slice, or no GPU at all.
+
+    Example
+            $ nvidia-smi --query-gpu=index,mig.mode.current --format=csv
+            0, Enabled
+
+    Fix
+        Use MIG instances on purpose (one per process), or turn MIG off:
+
+            sudo nvidia-smi -i 0 -mig 0        # then reset the GPU
+    """
+    mig = [g for g in facts["gpus.list"] or [] if g.get("mig") is True]
+    if not mig:
+        return None
+    return Hit(f"MIG mode is on for GPU(s) {', '.join(str(g.get('index')) for g in mig)}: CUDA sees MIG instances, not whole GPUs, and NCCL cannot span them",
+               evidence={"gpus": [{"index": g.get("index"), "name": g.get("name"), "mig": True} for g in mig]},
+               fix=FixRef(commands=("sudo nvidia-smi -i <index> -mig 0   # then reset the GPU",)))
+
+
+# ----------------------------------------------------------------------------- NCCL
+def _env_of(facts: Facts) -> dict[str, str]:
+    env = dict(facts.get("nccl.env") or {})
+    run = facts.get("nccl.run") or {}
+    for key, value in (run.get("env") or {}).items():  # what NCCL itself says it was told
+        env.setdefault(key, value)
+    return env
+
+
+@rule("nccl-transport-disabled", needs=("nccl.env",), optional=("nccl.run",))
+def nccl_transport_disabled(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Looks for NCCL_IB_DISABLE, NCCL_P2P_DISABLE or NCCL_SHM_DISABLE set to a non-zero
+        value in the environment (and, after `smoke allreduce`, in what NCCL's log says
+        it was told: "NCCL_IB_DISABLE set by environment to 1.").
+
+    Why is this bad?
+        Each switches a fast transport off for every job started from this environment:
+        no InfiniBand/RoCE (traffic between nodes goes over TCP sockets), no GPU
+        peer-to-peer over NVLink or PCIe, no shared memory between GPUs of a node. They
+        are usually left over from debugging a hang, and cost a large factor of
+        bandwidth silently (nccl-tests busbw drops several-fold).
+
+    Example
+            $ env | grep NCCL_
+            NCCL_P2P_DISABLE=1
+
+    Fix
+        Unset them where they are set (shell profile, job script, container image ENV,
+        /etc/nccl.conf) unless a known bug needs them:
+
+            unset NCCL_IB_DISABLE NCCL_P2P_DISABLE NCCL_SHM_DISABLE
+    """
+    env = _env_of(facts)
+    off = [name for name in DISABLE_VARS if disabled(env, name)]
+    if not off:
+        return None
+    return Hit(f"{', '.join(f'{n}={env[n]}' for n in off)} set: NCCL will not use {', '.join(n.split('_')[1] for n in off)} and falls back to slower paths",
+               evidence={"nccl.env": {n: env[n] for n in off}},
+               fix=FixRef(commands=(f"unset {' '.join(off)}",), note="Also check job scripts, the image's ENV and /etc/nccl.conf."))
+
+
+@rule("nccl-p2p-disabled-nvlink", needs=("topology.nvlink",), optional=("nccl.env", "nccl.run"))
+def nccl_p2p_disabled_nvlink(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        On a host whose GPUs have active NVLinks (NVML, or NV# in `nvidia-smi topo -m`),
+        checks that NCCL may use peer-to-peer: NCCL_P2P_DISABLE not set, NCCL_P2P_LEVEL
+        not LOC, and (after `smoke allreduce`) that the GPUs of one node were connected
+        via P2P, not via SHM or the network.
+
+    Why is this bad?
+        NVLink is only used through peer-to-peer. With P2P off, NCCL copies through host
+        shared memory instead: on 8x A100/H100 that is a few percent of the NVLink
+        bandwidth, and an all-reduce that should take milliseconds takes tens.
+
+    Example
+            GPU0..7: 18 NVLinks active;  NCCL_P2P_DISABLE=1
+            NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct
+
+    Fix
+        Unset the switch; if P2P was disabled to work around a hang, fix the cause
+        instead (IOMMU/ACS on PCIe, a driver bug) and test with `fwdoctor smoke allreduce`:
+
+            unset NCCL_P2P_DISABLE NCCL_P2P_LEVEL
+    """
+    linked = _nvlink_gpus(facts)
+    if not linked:
+        return None
+    env = _env_of(facts)
+    reasons = []
+    if disabled(env, "NCCL_P2P_DISABLE"):
+        reasons.append(f"NCCL_P2P_DISABLE={env['NCCL_P2P_DISABLE']}")
+    if str(env.get("NCCL_P2P_LEVEL", "")).strip().upper() in ("LOC", "0"):
+        reasons.append(f"NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}")
+    run = facts.get("nccl.run") or {}
+    transports = run.get("transports") or {}
+    if transports and not any(t.startswith("P2P") for t in transports) and "SHM" in transports:
+        reasons.append(f"the all-reduce connected its GPUs via SHM ({transports['SHM']} channel(s)), never P2P")
+    if not reasons:
+        return None
+    return Hit(f"{len(linked)} GPU(s) have active NVLinks but NCCL peer-to-peer is off: {'; '.join(reasons)}",
+               evidence={"nvlink": linked, "reasons": reasons, "transports": transports},
+               fix=FixRef(commands=("unset NCCL_P2P_DISABLE NCCL_P2P_LEVEL",), note="Then rerun `fwdoctor smoke allreduce` and check the transports say P2P."))
+
+
+@rule("nccl-socket-with-ib", needs=("nccl.run", "fabric.ib_devices"))
+def nccl_socket_with_ib(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        After `smoke allreduce`, checks NCCL's own log: if traffic between nodes went
+        over NET/Socket (TCP) while this host has an InfiniBand or RoCE port in state
+        ACTIVE (/sys/class/infiniband/*/ports/*/state).
+
+    Why is this bad?
+        TCP sockets give a fraction of an RDMA network's bandwidth and add latency to
+        every step. NCCL falls back to sockets silently when it cannot use the IB devices:
+        NCCL_IB_DISABLE set, no libibverbs (rdma-core) in the container, the devices not
+        passed into it (/dev/infiniband), or NCCL_IB_HCA naming absent devices.
+
+    Example
+            NCCL INFO NET/IB : No device found.
+            NCCL INFO Channel 03/0 : 15[7] -> 6[6] [send] via NET/Socket/3
+            /sys/class/infiniband/mlx5_0/ports/1/state: 4: ACTIVE
+
+    Fix
+        Make the IB devices usable by NCCL: install rdma-core/libibverbs in the image,
+        run the container with --device=/dev/infiniband (or the RDMA device plugin),
+        unset NCCL_IB_DISABLE, and check NCCL_IB_HCA:
+
+            NCCL_DEBUG=INFO fwdoctor smoke allreduce ...   # expect "via NET/IB/.../GDRDMA"
+    """
+    run = facts["nccl.run"] or {}
+    socket_peers = [p for p in run.get("peers") or [] if p.get("transport") == "NET/Socket"]
+    if not socket_peers:
+        return None
+    active = [f"{d['name']}:{p['port']} ({p.get('link_layer')}, {p.get('rate')})" for d in facts["fabric.ib_devices"] for p in d.get("ports", []) if p.get("state") == "ACTIVE"]
+    if not active:
+        return None
+    ifaces = ", ".join(sorted({s["iface"] for s in run.get("socket_ifaces") or []})) or "?"
+    return Hit(f"NCCL sent {len(socket_peers)} inter-rank connection(s) over NET/Socket ({ifaces}) while InfiniBand/RoCE port(s) are ACTIVE: {', '.join(active)}",
+               evidence={"socket_peers": socket_peers[:8], "ib_active": active, "ib_none": run.get("ib_none"), "env": run.get("env")},
+               fix=FixRef(commands=("unset NCCL_IB_DISABLE", "docker run --device=/dev/infiniband ...   # and rdma-core/libibverbs in the image"),
+                          note="NCCL's log says why: look for 'NET/IB : No device found' or 'NCCL_IB_DISABLE set by environment'."))
+
+
+@rule("nccl-runtime-not-torch", needs=("nccl.run", "torch.requires"))
+def nccl_runtime_not_torch(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        After `smoke allreduce`, compares the NCCL version the ranks actually loaded (the
+        "NCCL version 2.x.y+cudaZ" line of NCCL_DEBUG=INFO) with the nvidia-nccl-cuNN
+        wheel this torch pins (its Requires-Dist), and checks that all ranks loaded the
+        same one.
+
+    Why is this bad?
+        torch is built and tested against the NCCL it pins. Another libnccl, loaded first
+        through LD_LIBRARY_PATH, LD_PRELOAD or a system package, can lack symbols torch
+        calls ("undefined symbol: ncclCommRegister"), behave differently in hangs and
+        error handling, or differ between nodes, which makes collectives fail at start-up.
+
+    Example
+            torch 2.14.1 requires nvidia-nccl-cu13==2.30.7
+            NCCL version 2.21.5+cuda12.4       # what the ranks printed
+
+    Fix
+        Let torch load its own NCCL: drop the other libnccl from LD_LIBRARY_PATH /
+        LD_PRELOAD (see `fwdoctor check` for nccl-shadowed), or reinstall the pinned wheel:
+
+            pip install --force-reinstall 'nvidia-nccl-cu13==2.30.7'
+    """
+    run = facts["nccl.run"] or {}
+    loaded = run.get("versions") or ([run["version"]] if run.get("version") else [])
+    if not loaded:
+        raise NotCheckable("NCCL's log has no 'NCCL version' line")
+    pins = {name: spec for name, spec in (facts["torch.requires"] or {}).items() if name.startswith("nvidia-nccl-")}
+    if len(loaded) > 1:
+        return Hit(f"the ranks loaded different NCCL versions: {', '.join(loaded)}", evidence={"versions": loaded, "pins": pins})
+    if not pins:
+        raise NotCheckable("this torch pins no nvidia-nccl wheel (a source build, or NCCL linked in)")
+    wheel, spec = next(iter(pins.items()))
+    wanted = str(spec).lstrip("=<>~! ").split(",")[0]
+    if not str(spec).startswith("==") or equal(loaded[0], wanted):
+        return None
+    return Hit(f"the all-reduce loaded NCCL {loaded[0]} but torch requires {wheel}{spec}",
+               evidence={"loaded": loaded[0], "cuda": run.get("cuda"), "torch.requires": {wheel: spec}},
+               fix=FixRef(commands=(f"pip install --force-reinstall '{wheel}{spec}'",), note="And remove other libnccl from LD_LIBRARY_PATH / LD_PRELOAD."))
+
+
+RULES: tuple[Rule, ...] = (
+    nvswitch_fabricmanager_not_running,
+    fabricmanager_driver_mismatch,
+    gpu_memory_repair_pending,
+    gpu_xid_errors,
+    gpu_mig_enabled,
+    nccl_transport_disabled,
+    nccl_p2p_disabled_nvlink,
+)
+
+# Judged by `smoke allreduce` with nccl.run known (and by a check over a saved facts file
+# that holds it); the first two of RULES again, because the log shows the run's own env.
+RUN_RULES: tuple[Rule, ...] = (nccl_socket_with_ib, nccl_runtime_not_torch, nccl_transport_disabled, nccl_p2p_disabled_nvlink)
