@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # each area module loads on first use of its property (see KB
     from fwdoctor.kb.build import BuildKB
     from fwdoctor.kb.cuda import CudaKB
     from fwdoctor.kb.docker import DockerKB
+    from fwdoctor.kb.frameworks import FrameworksKB
     from fwdoctor.kb.gpus import GpuKB
     from fwdoctor.kb.libs import LibsKB
     from fwdoctor.kb.torch import TorchKB
@@ -236,6 +237,12 @@ class KB:
         return self._area("torch.yaml", torch.from_yaml)
 
     @cached_property
+    def frameworks(self) -> FrameworksKB:  # JAX, TensorFlow, PaddlePaddle wheels
+        from fwdoctor.kb import frameworks
+
+        return self._area("frameworks.yaml", frameworks.from_yaml)
+
+    @cached_property
     def libs(self) -> LibsKB:  # cuDNN and NCCL
         from fwdoctor.kb import libs
 
@@ -256,4 +263,4 @@ class KB:
 
 
 # The areas `KB.load` validates up front.
-AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build")
+AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build", "frameworks")

@@ -1,0 +1,262 @@
+"""JAX, TensorFlow and PaddlePaddle as installed, read from files only (like probes/torch.py):
+each distribution's dist-info METADATA (version, Requires-Dist with its extras), TensorFlow's
+tensorflow/python/platform/build_info.py (the CUDA/cuDNN/GPU targets it was built for) and
+Paddle's paddle/version/__init__.py (cuda_version, cudnn_version, compiled_cuda_archs), plus
+every nvidia-* wheel in the environment. Nothing is imported (--deep does that, in a child).
+
+Shell equivalent:
+    ls "$SITE" | grep -E '^(jax|jaxlib|jax_cuda1[23]_(plugin|pjrt)|tensorflow|tensorflow_cpu|paddlepaddle(_gpu)?|nvidia_.*)-.*\\.dist-info$'
+    cat "$SITE/tensorflow/python/platform/build_info.py" "$SITE/paddle/version/__init__.py"
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+from typing import Any, Iterable
+
+from fwdoctor.host import Host, UnreadableError
+from fwdoctor.model import Fact, Facts, ProbeFailure
+from fwdoctor.probes.base import Read, probe
+from fwdoctor.probes.torch import _EXTRA_MARKER, _REQUIREMENT, import_dirs
+
+# A dist-info folder: NAME-VERSION.dist-info, NAME normalised with underscores (PEP 427).
+_DIST = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)\.dist-info$")
+_EXTRA = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
+_PLUGIN = re.compile(r"^jax-cuda(\d+)-plugin$")
+# Which distributions make up each framework (normalised names, PEP 503 with dashes).
+MEMBERS = {
+    "jax": ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "jax-cuda13-plugin", "jax-cuda13-pjrt"),
+    "tensorflow": ("tensorflow", "tensorflow-cpu"),
+    "paddle": ("paddlepaddle", "paddlepaddle-gpu"),
+}
+TF_BUILD_INFO = "tensorflow/python/platform/build_info.py"
+PADDLE_VERSION = "paddle/version/__init__.py"
+READS = (
+    Read("**/jax*.dist-info/METADATA", limit=256 * 1024),
+    Read("**/tensorflow*.dist-info/METADATA", limit=256 * 1024),
+    Read("**/paddlepaddle*.dist-info/METADATA", limit=256 * 1024),
+    Read(f"**/{TF_BUILD_INFO}", limit=64 * 1024),
+    Read(f"**/{PADDLE_VERSION}", limit=64 * 1024),
+)
+KEYS = ("frameworks.installed", "frameworks.nvidia_wheels")
+
+
+def normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@probe("frameworks", provides=KEYS)
+def frameworks_install(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    dirs = import_dirs(host, facts)
+    if dirs is None:
+        for key in KEYS:
+            yield Fact.unknown(key, f"no interpreter to inspect ({facts.why('python.site_packages')})")
+        return
+    dists = find_dists(host, dirs)
+    where = " ".join(dirs) or "no site dirs"
+    nvidia = {name: d["version"] for name, d in dists.items() if name.startswith("nvidia-")}
+    yield Fact("frameworks.nvidia_wheels", nvidia, source=where)
+    installed: list[dict[str, Any]] = []
+    for framework, names in MEMBERS.items():
+        present = {n: dists[n] for n in names if n in dists}
+        if not present:
+            continue
+        metas: dict[str, dict[str, Any]] = {}
+        for name, dist in present.items():
+            try:
+                text = host.read_text(posixpath.join(dist["path"], "METADATA"), limit=256 * 1024)
+            except UnreadableError as exc:
+                yield ProbeFailure("frameworks", f"cannot read {exc.path}: {exc.reason}")
+                text = None
+            metas[name] = parse_metadata(text or "")
+        build = {"jax": _jax, "tensorflow": _tensorflow, "paddle": _paddle}[framework]
+        try:
+            record = build(host, present, metas, nvidia)
+        except UnreadableError as exc:
+            yield ProbeFailure("frameworks", f"cannot read {exc.path}: {exc.reason}")
+            continue
+        installed.append(record)
+    yield Fact("frameworks.installed", installed, source=where)
+
+
+# --------------------------------------------------------------------------- locating
+def find_dists(host: Host, dirs: list[str]) -> dict[str, dict[str, str]]:
+    """{normalised name: {"version", "path" (the dist-info), "dir"}} for the frameworks' and
+    nvidia-* distributions, the first in import order winning (what `import` would load)."""
+    wanted = {n for names in MEMBERS.values() for n in names}
+    out: dict[str, dict[str, str]] = {}
+    for directory in dirs:
+        for entry in host.listdir(directory):
+            match = _DIST.match(entry)
+            if not match:
+                continue
+            name = normalise(match.group("name"))
+            if name in out or not (name in wanted or name.startswith("nvidia-")):
+                continue
+            out[name] = {"version": match.group("version"), "path": posixpath.join(directory, entry), "dir": directory}
+    return out
+
+
+# --------------------------------------------------------------------------- parsers
+def parse_metadata(text: str) -> dict[str, Any]:
+    """{"version", "requires_python", "requires": [(name, specifier, extra or None)]} from a
+    METADATA file's headers. Unlike the torch probe this keeps requirements of extras: a
+    framework's nvidia-* wheels come from one (`jax[cuda13]` -> plugin[with-cuda],
+    `tensorflow[and-cuda]`)."""
+    out: dict[str, Any] = {"version": None, "requires_python": None, "requires": []}
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key, value = key.strip().lower(), value.strip()
+        if key == "version" and out["version"] is None:
+            out["version"] = value
+        elif key == "requires-python":
+            out["requires_python"] = value
+        elif key == "requires-dist":
+            match = _REQUIREMENT.match(value)
+            if match is None:
+                continue
+            marker = match.group("marker") or ""
+            extra = _EXTRA.search(marker) if _EXTRA_MARKER.search(marker) else None
+            spec = ",".join(sorted(s.strip() for s in match.group("spec").strip().strip("()").split(",") if s.strip()))
+            out["requires"].append((normalise(match.group("name")), spec, extra.group(1) if extra else None))
+    return out
+
+
+def parse_build_info(text: str) -> dict[str, Any]:
+    """TensorFlow's generated build_info.py: `build_info = collections.OrderedDict([(k, v),
+    ...])`, read without executing it. {} when the shape is not that."""
+    match = re.search(r"OrderedDict\((\[.*\])\)", text, re.S)
+    if not match:
+        return {}
+    try:
+        pairs = ast.literal_eval(match.group(1))
+    except (ValueError, SyntaxError):
+        return {}
+    return {str(k): v for k, v in pairs} if isinstance(pairs, list) else {}
+
+
+_ASSIGN = re.compile(r"^(\w+)\s*=\s*(.+?)\s*$", re.M)
+
+
+def parse_paddle_version(text: str) -> dict[str, Any]:
+    """The literal assignments of paddle/version/__init__.py (full_version, cuda_version,
+    cudnn_version, nccl_version, compiled_cuda_archs, ...). 'False' means "not built with"."""
+    out: dict[str, Any] = {}
+    for name, value in _ASSIGN.findall(text):
+        try:
+            out[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            continue
+    return out
+
+
+def _cuda_requires(meta: dict[str, Any], extra: str) -> dict[str, str]:
+    return {name: spec for name, spec, ex in meta["requires"] if ex == extra and name.startswith("nvidia-")}
+
+
+def _in_force(requires: dict[str, str], nvidia: dict[str, str]) -> bool:
+    """Were the CUDA extra's wheels installed (jax[cuda13], tensorflow[and-cuda])? Yes when
+    any of them is: a `-local` install uses the system's CUDA and has none."""
+    return any(name in nvidia for name in requires)
+
+
+def _jax(host: Host, present: dict, metas: dict, nvidia: dict[str, str]) -> dict[str, Any]:
+    packages = {n: d["version"] for n, d in present.items()}
+    version = packages.get("jax") or packages.get("jaxlib")
+    plugins = sorted(n for n in present if _PLUGIN.match(n))
+    plugin = plugins[-1] if plugins else None
+    cuda = _PLUGIN.match(plugin).group(1) if plugin else None
+    requires: dict[str, str] = {}
+    requires_from = None
+    if plugin:
+        extra_reqs = _cuda_requires(metas[plugin], "with-cuda")
+        if _in_force(extra_reqs, nvidia):
+            requires, requires_from = extra_reqs, f"{plugin} {packages[plugin]} [with-cuda]"
+    # The pairing jax itself declares: its jaxlib range, and plugin == jax for each cudaNN extra.
+    pairing: dict[str, str] = {}
+    jax_meta = metas.get("jax")
+    if jax_meta:
+        for name, spec, extra in jax_meta["requires"]:
+            if name == "jaxlib" and extra is None:
+                pairing["jaxlib"] = spec
+            elif plugin and name == plugin and extra == f"cuda{cuda}":
+                pairing[plugin] = spec
+    if plugin:
+        pjrt = f"jax-cuda{cuda}-pjrt"
+        for name, spec, extra in metas[plugin]["requires"]:
+            if name == pjrt and extra is None:
+                pairing[pjrt] = spec
+    return {
+        "framework": "jax",
+        "version": version,
+        "packages": packages,
+        "gpu_build": plugin is not None,
+        "cuda": cuda,
+        "cudnn": None,
+        "arch_list": None,
+        "requires": requires,
+        "requires_from": requires_from,
+        "pairing": pairing,
+        "location": posixpath.join(present.get("jax", present.get("jaxlib"))["dir"], "jax" if "jax" in present else "jaxlib"),
+    }
+
+
+def _tensorflow(host: Host, present: dict, metas: dict, nvidia: dict[str, str]) -> dict[str, Any]:
+    name = "tensorflow" if "tensorflow" in present else "tensorflow-cpu"
+    dist = present[name]
+    info = parse_build_info(host.read_text(posixpath.join(dist["dir"], TF_BUILD_INFO), limit=64 * 1024) or "")
+    extra_reqs = _cuda_requires(metas[name], "and-cuda")
+    in_force = _in_force(extra_reqs, nvidia)
+    gpu = info.get("is_cuda_build") if "is_cuda_build" in info else None
+    caps = info.get("cuda_compute_capabilities")
+    return {
+        "framework": "tensorflow",
+        "version": dist["version"],
+        "packages": {n: d["version"] for n, d in present.items()},
+        "gpu_build": gpu,
+        "cuda": str(info["cuda_version"]) if info.get("cuda_version") else None,
+        "cudnn": str(info["cudnn_version"]) if info.get("cudnn_version") else None,
+        "arch_list": [str(c) for c in caps] if isinstance(caps, list) else None,
+        "requires": extra_reqs if in_force else {},
+        "requires_from": f"{name} {dist['version']} [and-cuda]" if in_force else None,
+        "cuda_extra": extra_reqs,
+        "pairing": {},
+        "location": posixpath.join(dist["dir"], "tensorflow"),
+        "build_info": f"{dist['dir']}/{TF_BUILD_INFO}" if info else None,
+    }
+
+
+def _paddle(host: Host, present: dict, metas: dict, nvidia: dict[str, str]) -> dict[str, Any]:
+    name = "paddlepaddle-gpu" if "paddlepaddle-gpu" in present else "paddlepaddle"
+    dist = present[name]
+    info = parse_paddle_version(host.read_text(posixpath.join(dist["dir"], PADDLE_VERSION), limit=64 * 1024) or "")
+
+    def built(key: str) -> str | None:
+        value = info.get(key)
+        return None if value in (None, "False", "None", "0", False, "") else str(value)
+
+    archs = info.get("compiled_cuda_archs")
+    # Newer GPU wheels (Paddle's own index) declare nvidia-* wheels without an extra.
+    requires = {n: s for n, s, ex in metas[name]["requires"] if ex is None and n.startswith("nvidia-")}
+    return {
+        "framework": "paddle",
+        "version": dist["version"],
+        "packages": {n: d["version"] for n, d in present.items()},
+        "gpu_build": (built("cuda_version") is not None) if info else None,
+        "cuda": built("cuda_version"),
+        "cudnn": built("cudnn_version"),
+        "arch_list": [f"sm_{a}" for a in archs] if isinstance(archs, list) and archs else None,
+        "requires": requires,
+        "requires_from": f"{name} {dist['version']}" if requires else None,
+        "pairing": {},
+        "location": posixpath.join(dist["dir"], "paddle"),
+    }
+
+
+PROBES = (frameworks_install,)
