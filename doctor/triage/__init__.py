@@ -1,0 +1,144 @@
+"""Triage a bug report: find the environment fragments pasted into it, turn them into Facts.
+
+    facts, fragments = triage(text)
+
+Each parser (one module per fragment kind) reads the report's numbered lines and returns
+`Fragment`s with the facts they establish, each fact's source naming its lines ("report
+line 12-14: collect_env"). `triage` merges them: when two fragments state one key
+differently, the more trusted kind wins (fwdoctor.triage.base.PRIORITY; then the earlier
+line) and the disagreement is noted on the loser. Every key a rule reads that no fragment
+establishes is UNKNOWN with why "the report does not show ...": triage never guesses, and
+a rule that needs such a key says "not checked".
+
+"CUDA version" means three things in reports, each kept apart: nvidia-smi's header is the
+driver's (driver.cuda_version), nvcc's is a toolkit's (cuda.toolkits; cuda.active only
+where the report shows CUDA_HOME's), collect_env's "CUDA used to build PyTorch" and
+torch.version.cuda are torch's (torch.cuda). A bare "CUDA 12.1" in prose is none of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fwdoctor.model import Fact, Facts
+from fwdoctor.rules import RULES
+from fwdoctor.triage import build_config, collect_env, dpkg_rpm, driver_version, ds_report, errors, gcc, hf_env, nvcc, nvidia_smi, packages, repl
+from fwdoctor.triage.base import PRIORITY, Fragment
+from fwdoctor.triage.text import Lines
+
+__all__ = ["Fragment", "PARSERS", "UNSHOWN", "triage"]
+
+PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
+    collect_env.find, build_config.find, nvidia_smi.find, driver_version.find, nvcc.find, gcc.find, packages.find,
+    dpkg_rpm.find, ds_report.find, hf_env.find, repl.find, errors.find,
+)
+
+# What would establish each key a rule reads: the "not checked" reason names the command.
+UNSHOWN = {
+    "driver.version": "the driver version (`nvidia-smi`, or `cat /proc/driver/nvidia/version`)",
+    "driver.loaded": "whether the NVIDIA kernel module is loaded (`nvidia-smi`, `cat /proc/driver/nvidia/version`)",
+    "driver.cuda_version": "the CUDA version the driver supports (the `nvidia-smi` header)",
+    "driver.userspace_libs": "the user-space driver libraries' version (`dpkg -l | grep libnvidia-compute`, or `ls -l /usr/lib/x86_64-linux-gnu/libcuda.so.*`)",
+    "driver.nvml_error": "whether NVML initialises (`nvidia-smi`)",
+    "driver.module_flavor": "the kernel module flavour (`cat /proc/driver/nvidia/version`)",
+    "driver.nouveau_loaded": "whether nouveau is loaded (`lsmod | grep nouveau`)",
+    "pci.nvidia_gpus": "the GPUs on the PCI bus (`lspci -nn | grep -i nvidia`)",
+    "gpus.list": "which GPUs there are (`nvidia-smi`, or collect_env's GPU models)",
+    "cuda.toolkits": "which CUDA toolkits are installed (`nvcc -V`, `ls -d /usr/local/cuda*`)",
+    "cuda.active": "the toolkit torch builds extensions with (`echo $CUDA_HOME; $CUDA_HOME/bin/nvcc -V`; an nvcc on PATH alone does not say it)",
+    "cuda.pointers": "where PATH, CUDA_HOME and /usr/local/cuda point",
+    "compilers.gcc_default": "the default gcc (`gcc --version`)",
+    "compilers.nvcc_host": "the host compiler nvcc runs (its -ccbin, NVCC_CCBIN, nvcc.profile; `gcc --version` alone does not say it)",
+    "torch.installed": "whether torch is installed (`python -m torch.utils.collect_env`)",
+    "torch.version": "torch's version (`python -m torch.utils.collect_env`)",
+    "torch.cuda": "the CUDA torch was built for (collect_env's 'CUDA used to build PyTorch', or torch.version.cuda)",
+    "torch.arch_list": "torch's GPU architectures (`python -c 'import torch; print(torch.cuda.get_arch_list())'`)",
+    "python.version": "the Python version",
+    "python.executable": "which Python ran (`which python`)",
+    "cudnn.installs": "which cuDNN libraries are installed (`pip list | grep cudnn`, `ldconfig -p | grep cudnn`)",
+    "nccl.installs": "which NCCL libraries are installed (`pip list | grep nccl`, `ldconfig -p | grep nccl`)",
+    "system.shm_bytes": "the size of /dev/shm (`df -h /dev/shm`)",
+    "report.errors": "",
+}
+
+
+def triage(text: str) -> tuple[Facts, list[Fragment]]:
+    """The facts a report's text establishes, and the fragments they came from. Never raises."""
+    lines = Lines.of(text or "")
+    fragments: list[Fragment] = []
+    for parse in PARSERS:
+        try:
+            fragments.extend(parse(lines))
+        except Exception as exc:  # a parser bug must not cost the rest of the report
+            fragments.append(Fragment("parser-error", 1, 1, notes=[f"{parse.__module__}: {type(exc).__name__}: {exc}"]))
+    fragments.sort(key=lambda f: (f.start, f.end))
+    return _merge(fragments), fragments
+
+
+def _merge(fragments: list[Fragment]) -> Facts:
+    chosen: dict[str, tuple[int, int, Fact, Fragment]] = {}
+    error_entries: list[dict[str, Any]] = []
+    error_sources: list[str] = []
+    toolkits: list[tuple[Fact, dict[str, Any]]] = []
+    for frag in fragments:
+        rank = PRIORITY.get(frag.kind, 50)
+        for fact in frag.facts:
+            if fact.key == "report.errors":
+                error_entries.extend(fact.value)
+                error_sources.append(fact.source.split(":")[0])
+                continue
+            if fact.key == "cuda.toolkits":  # every toolkit the report shows, once per version+root
+                for tk in fact.value:
+                    toolkits.append((fact, tk))
+                continue
+            held = chosen.get(fact.key)
+            if held is None or _better(fact, rank, held[2], held[0]):
+                if held is not None and held[2].value != fact.value:
+                    held[3].notes.append(f"{fact.key} = {_brief(held[2].value)} here, but {fact.source} says {_brief(fact.value)} (used)")
+                chosen[fact.key] = (rank, frag.start, fact, frag)
+            elif held[2].value != fact.value:
+                frag.notes.append(f"{fact.key} = {_brief(fact.value)} here, but {held[2].source} says {_brief(held[2].value)} (used)")
+    facts = [held[2] for held in chosen.values()]
+    if toolkits:
+        seen: dict[tuple[str, str], dict[str, Any]] = {}
+        sources: list[str] = []
+        for fact, tk in toolkits:
+            key = (str(tk.get("version")), str(tk.get("root")))
+            if key not in seen:
+                seen[key] = tk
+                sources.append(fact.source)
+        facts.append(Fact("cuda.toolkits", list(seen.values()), source="; ".join(dict.fromkeys(sources))))
+    facts.append(Fact("report.errors", error_entries, source="; ".join(error_sources) or "the whole report"))
+    known = {f.key for f in facts}
+    # torch.installed follows from a torch version; driver.loaded from a driver version.
+    for key, because in (("torch.installed", "torch.version"), ("driver.loaded", "driver.version")):
+        if key not in known and because in known:
+            facts.append(Fact(key, True, source=next(f.source for f in facts if f.key == because)))
+            known.add(key)
+    for key in _keys_rules_read():
+        if key not in known:
+            what = UNSHOWN.get(key) or key
+            facts.append(Fact.unknown(key, f"the report does not show {what}"))
+    return Facts(facts)
+
+
+def _better(new: Fact, new_rank: int, old: Fact, old_rank: int) -> bool:
+    """Whether `new` replaces `old` for one key: the more trusted kind, except that a pasted
+    GPU table is often cut short, so the longer GPU list wins first."""
+    if new.key == "gpus.list" and isinstance(new.value, list) and isinstance(old.value, list) and len(new.value) != len(old.value):
+        return len(new.value) > len(old.value)
+    return new_rank > old_rank
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return repr([v.get("name") or v.get("version") for v in value])
+    return repr(value)
+
+
+def _keys_rules_read() -> list[str]:
+    keys: dict[str, None] = {}
+    for item in RULES:
+        for key in (*item.needs, *item.optional):
+            keys.setdefault(key, None)
+    return list(keys)

@@ -1,0 +1,41 @@
+"""`nvcc -V` / `nvcc --version`: "Cuda compilation tools, release 11.8, V11.8.89".
+
+This is the nvcc the person ran: the one on PATH unless the prompt line shows a path
+(`/usr/local/cuda-12.1/bin/nvcc -V`). torch builds extensions with CUDA_HOME's nvcc first,
+so an nvcc on PATH is one of cuda.toolkits, never cuda.active by itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fwdoctor.triage.base import VERSION, Fragment, toolkit_entry
+from fwdoctor.triage.text import Lines, command
+
+_RELEASE = re.compile(r"Cuda compilation tools, release (\d+\.\d+)(?:, V(" + VERSION + r"))?", re.IGNORECASE)
+_PATH = re.compile(r"(\S*/)bin/nvcc\b")
+
+
+def find(lines: Lines) -> list[Fragment]:
+    out: list[Fragment] = []
+    for i, text in enumerate(lines.norm):
+        match = _RELEASE.search(text)
+        if not match or re.match(r"^\s*(NVCC|nvcc)\s*:?\s+Cuda", text) and not text.lstrip().startswith("nvcc: NVIDIA"):
+            continue  # OpenMMLab's "NVCC: Cuda compilation tools ..." belongs to its env block
+        start = i
+        for j in range(i - 1, max(-1, i - 6), -1):
+            if "nvcc" in lines.norm[j].lower() or "Cuda compiler driver" in lines.norm[j]:
+                start = j
+        version = match.group(2) or match.group(1)
+        root = None
+        for j in range(start, max(-1, start - 2), -1):
+            cmd = command(lines.norm[j]) or ""
+            path = _PATH.search(cmd)
+            if path and path.group(1).startswith("/"):
+                root = path.group(1).rstrip("/")
+                start = j
+        frag = Fragment("nvcc", start + 1, i + 1)
+        via = "nvcc run by path" if root else "nvcc on PATH"
+        frag.add("cuda.toolkits", [toolkit_entry(version, via, root=root, nvcc=f"{root}/bin/nvcc" if root else None)], i + 1)
+        out.append(frag)
+    return out

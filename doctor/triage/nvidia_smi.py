@@ -1,0 +1,114 @@
+"""`nvidia-smi` as people paste it: the table (header "NVIDIA-SMI 535.104.05  Driver Version:
+535.104.05  CUDA Version: 12.2" and one row per GPU), `nvidia-smi --version`, `nvidia-smi -L`,
+and its errors.
+
+"CUDA Version" in this header is the newest CUDA the *driver* supports (NVML's
+nvmlSystemGetCudaDriverVersion) -> driver.cuda_version; never the toolkit or torch's CUDA.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fwdoctor.triage.base import VERSION, Fragment, gpu_entry
+from fwdoctor.triage.text import Lines
+
+_SMI = re.compile(r"NVIDIA-SMI\s+(" + VERSION + r")")
+_DRIVER = re.compile(r"Driver Version\s*:\s*(" + VERSION + r")", re.IGNORECASE)
+_CUDA = re.compile(r"CUDA Version\s*:\s*(\d+\.\d+)", re.IGNORECASE)
+_ROW = re.compile(
+    r"^\|\s*(\d+)\s+(.+?)\s+(?:On|Off|WDDM|TCC)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+_LIST = re.compile(r"^\s*GPU (\d+): (.+?) \(UUID: GPU-")
+_MISMATCH = re.compile(r"Failed to initialize NVML: (.*)$", re.IGNORECASE)
+_NVML_LIB = re.compile(r"NVML library version:\s*(" + VERSION + r")")
+_NO_DRIVER = re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", re.IGNORECASE)
+_NO_DEVICES = re.compile(r"^\s*No devices were found\s*$")
+
+
+def find(lines: Lines) -> list[Fragment]:
+    out: list[Fragment] = []
+    norm = lines.norm
+    i = 0
+    while i < len(norm):
+        text = norm[i]
+        if _SMI.search(text) or (re.match(r"^\s*DRIVER version\s*:", text, re.IGNORECASE)):
+            frag, i = _table(lines, i)
+            if frag.facts:
+                out.append(frag)
+            continue
+        match = _MISMATCH.search(text)
+        if match:
+            frag = Fragment("nvidia-smi", i + 1, i + 1)
+            frag.add("driver.nvml_error", f"Failed to initialize NVML: {match.group(1).strip()}", i + 1)
+            if i + 1 < len(norm):
+                lib = _NVML_LIB.search(norm[i + 1])
+                if lib:  # nvidia-smi 550+ adds the library's own version
+                    frag.add("driver.userspace_libs", [{"path": "libnvidia-ml (as nvidia-smi reports it)", "name": "libnvidia-ml", "version": lib.group(1)}], i + 2)
+                    frag.end = i + 2
+            out.append(frag)
+        elif _NO_DRIVER.search(text):
+            frag = Fragment("nvidia-smi", i + 1, i + 1)
+            frag.add("driver.nvml_error", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", i + 1)
+            out.append(frag)
+        elif _NO_DEVICES.match(text):
+            frag = Fragment("nvidia-smi", i + 1, i + 1)
+            frag.add("gpus.list", [], i + 1)
+            frag.notes.append("nvidia-smi: No devices were found")
+            out.append(frag)
+        elif _LIST.match(text):
+            start = i
+            gpus = []
+            while i < len(norm) and _LIST.match(norm[i]):
+                m = _LIST.match(norm[i])
+                assert m is not None
+                gpus.append(gpu_entry(int(m.group(1)), m.group(2)))
+                i += 1
+            frag = Fragment("nvidia-smi -L", start + 1, i)
+            frag.add("gpus.list", gpus)
+            out.append(frag)
+            continue
+        i += 1
+    return out
+
+
+def _table(lines: Lines, i: int) -> tuple[Fragment, int]:
+    """The header near line i (wrapped pastes split it over up to 3 lines), then GPU rows."""
+    norm = lines.norm
+    frag = Fragment("nvidia-smi", i + 1, i + 1)
+    window = range(max(0, i - 1), min(len(norm), i + 3))
+    driver = cuda = None
+    for j in window:
+        driver = driver or _match(_DRIVER, norm[j], j)
+        cuda = cuda or _match(_CUDA, norm[j], j)
+    if driver:
+        frag.add("driver.version", driver[0], driver[1] + 1)
+        frag.add("driver.loaded", True, driver[1] + 1)
+        frag.add("driver.nvml_error", None, driver[1] + 1)  # the table printed: NVML initialised
+    if cuda:
+        frag.add("driver.cuda_version", cuda[0], cuda[1] + 1)
+    # GPU rows follow within the next ~40 lines, until the processes table.
+    gpus: list[dict[str, Any]] = []
+    last = max(j for j in window) if window else i
+    j = i + 1
+    while j < min(len(norm), i + 60):
+        text = norm[j]
+        if re.search(r"\bProcesses\s*:", text) or _SMI.search(text):
+            break
+        row = _ROW.match(text)
+        if row:
+            name = re.sub(r"\.\.\.$", "", row.group(2).strip()).strip()
+            gpus.append(gpu_entry(int(row.group(1)), name, bus_id=row.group(3)))
+            last = j
+        j += 1
+    if gpus:
+        frag.add("gpus.list", gpus, i + 1, last + 1)
+        if any(len(g["name"]) >= 18 for g in gpus):
+            frag.notes.append("nvidia-smi truncates long GPU names; a truncated name may not identify the model")
+    frag.end = max(frag.end, last + 1)
+    return frag, max(j, i + 1)
+
+
+def _match(pattern: re.Pattern[str], text: str, j: int) -> tuple[str, int] | None:
+    m = pattern.search(text)
+    return (m.group(1), j) if m else None

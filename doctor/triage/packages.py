@@ -1,0 +1,62 @@
+"""torch in `pip list`, `pip freeze` (also collect_env's "[pip3] torch==2.1.0") and
+`conda list` (also "[conda] pytorch 1.10.2 py3.7_cuda10.2_cudnn7.6.5_0 pytorch").
+
+A wheel's local tag says its CUDA ("+cu121" -> 12.1, "+cpu" -> none); a conda build string
+does too ("py3.10_cuda12.1_cudnn8_0", conda-forge "cuda120_py310h..." -> 12.0, "*cpu*" ->
+none). A bare "2.1.0" from PyPI does not say which CUDA it has: torch.cuda stays unknown.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fwdoctor.triage.base import Fragment, cuda_from_local
+from fwdoctor.triage.text import Lines
+
+_FREEZE = re.compile(r"^\s*(?:\[pip3?\]\s*)?(torch)\s*==\s*(\d[\w.+-]*)\s*$", re.IGNORECASE)
+_PIP = re.compile(r"^\s*(torch)\s+(\d[\w.+-]*)(?:\s+(/\S+|\S+site-packages\S*))?\s*$", re.IGNORECASE)
+_CONDA = re.compile(r"^\s*(?:\[conda\]\s*)?(pytorch|torch)\s+(\d[\w.+-]*)\s+(\S+)(?:\s+(\S+))?\s*$", re.IGNORECASE)
+
+
+def _conda_cuda(build: str, channel: str | None) -> tuple[bool, str | None]:
+    if build == "pypi_0" or channel == "pypi":
+        return False, None
+    match = re.search(r"cuda(\d+)\.(\d+)", build)
+    if match:
+        return True, f"{match.group(1)}.{match.group(2)}"
+    match = re.search(r"cuda(\d{2,3})(?:_|$)", build)
+    if match:
+        digits = match.group(1)
+        return True, f"{digits[:-1]}.{digits[-1]}"
+    if re.search(r"(^|_)cpu(_|$)", build):
+        return True, None
+    return False, None
+
+
+def find(lines: Lines) -> list[Fragment]:
+    out = []
+    for i, text in enumerate(lines.norm):
+        conda = _CONDA.match(text)
+        if conda and not _PIP.match(text):
+            version, build, channel = conda.group(2), conda.group(3), conda.group(4)
+            frag = Fragment("conda list", i + 1, i + 1)
+            frag.add("torch.installed", True)
+            frag.add("torch.version", version)
+            settled, cuda = _conda_cuda(build, channel)
+            if not settled:
+                settled, cuda = cuda_from_local(version)
+            if settled:
+                frag.add("torch.cuda", cuda)
+            out.append(frag)
+            continue
+        match = _FREEZE.match(text) or _PIP.match(text)
+        if match:
+            version = match.group(2)
+            frag = Fragment("pip list", i + 1, i + 1)
+            frag.add("torch.installed", True)
+            frag.add("torch.version", version)
+            settled, cuda = cuda_from_local(version)
+            if settled:
+                frag.add("torch.cuda", cuda)
+            out.append(frag)
+    return out

@@ -1,0 +1,70 @@
+"""What people print from Python: `torch.__version__`, `torch.version.cuda`,
+`torch.cuda.get_arch_list()`, at a `>>>` prompt (answer on the next line) or inline
+("torch.version.cuda: 12.1", "torch.__version__ = 2.1.0+cu121")."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from fwdoctor.triage.base import VERSION, Fragment
+from fwdoctor.triage.text import Lines
+
+_EXPR = {
+    "torch.__version__": "version",
+    "torch.version.cuda": "cuda",
+    "torch.cuda.get_arch_list()": "arch",
+}
+_INLINE = re.compile(r"^\s*(?:print\()?(torch\.__version__|torch\.version\.cuda|torch\.cuda\.get_arch_list\(\))\)?\s*[:=]\s*(.+)$")
+_ASK = re.compile(r"^\s*(?:>>>\s*|In \[\d+\]:\s*)(?:print\()?(torch\.__version__|torch\.version\.cuda|torch\.cuda\.get_arch_list\(\))\)?\s*$")
+
+
+def _value(kind: str, text: str) -> tuple[bool, object]:
+    text = text.strip()
+    text = re.sub(r"^Out\[\d+\]:\s*", "", text)
+    if kind == "arch":
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return False, None
+        ok = isinstance(value, list) and all(isinstance(v, str) and re.fullmatch(r"(sm|compute)_\d+[af]?", v) for v in value)
+        return ok, value if ok else None
+    bare = text.strip("'\"")
+    if kind == "cuda" and bare == "None":
+        return True, None
+    if kind == "cuda" and re.fullmatch(r"\d+\.\d+", bare):
+        return True, bare
+    if kind == "version" and re.fullmatch(VERSION + r"(?:[\w.+-]*)", bare):
+        return True, bare
+    return False, None
+
+
+def find(lines: Lines) -> list[Fragment]:
+    out = []
+    norm = lines.norm
+    for i, text in enumerate(norm):
+        answer = None
+        match = _ASK.match(text)
+        if match and i + 1 < len(norm):
+            answer = (match.group(1), norm[i + 1], i + 2)
+        else:
+            match = _INLINE.match(text)
+            if match:
+                answer = (match.group(1), match.group(2), i + 1)
+        if not answer:
+            continue
+        expr, raw, end = answer
+        kind = _EXPR[expr]
+        ok, value = _value(kind, raw)
+        if not ok:
+            continue
+        frag = Fragment("python", i + 1, end)
+        if kind == "version":
+            frag.add("torch.installed", True)
+            frag.add("torch.version", value)
+        elif kind == "cuda":
+            frag.add("torch.cuda", value)
+        else:
+            frag.add("torch.arch_list", value)
+        out.append(frag)
+    return out

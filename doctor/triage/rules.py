@@ -1,0 +1,134 @@
+"""Findings a report's own error text establishes when the facts the regular rule needs
+are not in it.
+
+A pasted "Failed to initialize NVML: Driver/library version mismatch" *is* NVML saying
+the kernel module and its libraries differ, even when the report shows neither version;
+torch's "found version 11040" is torch saying the driver is too old for it. Each rule
+here has the id of the regular rule with the same meaning and runs only where that rule
+could not (it said "not checked"), so a report never gets one finding twice. They read
+`report.errors` (fwdoctor.triage.errors) and quote the line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from fwdoctor import arch
+from fwdoctor.model import Facts, FixRef
+from fwdoctor.rules.base import Hit, Rule, rule
+from fwdoctor.versions import major
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+
+
+def _errors(facts: Facts, kind: str) -> list[dict[str, Any]]:
+    return [e for e in facts.get("report.errors") or [] if e.get("kind") == kind]
+
+
+def _line(error: dict[str, Any]) -> str:
+    return f"report line {error['line']}: \"{error['text']}\""
+
+
+@rule("driver-library-mismatch", needs=("report.errors",))
+def nvml_mismatch(facts: Facts, kb: KB) -> Hit | None:
+    """NVML's or the kernel's own mismatch message (see driver-library-mismatch)."""
+    said = _errors(facts, "nvml-mismatch") + _errors(facts, "nvrm-api-mismatch")
+    if not said:
+        return None
+    return Hit(
+        f"the kernel module and the user-space driver libraries differ: {_line(said[0])}",
+        evidence={"report.errors": said},
+        fix=FixRef(
+            commands=("sudo reboot", "sudo systemctl stop nvidia-persistenced; sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; sudo modprobe nvidia"),
+            note="Usually a driver upgrade without a reboot: rebooting loads the module that matches the libraries.",
+        ),
+    )
+
+
+@rule("driver-too-old-for-torch", needs=("report.errors",), optional=("driver.cuda_version", "torch.cuda", "torch.version"))
+def driver_cuda_too_old(facts: Facts, kb: KB) -> Hit | None:
+    """torch's "driver on your system is too old (found version N)", or a driver whose
+    CUDA (nvidia-smi's header) is of an older major than torch's CUDA: minor-version
+    compatibility never crosses a major (see driver-too-old-for-torch)."""
+    torch_cuda = facts.get("torch.cuda")
+    driver_cuda = facts.get("driver.cuda_version")
+    said = _errors(facts, "driver-too-old")
+    version = facts.get("torch.version")
+    who = f"torch {version}" if version else "torch"
+    if said:
+        message = f"{who} reports the driver is too old for it: {_line(said[0])} (the driver supports CUDA {said[0]['driver_cuda']})"
+    elif torch_cuda and driver_cuda and (major(driver_cuda) or 0) < (major(torch_cuda) or 0):
+        message = f"{who} is built for CUDA {torch_cuda}; the driver supports only up to CUDA {driver_cuda} ({facts.source('driver.cuda_version')}), an older major"
+    else:
+        return None
+    newest = driver_cuda or (said[0]["driver_cuda"] if said else None)
+    note = f"upgrade the NVIDIA driver, or install a torch wheel built for CUDA <= {newest} (download.pytorch.org/whl/cuXY)"
+    return Hit(message, evidence={"driver.cuda_version": driver_cuda, "torch.cuda": torch_cuda, "report.errors": said}, fix=FixRef(recipe="torch-wheel", note=note))
+
+
+@rule("gpu-arch-unsupported-by-torch", needs=("report.errors",), optional=("torch.version",))
+def sm_incompatible(facts: Facts, kb: KB) -> Iterable[Hit] | None:
+    """torch's "... with CUDA capability sm_120 is not compatible with the current PyTorch
+    installation" warning (see gpu-arch-unsupported-by-torch)."""
+    hits = []
+    for error in _errors(facts, "sm-incompatible"):
+        supports = " ".join(error.get("supports") or []) or "(not shown)"
+        cc = error["cc"]
+        version = facts.get("torch.version")
+        torch = f"torch {version}" if version else "this torch"
+        hits.append(Hit(
+            f"GPU {error.get('gpu') or '?'} (compute capability {cc}, {arch.sm_name(cc)}) has no kernel in {torch}, built for {supports}: {_line(error)}",
+            evidence={"report.errors": [error]},
+            fix=FixRef(recipe="torch-wheel", note=f"install a torch wheel whose arch list includes {arch.sm_name(cc)} (`fwdoctor select torch` on that host names one)"),
+        ))
+    return hits or None
+
+
+@rule("host-compiler-unsupported", needs=("report.errors",), optional=("compilers.gcc_default",))
+def unsupported_gnu(facts: Facts, kb: KB) -> Hit | None:
+    """nvcc's own "unsupported GNU version!" error (see host-compiler-unsupported)."""
+    said = _errors(facts, "unsupported-gnu")
+    if not said:
+        return None
+    limit = said[0]["gcc_max"]
+    gcc = facts.get("compilers.gcc_default")
+    have = f"gcc {gcc['version']}" if isinstance(gcc, dict) and gcc.get("version") else "the gcc nvcc ran"
+    return Hit(
+        f"{have} is newer than this nvcc accepts (gcc <= {limit}): {_line(said[0])}",
+        evidence={"report.errors": said, "compilers.gcc_default": gcc, "host_gcc_max": limit},
+        fix=FixRef(recipe="env", commands=(f"sudo apt-get install gcc-{limit} g++-{limit}", f"export CC=/usr/bin/gcc-{limit} CXX=/usr/bin/g++-{limit} CUDAHOSTCXX=/usr/bin/g++-{limit}"),
+                   note="or install a newer CUDA toolkit (recipe cuda-toolkit)"),
+    )
+
+
+@rule("gpu-arch-unsupported-by-toolkit", needs=("report.errors",))
+def unsupported_arch(facts: Facts, kb: KB) -> Hit | None:
+    """nvcc's own "Unsupported gpu architecture 'compute_89'" (see gpu-arch-unsupported-by-toolkit)."""
+    said = _errors(facts, "unsupported-gpu-arch")
+    if not said:
+        return None
+    target = said[0]["arch"]
+    return Hit(
+        f"the nvcc that ran cannot compile for {target}: {_line(said[0])}",
+        evidence={"report.errors": said},
+        fix=FixRef(recipe="cuda-toolkit", note=f"use a CUDA toolkit that supports {target} (set CUDA_HOME to it), or drop {target} from TORCH_CUDA_ARCH_LIST"),
+    )
+
+
+@rule("cudnn-shadowed", needs=("report.errors",))
+def cudnn_undefined_symbol(facts: Facts, kb: KB) -> Hit | None:
+    """The loader's "libcudnn...: undefined symbol" (see cudnn-shadowed): one cuDNN
+    library resolved against another cuDNN's, i.e. two cuDNN versions in one process."""
+    said = _errors(facts, "cudnn-undefined-symbol")
+    if not said:
+        return None
+    return Hit(
+        f"{said[0]['library']} was loaded with parts of another cuDNN: {_line(said[0])}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("echo $LD_LIBRARY_PATH   # remove the folder that holds another libcudnn*",),
+                   note="Let torch load its own cuDNN (the nvidia-cudnn wheel it pins): take system cuDNN folders out of LD_LIBRARY_PATH/LD_PRELOAD"),
+    )
+
+
+RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol)

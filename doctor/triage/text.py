@@ -1,0 +1,59 @@
+"""The report's text as numbered lines a parser can read: one job, no judgement.
+
+People paste environment dumps into issues through markdown, e-mail and chat, so a line
+may carry a quote marker ("> "), a fence ("```shell"), a shell prompt ("(venv) user@box:~$ "),
+full-width punctuation from a Chinese or Japanese input method ("：", "（"), a non-breaking
+space, or a Windows line end. `Lines` keeps every line at its own number (1-based, as a
+reader counts them) and offers a normalised copy; parsers never see a shifted number.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_QUOTE = re.compile(r"^\s*(?:>(?!>)\s?)+")  # "> " quote markers, but not Python's ">>> "
+# A shell prompt in front of a command: "$ ", "# ", "(venv) $ ", "user@host:~/x$ ",
+# "PS C:\\> ", "C:\\Users\\me> ", ">>> " (Python). Group 1 is the command.
+_PROMPT = re.compile(
+    r"^\s*(?:\([^)]{1,60}\)\s*)?"
+    r"(?:(?:[\w.-]+@[\w.-]+(?::[^$#\s]*)?\s*[$#%])|(?:PS\s+)?[A-Za-z]:\\[^>]*>|[$#%]|>>>)\s+(.*)$"
+)
+
+
+def normalize(line: str) -> str:
+    """NFKC (full-width "：（）１" -> ":()1", NBSP -> space), tabs -> spaces, no quote marker,
+    no trailing blanks."""
+    text = unicodedata.normalize("NFKC", line).replace("\t", "    ").replace("\r", "")
+    text = _QUOTE.sub("", text, count=1)
+    return text.rstrip()
+
+
+@dataclass(frozen=True)
+class Lines:
+    """`raw[i]` is line i+1 as written; `norm[i]` its normalised form ("" for a fence)."""
+
+    raw: tuple[str, ...]
+    norm: tuple[str, ...]
+
+    @classmethod
+    def of(cls, text: str) -> "Lines":
+        raw = tuple(text.splitlines())
+        norm = tuple("" if _FENCE.match(line) else normalize(line) for line in raw)
+        return cls(raw, norm)
+
+    def __len__(self) -> int:
+        return len(self.norm)
+
+    def quote(self, start: int, end: int, limit: int = 12) -> list[str]:
+        """Lines start..end (1-based, inclusive) as written, at most `limit` of them."""
+        picked = [self.raw[i - 1].rstrip() for i in range(start, min(end, len(self.raw)) + 1)]
+        return picked if len(picked) <= limit else [*picked[: limit - 1], f"... ({len(picked) - limit + 1} more lines)"]
+
+
+def command(line: str) -> str | None:
+    """The command after a shell or Python prompt, or None when the line has no prompt."""
+    match = _PROMPT.match(line)
+    return match.group(1).strip() if match else None
