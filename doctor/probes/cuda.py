@@ -6,12 +6,22 @@ Shell equivalents:
     grep '__GNUC__ >' ROOT/include/crt/host_config.h; command -v nvcc; nvcc --version
 
 An install is found through any of: /usr/local/cuda-*, the /usr/local/cuda link, /opt/cuda*,
-/opt/nvidia/* (HPC SDK included), CUDA_HOME, CUDA_PATH, a conda prefix with bin/nvcc, a pip
-nvidia-cuda-nvcc wheel (site-packages/nvidia/cu13 for CUDA 13, nvidia/cuda_nvcc for cu12),
-the nvcc first on PATH, and the libcudart on LD_LIBRARY_PATH. Installs are deduplicated by
-their resolved root. The version comes from, in order: version.json (11.x+), version.txt
-(<= 10.2), the nvcc wheel's .dist-info or conda-meta record, `nvcc --version` (live host
-only), include/cuda.h CUDA_VERSION. With --root nothing runs.
+/opt/nvidia/* (HPC SDK included: /opt/nvidia/hpc_sdk/Linux_x86_64/YY.M/cuda/X.Y, several
+per SDK), CUDA_HOME, CUDA_PATH, a conda prefix with bin/nvcc or a conda CUDA runtime
+(cudatoolkit, cuda-cudart), a pip nvidia-cuda-nvcc wheel (site-packages/nvidia/cu13 for
+CUDA 13, nvidia/cuda_nvcc for cu12), the nvcc first on PATH (a Debian/Ubuntu
+/usr/bin/nvcc wrapper followed to /usr/lib/nvidia-cuda-toolkit), and the libcudart on
+LD_LIBRARY_PATH (environment modules such as Lmod and Spack reach a toolkit only through
+these variables). Installs are deduplicated by their resolved root.
+
+Every version source an install has is read into "versions": version.json (11.x+),
+version.txt (<= 10.2), the nvcc wheel's .dist-info, conda-meta records (cuda-nvcc,
+cuda-version, cuda-cudart, cudatoolkit), the dpkg record of the package that owns it
+(Debian's nvidia-cuda-toolkit, NVIDIA's cuda-nvcc-X-Y), `nvcc --version` (live host only)
+and cuda.h CUDA_VERSION; "version" is the first of them in that order, and
+"versions_disagree" says when two of them name different major.minor releases. A
+distribution's toolkit keeps its headers outside its root (Debian: /usr/include); the
+layouts table says where. With --root nothing runs.
 
 "Active" follows torch.utils.cpp_extension._find_cuda_home, the lookup that decides which
 nvcc builds torch extensions: CUDA_HOME, else CUDA_PATH, else the nvcc first on PATH, else
@@ -28,7 +38,9 @@ from typing import Iterable
 
 from fwdoctor.host import Host, UnreadableError
 from fwdoctor.model import Fact, Facts, ProbeFailure
-from fwdoctor.probes.base import Probe, probe
+from fwdoctor.probes.base import Probe, Read, probe
+from fwdoctor.probes.libscan import parse_dpkg_status
+from fwdoctor.versions import deb_upstream_version
 
 NAME = "cuda-toolkits"
 INCLUDE_DIRS = ("include", "targets/x86_64-linux/include", "targets/sbsa-linux/include", "targets/aarch64-linux/include")
@@ -52,7 +64,42 @@ _JSON_CUDA = re.compile(r'"cuda"\s*:\s*\{[^{}]*?"version"\s*:\s*"([^"]+)"', re.D
 _DIST_INFO = re.compile(r"^nvidia_cuda_nvcc(?:_cu\d+)?-(\d+(?:\.\d+)+)\.dist-info$")
 _CONDA_META = re.compile(r"^cuda-nvcc-(\d+(?:\.\d+)+)-[^-]+\.json$")
 _VERSIONISH = re.compile(r"^\d+(?:\.\d+)+$")
+# conda-meta records that carry a toolkit's version, most precise first: cuda-nvcc
+# (12.x, conda-forge and nvidia channels), cuda-cudart, cuda-version (the 12.x+ metapackage
+# every CUDA package pins), cudatoolkit (the 11.x and older single package).
+CONDA_TOOLKIT_PACKAGES = ("cuda-nvcc", "cuda-cudart", "cuda-version", "cudatoolkit")
+_CONDA_RECORD = re.compile(r"^(cuda-nvcc|cuda-cudart|cuda-version|cudatoolkit)-(\d+(?:\.\d+)*)-[^-]+\.json$")
+DPKG_STATUS = "/var/lib/dpkg/status"
+DPKG_STATUS_LIMIT = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a distribution's packaged toolkit keeps what NVIDIA's installer puts under
+    one root. Debian/Ubuntu nvidia-cuda-toolkit (checked on the bookworm package
+    11.8.89~11.8.0-5~deb12u1): /usr/bin/nvcc is `exec /usr/lib/nvidia-cuda-toolkit/bin/nvcc`,
+    headers come from nvidia-cuda-dev in /usr/include (cuda.h, crt/host_config.h),
+    libraries in /usr/lib/x86_64-linux-gnu, and /etc/nvcc.profile (linked from bin/)
+    prepends the package's gcc/g++ wrappers to PATH."""
+
+    include_dirs: tuple[str, ...]
+    packages: tuple[str, ...]  # dpkg packages whose version is the toolkit's
+
+
+LAYOUTS: dict[str, Layout] = {
+    "/usr/lib/nvidia-cuda-toolkit": Layout(("/usr/include",), ("nvidia-cuda-toolkit", "nvidia-cuda-dev")),
+}
 _WRAPPER = re.compile(r"""(/[^\s"'`;|&]+/bin/nvcc)(?=["'\s;]|$)""", re.MULTILINE)
+# What this probe reads (fwdoctor.image keeps only declared reads): a toolkit can live
+# anywhere (/usr/local/cuda-X.Y, a wheel's nvidia/cu13, a conda prefix), hence `**/`. An
+# nvcc is only read when it is a wrapper script under 4 KiB.
+READS = (
+    Read("**/version.json"), Read("**/version.txt"), Read("**/cuda.h"), Read("**/crt/host_config.h"),
+    Read("**/bin/nvcc", limit=4096), Read("**/conda-meta/cuda-*.json"), Read("**/conda-meta/cudatoolkit-*.json"),
+    Read("/etc/nvcc.profile"), Read("**/bin/nvcc.profile"), Read(DPKG_STATUS, limit=DPKG_STATUS_LIMIT),
+    # probes/compilers.py: a `gcc` that nvcc.profile puts first may be Debian's wrapper script
+    Read("**/bin/gcc", limit=16 * 1024),
+)
 
 
 # ----------------------------------------------------------------------------- parsers
@@ -120,6 +167,45 @@ def parse_conda_meta_name(name: str) -> str | None:
     return match.group(1) if match else None
 
 
+def parse_conda_record_name(name: str) -> tuple[str, str] | None:
+    """conda-meta "cuda-version-12.4-h3060b56_3.json" -> ("cuda-version", "12.4"),
+    "cudatoolkit-11.8.0-h4ba93d1_13.json" -> ("cudatoolkit", "11.8.0")."""
+    match = _CONDA_RECORD.match(name)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def dpkg_versions(text: str) -> dict[str, str]:
+    """{package: upstream version} of the installed packages in a dpkg status file
+    ("nvidia-cuda-toolkit" -> "11.8.89" from "11.8.89~11.8.0-5~deb12u1")."""
+    found: dict[str, str] = {}
+    for package in parse_dpkg_status(text):
+        upstream = deb_upstream_version(package["version"])
+        if upstream:
+            # Debian's CUDA versions put the packaging release after "~": 11.8.89~11.8.0
+            found[package["name"]] = upstream.split("~")[0]
+    return found
+
+
+def nvidia_deb_packages(root: str) -> tuple[str, ...]:
+    """The dpkg/rpm packages of NVIDIA's repository that own /usr/local/cuda-X.Y:
+    cuda-nvcc-X-Y (nvcc's own version, 12.4.131), then cuda-cudart-X-Y, cuda-toolkit-X-Y."""
+    match = re.fullmatch(r"cuda-(\d+)\.(\d+)", posixpath.basename(root))
+    if not match:
+        return ()
+    xy = f"{match.group(1)}-{match.group(2)}"
+    return (f"cuda-nvcc-{xy}", f"cuda-cudart-{xy}", f"cuda-toolkit-{xy}")
+
+
+def versions_disagree(versions: dict[str, str]) -> bool:
+    """Whether two sources name different major.minor releases (11.8.89 and 11.8 agree)."""
+    releases = set()
+    for value in versions.values():
+        parts = value.split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            releases.add((int(parts[0]), int(parts[1])))
+    return len(releases) > 1
+
+
 def root_of_libdir(libdir: str) -> str:
     """The toolkit root a library folder belongs to: ROOT/lib64, ROOT/lib,
     ROOT/targets/<triplet>/lib -> ROOT; anything else is its own root."""
@@ -147,6 +233,19 @@ class _Reader:
     def __init__(self, host: Host) -> None:
         self.host = host
         self.failures: list[ProbeFailure] = []
+        self._dpkg: dict[str, str] | None = None
+
+    def dpkg(self) -> dict[str, str]:
+        """Installed dpkg packages {name: upstream version}, read once."""
+        if self._dpkg is None:
+            text = None
+            if self.host.is_file(DPKG_STATUS):
+                try:
+                    text = self.host.read_text(DPKG_STATUS, limit=DPKG_STATUS_LIMIT)
+                except UnreadableError as exc:
+                    self.failures.append(ProbeFailure(NAME, f"cannot read {exc.path}: {exc.reason}"))
+            self._dpkg = dpkg_versions(text) if text else {}
+        return self._dpkg
 
     def text(self, path: str) -> str | None:
         try:
@@ -225,6 +324,19 @@ def real_nvcc(host: Host, nvcc: str) -> str:
     return real
 
 
+def canonical_root(host: Host, root: str) -> str:
+    """`root` resolved; a folder whose bin/nvcc is a distribution's wrapper counts as the
+    packaged toolkit it runs (CUDA_HOME=/usr on Debian -> /usr/lib/nvidia-cuda-toolkit,
+    the same install, not a second one)."""
+    real = host.resolve(root)
+    nvcc = posixpath.join(real, "bin/nvcc")
+    if real not in LAYOUTS and host.is_file(nvcc):
+        target = posixpath.dirname(posixpath.dirname(real_nvcc(host, nvcc)))
+        if target in LAYOUTS:
+            return target
+    return real
+
+
 def path_nvcc_root(host: Host) -> tuple[str, str] | None:
     """(nvcc first on PATH, the toolkit root its real binary lives in)."""
     nvcc = host.which("nvcc")
@@ -258,7 +370,7 @@ def discover(host: Host, failures: list[ProbeFailure] | None = None) -> list[_In
             return
         if check and not looks_like_toolkit(host, root):
             return
-        real = host.resolve(root)
+        real = canonical_root(host, root)
         install = by_root.setdefault(real, _Install(real))
         if via not in install.found_via:
             install.found_via.append(via)
@@ -289,7 +401,7 @@ def discover(host: Host, failures: list[ProbeFailure] | None = None) -> list[_In
             for root in host.glob(posixpath.join(release, "cuda"), "[0-9]*"):
                 add(root, "/opt/nvidia/*")
     conda = host.env.get("CONDA_PREFIX", "")
-    if conda and host.is_file(posixpath.join(conda, "bin/nvcc")):
+    if conda and (host.is_file(posixpath.join(conda, "bin/nvcc")) or conda_toolkit_records(host, conda)):
         add(conda, "CONDA_PREFIX")
     for site in site_packages_dirs(host):
         for sub in PIP_ROOTS:
@@ -303,6 +415,16 @@ def discover(host: Host, failures: list[ProbeFailure] | None = None) -> list[_In
     if found_ld:
         add(found_ld[1], "LD_LIBRARY_PATH")
     return list(by_root.values())
+
+
+def conda_toolkit_records(host: Host, prefix: str) -> dict[str, str]:
+    """{package: version} of the CUDA toolkit records in PREFIX/conda-meta."""
+    found: dict[str, str] = {}
+    for name in sorted(host.listdir(posixpath.join(prefix, "conda-meta"))):
+        parsed = parse_conda_record_name(name)
+        if parsed and parsed[0] not in found:
+            found[parsed[0]] = parsed[1]
+    return {p: found[p] for p in CONDA_TOOLKIT_PACKAGES if p in found}
 
 
 # ----------------------------------------------------------------------------- one install
@@ -319,34 +441,37 @@ def describe(host: Host, install: _Install, reader: _Reader) -> dict:
     root = install.root
     nvcc = posixpath.join(root, "bin/nvcc")
     nvcc = nvcc if host.is_executable(nvcc) else None
-    version: str | None = None
-    source: str | None = None
+    layout = LAYOUTS.get(root)
+    include_dirs = [posixpath.join(root, d) for d in INCLUDE_DIRS] + list(layout.include_dirs if layout else ())
+    versions: dict[str, str] = {}  # source -> version, in the order "version" prefers them
 
-    text = reader.text(posixpath.join(root, "version.json")) if host.is_file(posixpath.join(root, "version.json")) else None
-    if text is not None:
-        version, source = parse_version_json(text), "version.json"
-    if version is None and host.is_file(posixpath.join(root, "version.txt")):
+    if host.is_file(posixpath.join(root, "version.json")):
+        text = reader.text(posixpath.join(root, "version.json"))
+        found = parse_version_json(text) if text else None
+        if found:
+            versions["version.json"] = found
+    if host.is_file(posixpath.join(root, "version.txt")):
         text = reader.text(posixpath.join(root, "version.txt"))
-        version, source = (parse_version_txt(text) if text else None), "version.txt"
-    if version is None:
-        # A wheel's .dist-info sits beside the `nvidia` folder (site-packages, or the
-        # PREFIX of `pip install --target PREFIX`); a wheel-built /usr/local/cuda-X.Y here
-        # keeps them in ROOT/dist-info.
-        beside = posixpath.dirname(posixpath.dirname(root)) if posixpath.basename(posixpath.dirname(root)) == "nvidia" else None
-        for folder in filter(None, (install.site_packages, beside, posixpath.join(root, "dist-info"))):
-            for name in host.listdir(folder):
-                found = parse_dist_info_name(name)
-                if found:
-                    version, source = found, "dist-info"
-                    break
-            if version:
-                break
-    if version is None:
-        for name in host.listdir(posixpath.join(root, "conda-meta")):
-            found = parse_conda_meta_name(name)
-            if found:
-                version, source = found, "conda-meta"
-                break
+        found = parse_version_txt(text) if text else None
+        if found:
+            versions["version.txt"] = found
+    # A wheel's .dist-info sits beside the `nvidia` folder (site-packages, or the PREFIX
+    # of `pip install --target PREFIX`); a wheel-built /usr/local/cuda-X.Y here keeps
+    # them in ROOT/dist-info.
+    beside = posixpath.dirname(posixpath.dirname(root)) if posixpath.basename(posixpath.dirname(root)) == "nvidia" else None
+    for folder in filter(None, (install.site_packages, beside, posixpath.join(root, "dist-info"))):
+        found = next(filter(None, (parse_dist_info_name(name) for name in host.listdir(folder))), None)
+        if found:
+            versions["dist-info"] = found
+            break
+    for package, found in conda_toolkit_records(host, root).items():
+        versions[f"conda-meta {package}"] = found
+    packages = (layout.packages if layout else ()) + nvidia_deb_packages(root)
+    if packages:
+        installed = reader.dpkg()
+        owner = next((p for p in packages if p in installed), None)
+        if owner:
+            versions[f"dpkg {owner}"] = installed[owner]
 
     nvcc_release = None
     if nvcc and host.live:
@@ -355,35 +480,43 @@ def describe(host: Host, install: _Install, reader: _Reader) -> dict:
             parsed = parse_nvcc_version(result.stdout)
             if parsed:
                 nvcc_release = parsed[0]
-                if version is None:
-                    version, source = parsed[1], "nvcc"
+                versions["nvcc"] = parsed[1]
             else:
                 first = (result.stdout.strip().splitlines() or [""])[-1]
                 reader.failures.append(ProbeFailure(NAME, f"{nvcc} --version: unparseable output: {first[:200]!r}"))
         elif result is not None:
             reader.failures.append(ProbeFailure(NAME, result.describe_failure()))
 
-    if version is None:
-        header = _first_file(host, root, (posixpath.join(d, "cuda.h") for d in INCLUDE_DIRS))
-        text = reader.text(header) if header else None
-        if text:
-            version, source = parse_cuda_h(text), "cuda.h"
+    header = _first_file(host, "/", (posixpath.join(d, "cuda.h") for d in include_dirs))
+    text = reader.text(header) if header else None
+    found = parse_cuda_h(text) if text else None
+    if found:
+        versions["cuda.h"] = found
 
     gcc_max = None
-    header = _first_file(host, root, (posixpath.join(d, "crt/host_config.h") for d in INCLUDE_DIRS))
-    if header:
-        text = reader.text(header)
+    host_config = _first_file(host, "/", (posixpath.join(d, "crt/host_config.h") for d in include_dirs))
+    if host_config:
+        text = reader.text(host_config)
         gcc_max = parse_host_config(text) if text else None
 
+    source = next(iter(versions), None)
     return {
         "root": root,
-        "version": version,
-        "version_source": source if version else None,
+        "version": versions[source] if source else None,
+        "version_source": _source_kind(source) if source else None,
+        "versions": versions,
+        "versions_disagree": versions_disagree(versions),
         "nvcc": nvcc,
         "nvcc_release": nvcc_release,
         "host_gcc_max": gcc_max,
+        "host_config": host_config if gcc_max else None,
         "found_via": list(install.found_via),
     }
+
+
+def _source_kind(source: str) -> str:
+    """"conda-meta cuda-nvcc" -> "conda-meta", "dpkg nvidia-cuda-toolkit" -> "dpkg"."""
+    return source.split(" ", 1)[0]
 
 
 # ----------------------------------------------------------------------------- the probe
@@ -394,7 +527,7 @@ def pointers(host: Host) -> dict[str, str | None]:
 
     def env_root(var: str) -> str | None:
         value = host.env.get(var, "")
-        return host.resolve(value) if value else None
+        return canonical_root(host, value) if value else None
 
     return {
         "path_nvcc": found_path[1] if found_path else None,

@@ -283,12 +283,16 @@ def torch_toolkit_mismatch(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-@rule("host-compiler-unsupported", needs=("cuda.active", "compilers.gcc_default"), optional=("cuda.toolkits", "compilers.gcc_installed"))
+@rule("host-compiler-unsupported", needs=("cuda.active", "compilers.gcc_default"), optional=("cuda.toolkits", "compilers.gcc_installed", "compilers.nvcc_host"))
 def host_compiler_unsupported(facts: Facts, kb: KB) -> Hit | None:
     """What it does
-        Compares the default gcc (the one on PATH, which nvcc runs) with the newest gcc the
-        active nvcc accepts: the `#if __GNUC__ > N` check in its crt/host_config.h (the
-        knowledge base when the header cannot be read).
+        Compares the host compiler the active nvcc runs (compilers.nvcc_host: -ccbin in
+        NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS, NVCC_CCBIN, else gcc on PATH as nvcc.profile
+        extends it, through Debian's gcc wrapper; the default gcc when that is not known)
+        with the newest gcc the active nvcc accepts: the `#if __GNUC__ > N` check in its
+        crt/host_config.h (the knowledge base when the header cannot be read). Also fires
+        when nvcc finds no host compiler at all (Debian's wrapper with none of the g++-N it
+        accepts installed).
 
     Why is this bad?
         nvcc stops before compiling anything: "#error -- unsupported GNU version! gcc
@@ -306,13 +310,30 @@ def host_compiler_unsupported(facts: Facts, kb: KB) -> Hit | None:
             export CC=/usr/bin/gcc-12 CXX=/usr/bin/g++-12 CUDAHOSTCXX=/usr/bin/g++-12
     """
     gcc = facts["compilers.gcc_default"]
+    nvcc_host = facts.get("compilers.nvcc_host")
     found = _active_version(facts)
-    if not gcc or found is None:
+    if found is None:
         return None
+    if "compilers.nvcc_host" in facts and not facts.known("compilers.nvcc_host"):
+        # Probed but not established (a -ccbin compiler of unknown version): the default
+        # gcc is not what nvcc runs, so judging it would be a guess.
+        raise NotCheckable(f"the compiler nvcc uses is unknown: {facts.why('compilers.nvcc_host')}")
     active, version = found
+    if nvcc_host and nvcc_host.get("path") is None:
+        return _no_host_compiler(nvcc_host, active, version)
+    via = ""
+    if nvcc_host:
+        if nvcc_host.get("via") != "gcc on PATH":
+            via = f", which nvcc uses via {nvcc_host.get('via')}"
+        gcc = {"path": nvcc_host["path"], "version": nvcc_host["version"]}
+    if not gcc:
+        return None
     entry = next((tk for tk in facts.get("cuda.toolkits") or [] if tk.get("root") == active.get("root")), None)
     limit = entry.get("host_gcc_max") if entry else None
     where = f"{active.get('root')}'s crt/host_config.h"
+    header = str(entry.get("host_config") or "") if entry else ""
+    if header and not header.startswith(f"{active.get('root')}/"):
+        where = header  # a distribution's headers live outside the root (Debian: /usr/include)
     if not limit:
         try:
             limit = kb.cuda.host_gcc_max(version)
@@ -334,16 +355,84 @@ def host_compiler_unsupported(facts: Facts, kb: KB) -> Hit | None:
         # /usr/bin/x86_64-linux-gnu-gcc-12 -> its g++ beside it; only the file name changes
         # (a folder such as /opt/gcc-12/bin keeps its name).
         cxx = posixpath.join(posixpath.dirname(cc), posixpath.basename(cc).replace("gcc", "g++"))
-        commands = (f"export CC={cc} CXX={cxx} CUDAHOSTCXX={cxx}",)
+        commands = (f"export CC={cc} CXX={cxx} CUDAHOSTCXX={cxx}",) + _ccbin_override(nvcc_host, cc)
         fix = FixRef(recipe="env", options={"cuda_home": active.get("root")}, commands=commands, note=f"{cc} ({best.get('version')}) is installed and accepted")
     else:
-        commands = (f"sudo apt-get install gcc-{limit} g++-{limit}", f"export CC=/usr/bin/gcc-{limit} CXX=/usr/bin/g++-{limit} CUDAHOSTCXX=/usr/bin/g++-{limit}")
+        commands = (f"sudo apt-get install gcc-{limit} g++-{limit}", f"export CC=/usr/bin/gcc-{limit} CXX=/usr/bin/g++-{limit} CUDAHOSTCXX=/usr/bin/g++-{limit}") + _ccbin_override(nvcc_host, f"/usr/bin/gcc-{limit}")
         fix = FixRef(recipe="env", options={"cuda_home": active.get("root")}, commands=commands, note="or install a newer CUDA toolkit (recipe cuda-toolkit)")
     return Hit(
-        f"gcc {gcc['version']} ({gcc['path']}) is newer than CUDA {_xy(version)}'s nvcc accepts (gcc <= {limit}, per {where})",
-        evidence={"compilers.gcc_default": gcc, "cuda.active": active, "host_gcc_max": str(limit)},
+        f"gcc {gcc['version']} ({gcc['path']}{via}) is newer than CUDA {_xy(version)}'s nvcc accepts (gcc <= {limit}, per {where})",
+        evidence={"compilers.gcc_default": gcc, "compilers.nvcc_host": nvcc_host, "cuda.active": active, "host_gcc_max": str(limit)},
         fix=fix,
     )
+
+
+def _ccbin_override(nvcc_host: dict[str, Any] | None, cc: str) -> tuple[str, ...]:
+    """The line that changes the variable which made nvcc pick its compiler, if one did."""
+    via = str((nvcc_host or {}).get("via") or "")
+    for var in ("NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS"):
+        if via == f"-ccbin in {var}":
+            return (f"export {var}='-ccbin {cc}'",)
+    return (f"export NVCC_CCBIN={cc}",) if via == "NVCC_CCBIN" else ()
+
+
+def _no_host_compiler(nvcc_host: dict[str, Any], active: dict[str, Any], version: str) -> Hit:
+    """nvcc finds no host compiler: Debian's wrapper without any g++-N it accepts, or a
+    -ccbin / NVCC_CCBIN naming nothing."""
+    tries = str(nvcc_host.get("tries") or "")
+    first = tries.split(", ")[0] if tries else ""
+    if first.startswith("g++-"):
+        major = first.removeprefix("g++-")
+        commands: tuple[str, ...] = (f"sudo apt-get install g++-{major}",)
+        note = f"{nvcc_host.get('wrapper')} runs the first of {tries} that is installed"
+    else:
+        commands, note = (), "point -ccbin / NVCC_CCBIN at an installed gcc the toolkit accepts"
+    return Hit(
+        f"nvcc of CUDA {_xy(version)} ({active.get('root')}) finds no host compiler: {nvcc_host.get('via')}",
+        evidence={"compilers.nvcc_host": nvcc_host, "cuda.active": active},
+        fix=FixRef(recipe="env", options={"cuda_home": active.get("root")}, commands=commands, note=note),
+    )
+
+
+@rule("toolkit-version-conflict", needs=("cuda.toolkits",), optional=("cuda.active",))
+def toolkit_version_conflict(facts: Facts, kb: KB) -> Iterable[Hit] | None:
+    """What it does
+        Reads every version source a toolkit install has (version.json, version.txt, the
+        nvcc wheel's dist-info, conda-meta records, the dpkg record of the package that
+        owns it, `nvcc --version` on a live host, cuda.h CUDA_VERSION) and fires when two
+        of them name different major.minor releases.
+
+    Why is this bad?
+        The install is a mix of two releases: headers from one toolkit over another's
+        nvcc (a tarball copied over a package, a half-finished upgrade, a conda env that
+        pins cuda-version 12.4 beside a cuda-nvcc 12.6). Builds then compile against
+        headers the runtime does not match ("undefined symbol" at load time, or cuda.h
+        and libcuda disagreeing), and every other check here trusts one version of it.
+
+    Example
+        /usr/local/cuda-12.4/version.json says 12.4.1 while include/cuda.h defines
+        CUDA_VERSION 13000.
+
+    Fix
+        Reinstall the toolkit so all its files come from one release (recipe
+        cuda-toolkit), or remove the stray copy:
+            sudo apt-get install --reinstall cuda-toolkit-12-4
+    """
+    hits = []
+    for tk in facts["cuda.toolkits"] or []:
+        if not tk.get("versions_disagree"):
+            continue
+        versions = tk.get("versions") or {}
+        listing = ", ".join(f"{source} {version}" for source, version in versions.items())
+        chosen = f"{tk.get('version')} (from {tk.get('version_source')})"
+        hits.append(
+            Hit(
+                f"the toolkit at {tk.get('root')} names different releases: {listing}; the checks here use {chosen}",
+                evidence={"root": tk.get("root"), "versions": versions},
+                fix=_toolkit_fix(_xy(str(tk["version"])), note="reinstall it so every file comes from one release") if tk.get("version") else FixRef(note="reinstall the toolkit so every file comes from one release"),
+            )
+        )
+    return hits or None
 
 
 def _gcc_major(entry: dict[str, Any]) -> int | None:
@@ -491,6 +580,7 @@ RULES: tuple[Rule, ...] = (
     cuda_path_inconsistent,
     torch_toolkit_mismatch,
     host_compiler_unsupported,
+    toolkit_version_conflict,
     driver_too_old_for_toolkit,
     gpu_arch_unsupported_by_toolkit,
 )
