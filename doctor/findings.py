@@ -22,7 +22,7 @@ class FindingKind:
     title: str
 
 
-AREAS: tuple[str, ...] = ("driver", "toolkit", "cudnn", "nccl", "python", "torch", "runtime")
+AREAS: tuple[str, ...] = ("driver", "toolkit", "cudnn", "nccl", "python", "torch", "frameworks", "runtime")
 
 AREA_TITLES = {
     "driver": "Driver and GPUs",
@@ -31,6 +31,7 @@ AREA_TITLES = {
     "nccl": "NCCL",
     "python": "Python environment",
     "torch": "PyTorch",
+    "frameworks": "JAX, TensorFlow and PaddlePaddle",
     "runtime": "Runtime and the doctor itself",
     "build": "Source-build pre-flight (`fwdoctor build torch`)",
 }
@@ -44,15 +45,23 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("gpu-arch-unsupported-by-torch", "FWD106", E, "driver", "torch has no kernels for a GPU"),
     FindingKind("gpu-arch-unsupported-by-toolkit", "FWD107", E, "driver", "nvcc cannot compile for a GPU"),
     FindingKind("no-gpu", "FWD108", I, "driver", "no NVIDIA GPU on this host"),
+    FindingKind("driver-gpu-unsupported", "FWD109", E, "driver", "the loaded driver does not support a GPU on the bus"),
+    FindingKind("nvswitch-fabricmanager-not-running", "FWD110", E, "driver", "NVSwitches present but no fabric manager running"),
+    FindingKind("fabricmanager-driver-mismatch", "FWD111", E, "driver", "fabric manager and driver are different releases"),
+    FindingKind("gpu-memory-repair-pending", "FWD112", W, "driver", "a GPU waits for a reset to retire pages / remap rows"),
+    FindingKind("gpu-xid-errors", "FWD113", W, "driver", "the kernel log has NVIDIA Xid errors"),
+    FindingKind("gpu-mig-enabled", "FWD114", I, "driver", "MIG mode is on for a GPU"),
     FindingKind("toolkit-missing", "FWD201", I, "toolkit", "CUDA torch installed but no nvcc anywhere"),
     FindingKind("multiple-toolkits", "FWD202", I, "toolkit", "several CUDA toolkits installed"),
     FindingKind("cuda-path-inconsistent", "FWD203", W, "toolkit", "PATH, CUDA_HOME, the link and LD_LIBRARY_PATH disagree"),
     FindingKind("torch-toolkit-mismatch", "FWD204", E, "toolkit", "active toolkit's CUDA differs from torch's"),
     FindingKind("host-compiler-unsupported", "FWD205", E, "toolkit", "default gcc outside the range nvcc accepts"),
+    FindingKind("toolkit-version-conflict", "FWD206", W, "toolkit", "a toolkit's version sources name different releases"),
     FindingKind("cudnn-cuda-mismatch", "FWD301", E, "cudnn", "cuDNN built for another CUDA major"),
     FindingKind("cudnn-shadowed", "FWD302", E, "cudnn", "another libcudnn shadows torch's"),
     FindingKind("cudnn-header-library-mismatch", "FWD303", W, "cudnn", "cudnn_version.h and libcudnn disagree"),
     FindingKind("multiple-cudnn", "FWD304", I, "cudnn", "several cuDNN versions installed"),
+    FindingKind("cudnn-gpu-unsupported", "FWD305", E, "cudnn", "cuDNN has no kernels for a GPU"),
     FindingKind("nccl-cuda-mismatch", "FWD401", E, "nccl", "NCCL built for another CUDA major"),
     FindingKind("nccl-shadowed", "FWD402", E, "nccl", "another libnccl shadows torch's"),
     FindingKind("nccl-header-library-mismatch", "FWD403", W, "nccl", "nccl.h and libnccl disagree"),
@@ -61,8 +70,22 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("user-site-shadowing", "FWD502", W, "python", "user site shadows the environment's packages"),
     FindingKind("torch-cpu-build-on-gpu-host", "FWD601", W, "torch", "CPU-only torch on a GPU host"),
     FindingKind("torch-not-installed", "FWD602", I, "torch", "no torch in the inspected environment"),
+    FindingKind("driver-too-old-for-framework", "FWD901", E, "frameworks", "driver cannot run the CUDA a JAX/TensorFlow/Paddle build needs"),
+    FindingKind("gpu-arch-unsupported-by-framework", "FWD902", E, "frameworks", "a framework's wheel has no kernels for a GPU"),
+    FindingKind("framework-cpu-build-on-gpu-host", "FWD903", W, "frameworks", "CPU-only JAX/TensorFlow/Paddle on a GPU host"),
+    FindingKind("framework-nvidia-wheel-mismatch", "FWD904", E, "frameworks", "an nvidia-* wheel a framework requires is missing or the wrong version"),
+    FindingKind("frameworks-nvidia-conflict", "FWD905", E, "frameworks", "two frameworks need nvidia-* versions that cannot both hold"),
+    FindingKind("ptxas-too-old-for-xla", "FWD906", E, "frameworks", "the ptxas XLA would use is missing or too old"),
+    FindingKind("framework-packages-mismatched", "FWD907", E, "frameworks", "jax, jaxlib and the CUDA plugin are from different releases"),
+    FindingKind("framework-gpu-unused", "FWD908", E, "frameworks", "a GPU build sees no GPU or fails its first GPU op (--deep)"),
+    FindingKind("framework-libs-shadowed", "FWD909", E, "frameworks", "LD_LIBRARY_PATH loads a cuDNN/NCCL a framework does not accept"),
     FindingKind("shm-too-small", "FWD701", W, "runtime", "/dev/shm too small for NCCL"),
     FindingKind("probe-failed", "FWD702", W, "runtime", "a probe could not finish"),
+    # NCCL at run time (its transports), not its installed files: rules/fabric.py.
+    FindingKind("nccl-transport-disabled", "FWD703", W, "runtime", "NCCL_IB/P2P/SHM_DISABLE set in the environment"),
+    FindingKind("nccl-p2p-disabled-nvlink", "FWD704", W, "runtime", "NCCL peer-to-peer off between GPUs with NVLink"),
+    FindingKind("nccl-socket-with-ib", "FWD705", W, "runtime", "NCCL used TCP sockets while InfiniBand/RoCE is up"),
+    FindingKind("nccl-runtime-not-torch", "FWD706", W, "runtime", "the NCCL loaded at run time is not the one torch pins"),
     # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.
     FindingKind("build-input-missing", "FWD801", E, "build", "a tool or input the build needs is absent"),
     FindingKind("build-python-unusable", "FWD802", E, "build", "the target interpreter cannot host the build"),

@@ -9,11 +9,13 @@ build driver. Dependencies point one way: fwdoctor.cli -> fwdoctor.recipes -> th
 from __future__ import annotations
 
 import importlib
+import traceback
 from typing import Any
 
 import click
 
 from fwdoctor import __version__
+from fwdoctor.cli import output
 from fwdoctor.cli.errors import EXIT_DOCTOR, EXIT_FINDINGS, EXIT_OK, DoctorError, fail
 
 __all__ = ["COMMANDS", "EXIT_DOCTOR", "EXIT_FINDINGS", "EXIT_OK", "DoctorError", "fail", "main"]
@@ -22,6 +24,7 @@ __all__ = ["COMMANDS", "EXIT_DOCTOR", "EXIT_FINDINGS", "EXIT_OK", "DoctorError",
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("check", "check", "check"),
     ("facts", "check", "facts"),
+    ("triage", "triage", "triage"),
     ("explain", "catalog", "explain"),
     ("list", "catalog", "list_findings"),
     ("fix", "recipes", "fix"),
@@ -56,12 +59,19 @@ class Group(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
             raise
         except Exception as exc:  # last resort: a bug, reported in one line
-            raise DoctorError(f"internal error: {type(exc).__name__}: {exc} (please report this)") from exc
+            if output.settings().debug:
+                traceback.print_exc()  # --debug: the whole story, then the one line
+            raise DoctorError(f"internal error: {type(exc).__name__}: {exc} (please report this; --debug shows the traceback)") from exc
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="fwdoctor")
-def main() -> None:
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour in text reports; auto: only on a terminal, and never when NO_COLOR is set.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or remarks on stderr (errors still show).")
+@click.option("--debug", is_flag=True, envvar="FWDOCTOR_DEBUG", help="Show the traceback behind an internal error (or set FWDOCTOR_DEBUG=1).")
+@click.pass_context
+def main(ctx: click.Context, color: str, quiet: bool, debug: bool) -> None:
     """fwdoctor: diagnose and fix deep-learning GPU servers.
 
     \b
@@ -76,4 +86,11 @@ def main() -> None:
 
     Exit codes: 0 healthy, 1 error findings (or a refused/failed action), 2 fwdoctor
     itself failed (bad input), always with a one-line reason.
+
+    \b
+    Every command that reports takes --json: one document on stdout whose
+    "schema_version" and "kind" say what it is.
+    Shell completion (bash; zsh and fish alike with zsh_source / fish_source):
+      eval "$(_FWDOCTOR_COMPLETE=bash_source fwdoctor)"     # in ~/.bashrc
     """
+    output.configure(ctx, color, quiet, debug)

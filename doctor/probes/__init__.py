@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fwdoctor.probes import compilers, cuda, cudnn, driver, gpus, ldpath, nccl, python, system, torch, torch_deep
-from fwdoctor.probes.base import Probe
+from fwdoctor.probes import compilers, cuda, cudnn, driver, framework_deep, frameworks, gpus, ldpath, nccl, python, system, topology, torch, torch_deep
+from fwdoctor.probes.base import Probe, Read
 
 PROBES: tuple[Probe, ...] = (
     # The interpreter first: `--deep` starts `import torch` in a child (~1.5 s) as soon as
@@ -11,6 +11,9 @@ PROBES: tuple[Probe, ...] = (
     *python.PROBES,
     *torch.PROBES,
     *torch_deep.PROBES,
+    # JAX, TensorFlow, PaddlePaddle: dist-info files, then (--deep) one child per framework.
+    *frameworks.PROBES,
+    *framework_deep.PROBES,
     *system.PROBES,
     *driver.PROBES,
     *gpus.PROBES,
@@ -20,8 +23,26 @@ PROBES: tuple[Probe, ...] = (
     *ldpath.PROBES,
     *cudnn.PROBES,
     *nccl.PROBES,
+    # NVLink, InfiniBand, NVSwitch/fabric manager, GPU health: read gpus.list's NVML answer.
+    *topology.PROBES,
 )
 
 # Not here: the source-build pre-flight's probes (fwdoctor.probes.build.BUILD_PROBES). They
 # run nvcc, every g++ on PATH and the target interpreter, and answer only a build request,
 # so `fwdoctor build torch` runs them and a plain check does not pay for them.
+
+# Every file the probes above may read the bytes of, declared beside each reader: an image
+# is inspected keeping only these (fwdoctor.image). compilers, ldpath and torch_deep read
+# names and links only, or run programs on a live host.
+READS: tuple[Read, ...] = (
+    *python.READS,
+    *torch.READS,
+    *frameworks.READS,
+    *system.READS,
+    *driver.READS,
+    *gpus.READS,
+    *cuda.READS,
+    *cudnn.READS,
+    *nccl.READS,
+    *topology.READS,
+)

@@ -17,7 +17,9 @@ from fwdoctor.host import Host
 from fwdoctor.libraries import CUDNN
 from fwdoctor.model import Fact, Facts
 from fwdoctor.probes.base import Probe, probe
-from fwdoctor.probes.libscan import find_installs, ld_first
+from fwdoctor.probes.libscan import find_installs, ld_first, reads_for
+
+READS = reads_for(CUDNN)  # kept from an image (fwdoctor.image)
 
 
 @probe("cudnn", provides=("cudnn.installs", "cudnn.ld_first"))

@@ -20,19 +20,21 @@ import fnmatch
 import json
 import posixpath
 import re
+import signal
 import sys
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from fwdoctor.host import Host
+from fwdoctor.host import Host, UnreadableError
 from fwdoctor.model import Fact, Facts, ProbeFailure
-from fwdoctor.probes.base import Probe, probe
+from fwdoctor.probes.base import Probe, Read, probe
 
 PROC_VERSION = "/proc/driver/nvidia/version"
 SYS_VERSION = "/sys/module/nvidia/version"
 PROC_MODULES = "/proc/modules"
+READS = (Read(PROC_VERSION), Read(SYS_VERSION), Read(PROC_MODULES))  # kept from an image
 
 # Where distributions, the runfile and the NVIDIA container toolkit put the user-space
 # driver libraries (libcuda.so.X.Y.Z, libnvidia-ml.so.X.Y.Z).
@@ -241,6 +243,9 @@ def _take_snapshot(host: Host, child_argv: Sequence[str]) -> NvmlSnapshot:
         if data is None:
             tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
             reason = f"NVML child: unparseable output (exit status {result.returncode}): {tail[0][:200]!r}"
+            if result.returncode is not None and result.returncode < 0:
+                # Killed by a signal before printing: libnvidia-ml crashed it (SIGSEGV, SIGABRT).
+                reason = f"NVML child died of {_signal_name(-result.returncode)} (a crash inside libnvidia-ml): {tail[0][:200]!r}"
             snap.failures.append(ProbeFailure("nvml", reason))
             snap.why = reason
     if data is None and result is not None and result.timed_out:
@@ -251,7 +256,9 @@ def _take_snapshot(host: Host, child_argv: Sequence[str]) -> NvmlSnapshot:
         snap.cuda_version = data.get("cuda_driver_version")
         snap.gpus = [dict(g, source="nvml") for g in data.get("gpus", []) if isinstance(g, dict)]
         for gpu in snap.gpus:
-            gpu.pop("error", None)
+            error = gpu.pop("error", None)
+            if error:  # NVML counts the GPU but cannot reach it ("GPU is lost"): say so
+                snap.failures.append(ProbeFailure("nvml", f"GPU {gpu.get('index')}: {error}"))
         return snap
     if data is not None:
         kind, error = data.get("kind"), str(data.get("error") or "")
@@ -265,6 +272,13 @@ def _take_snapshot(host: Host, child_argv: Sequence[str]) -> NvmlSnapshot:
             snap.why = f"NVML failed to initialize: {error}"
     smi_query(host, snap)
     return snap
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _child_json(stdout: str) -> dict[str, Any] | None:
@@ -328,11 +342,42 @@ def smi_error(text: str) -> str | None:
 
 
 # ----------------------------------------------------------------------------- probes
+# WSL2: the GPU belongs to the Windows driver, reached through /dev/dxg; its libcuda and
+# nvidia-smi are mounted at /usr/lib/wsl/lib (libcuda.so, .so.1, .so.1.1 as plain files:
+# microsoft/WSL#8587; /usr/lib/wsl/lib/nvidia-smi: microsoft/WSL#8174). There is no nvidia
+# kernel module, so no /proc/driver/nvidia (nvidia-container-cli: "skipping kernel modules
+# load on WSL", NVIDIA/nvidia-container-toolkit#289). The WSL2 kernel's release ends in
+# "-microsoft-standard-WSL2".
+WSL_LIB_DIR = "/usr/lib/wsl/lib"
+
+
+def wsl_driver(host: Host) -> dict[str, Any] | None:
+    """{"lib_dir", "libcuda", "nvidia_smi", "dxg", "kernel"} when this is WSL2 with the
+    Windows GPU driver's libraries mounted; None otherwise."""
+    libcuda = next((p for p in (posixpath.join(WSL_LIB_DIR, n) for n in ("libcuda.so.1", "libcuda.so")) if host.exists(p)), None)
+    try:
+        kernel = (host.read_text("/proc/sys/kernel/osrelease") or "").strip() or None
+    except UnreadableError:
+        kernel = None  # only a hint; libcuda and /dev/dxg decide as well
+    dxg = host.exists("/dev/dxg")
+    wsl_kernel = bool(kernel and "microsoft" in kernel.lower())
+    if libcuda is None and not dxg and not wsl_kernel:
+        return None
+    smi = posixpath.join(WSL_LIB_DIR, "nvidia-smi")
+    return {"lib_dir": WSL_LIB_DIR, "libcuda": libcuda, "nvidia_smi": smi if host.exists(smi) else None, "dxg": dxg, "kernel": kernel}
+
+
 @probe(
     "driver",
-    provides=("driver.loaded", "driver.version", "driver.module_flavor", "driver.userspace_libs", "driver.nouveau_loaded"),
+    provides=("driver.loaded", "driver.version", "driver.module_flavor", "driver.userspace_libs", "driver.nouveau_loaded", "driver.wsl"),
 )
 def driver_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    wsl = wsl_driver(host)
+    yield Fact("driver.wsl", wsl, source="/usr/lib/wsl/lib, /dev/dxg, /proc/sys/kernel/osrelease")
+    if wsl is not None:
+        yield from _wsl_facts(host, wsl)
+        yield Fact("driver.userspace_libs", userspace_libs(host), source=", ".join(LIB_DIRS))
+        return
     modules_text = host.read_text(PROC_MODULES)
     modules = parse_modules(modules_text) if modules_text is not None else None
     sys_module = host.is_dir("/sys/module")
@@ -352,6 +397,21 @@ def driver_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
         nouveau = bool(modules and "nouveau" in modules) or host.is_dir("/sys/module/nouveau")
         yield Fact("driver.nouveau_loaded", nouveau, source=PROC_MODULES if modules_text is not None else "/sys/module/nouveau")
     yield Fact("driver.userspace_libs", userspace_libs(host), source=", ".join(LIB_DIRS))
+
+
+def _wsl_facts(host: Host, wsl: dict[str, Any]) -> Iterable[Fact]:
+    """WSL2: the driver is the Windows host's, not a Linux kernel module."""
+    why = "WSL2: the GPU driver is the Windows host's (no Linux kernel module)"
+    yield Fact("driver.loaded", wsl["libcuda"] is not None, source=f"{WSL_LIB_DIR}/libcuda.so.1" if wsl["libcuda"] else f"{why}; no libcuda in {WSL_LIB_DIR}")
+    yield Fact("driver.module_flavor", None, source=why)
+    yield Fact("driver.nouveau_loaded", False, source=why)
+    snap = nvml_snapshot(host)
+    if snap is not None and snap.driver_version:
+        yield Fact("driver.version", snap.driver_version, source=f"{snap.source} (WSL2: the Windows driver)")
+    elif wsl["libcuda"] is None:
+        yield Fact("driver.version", None, source=f"{why}; no libcuda in {WSL_LIB_DIR}")
+    else:
+        yield Fact.unknown("driver.version", f"{why}: its version is only known from nvidia-smi or NVML on the running system" + (f" ({snap.why})" if snap is not None and snap.why else ""))
 
 
 def _module_version(loaded: bool, proc_text: str | None, sys_text: str | None) -> Iterable[Fact | ProbeFailure]:
@@ -390,10 +450,14 @@ def userspace_libs(host: Host) -> list[dict[str, str]]:
         listing: list[str] | None = None  # read at most once per folder (it holds ~1000 files)
         for name in DRIVER_LIBS:
             soname = posixpath.join(directory, f"{name}.so.1")
-            target = posixpath.basename(host.resolve(soname)) if host.exists(soname) else ""
+            resolved = host.resolve(soname) if host.exists(soname) else ""
+            target = posixpath.basename(resolved)
             parsed = lib_version(target)
             if parsed is not None and parsed[0] == name:
-                candidates = [(posixpath.join(directory, target), parsed)]
+                # Debian's link leads through /etc/alternatives to nvidia/current/: name
+                # the file that is really there.
+                same_dir = posixpath.dirname(resolved) == real_dir
+                candidates = [(posixpath.join(directory, target) if same_dir else resolved, parsed)]
             else:  # no link, or a link whose target name carries no version
                 if listing is None:
                     listing = host.listdir(directory)

@@ -19,11 +19,12 @@ from typing import Any, Iterable
 
 from fwdoctor.host import Host
 from fwdoctor.model import Fact, Facts, ProbeFailure
-from fwdoctor.probes.base import Probe, probe
+from fwdoctor.probes.base import Probe, Read, probe
 from fwdoctor.probes.driver import nvml_snapshot
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 PROC_GPUS = "/proc/driver/nvidia/gpus"
+READS = (Read(PCI_DEVICES + "/**"), Read(PROC_GPUS + "/**"))  # kept from an image
 NVIDIA_VENDOR = "0x10de"
 DISPLAY_CLASS = "0x03"  # PCI base class 03: display controller (VGA 0x0300, 3D 0x0302)
 

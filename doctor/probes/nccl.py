@@ -16,7 +16,9 @@ from fwdoctor.host import Host
 from fwdoctor.libraries import NCCL
 from fwdoctor.model import Fact, Facts
 from fwdoctor.probes.base import Probe, probe
-from fwdoctor.probes.libscan import find_installs, ld_first
+from fwdoctor.probes.libscan import find_installs, ld_first, reads_for
+
+READS = reads_for(NCCL)  # kept from an image (fwdoctor.image)
 
 
 @probe("nccl", provides=("nccl.installs", "nccl.ld_first"))

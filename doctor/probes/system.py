@@ -20,7 +20,7 @@ from typing import Iterable
 
 from fwdoctor.host import Host
 from fwdoctor.model import Fact, Facts, ProbeFailure
-from fwdoctor.probes.base import Probe, probe
+from fwdoctor.probes.base import Probe, Read, probe
 
 OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")
 LIBC_PATHS = (
@@ -34,6 +34,9 @@ LIBC_PATHS = (
 )
 LD_PATHS = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-x86-64.so.2")
 MUSL_GLOB = ("/lib", "ld-musl-*.so.1")
+# What this probe reads (fwdoctor.image keeps only declared reads): libc.so.6's version
+# banner is looked for in its first MAX_READ_BYTES, wherever a merged /usr puts it.
+READS = (Read("/etc/os-release"), Read("/usr/lib/os-release"), Read("**/libc.so.6"), Read("/proc/**"))
 # Directory -> architecture, for a root folder (nothing there can be asked `uname -m`).
 ARCH_MARKERS = (
     ("/usr/lib/x86_64-linux-gnu", "x86_64"),

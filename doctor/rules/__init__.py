@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwdoctor.rules import build, driver, libs, python, runtime, toolkit, torch
+from fwdoctor.rules import build, driver, fabric, frameworks, libs, python, runtime, toolkit, torch
 from fwdoctor.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
@@ -11,7 +11,10 @@ RULES: tuple[Rule, ...] = (
     *libs.RULES,
     *python.RULES,
     *torch.RULES,
+    *frameworks.RULES,
     *runtime.RULES,
+    # NVSwitch fabric manager, GPU health, NCCL transports (fabric.RUN_RULES: smoke allreduce).
+    *fabric.RULES,
     # Source-build pre-flight: "not checked" unless the facts hold a build request
     # (`fwdoctor build torch` judges all of build.RULES).
     *build.CHECK_RULES,
@@ -20,4 +23,4 @@ RULES: tuple[Rule, ...] = (
 # The KB areas the rules above read: `check` loads and validates these up front (while the
 # probes run) and leaves the others (docker images, source-build variables) to the
 # commands that need them. tests/test_architecture.py keeps this list true.
-KB_AREAS: tuple[str, ...] = ("cuda", "gpus", "torch", "libs")
+KB_AREAS: tuple[str, ...] = ("cuda", "gpus", "torch", "libs", "frameworks")
