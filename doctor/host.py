@@ -92,24 +92,32 @@ class Host:
                 if resolved:
                     resolved.pop()  # never above the root
                 continue
-            candidate = self._real("/" + "/".join(resolved + [part]))
-            try:
-                st = os.lstat(candidate)
-            except OSError:
+            found, target = self._entry("/" + "/".join(resolved + [part]))
+            if not found:
                 resolved.append(part)
                 resolved.extend(p for p in parts if p not in (".", ""))
                 return posixpath.normpath("/" + "/".join(resolved))
-            if stat.S_ISLNK(st.st_mode):
+            if target is not None:
                 hops += 1
                 if hops > MAX_SYMLINK_HOPS:
                     raise UnreadableError(path, "too many levels of symbolic links")
-                target = os.readlink(candidate)
                 if target.startswith("/"):
                     resolved = []
                 parts = [p for p in target.split("/") if p] + parts
                 continue
             resolved.append(part)
         return "/" + "/".join(resolved)
+
+    def _entry(self, view_path: str) -> tuple[bool, str | None]:
+        """(exists, symlink target or None) for one host-view path, links not followed:
+        the only filesystem question `resolve` asks (an image's in-memory tree answers it
+        from its own nodes)."""
+        candidate = self._real(view_path)
+        try:
+            st = os.lstat(candidate)
+        except OSError:
+            return False, None
+        return True, (os.readlink(candidate) if stat.S_ISLNK(st.st_mode) else None)
 
     def _real(self, host_path: str) -> str:
         """The real filesystem path for an already-resolved host-view path."""

@@ -25,7 +25,7 @@ import tarfile
 from pathlib import Path
 from typing import IO, Any, Mapping
 
-from fwdoctor.host import DEFAULT_PATH, MAX_READ_BYTES, MAX_SYMLINK_HOPS, Host, UnreadableError
+from fwdoctor.host import DEFAULT_PATH, MAX_READ_BYTES, Host, UnreadableError
 
 _CHUNK = 1 << 20
 # The most file content one inspection keeps, all kept files together. The declared reads
@@ -222,34 +222,11 @@ class ImageHost(Host):
         host.tree = tree
         return host
 
-    def _resolve(self, path: str) -> str:
-        parts = [p for p in path.split("/") if p]
-        resolved: list[str] = []
-        hops = 0
-        while parts:
-            part = parts.pop(0)
-            if part in (".", ""):
-                continue
-            if part == "..":
-                if resolved:
-                    resolved.pop()  # never above the root
-                continue
-            node = self.tree.get("/" + "/".join(resolved + [part]))
-            if node is None:
-                resolved.append(part)
-                resolved.extend(p for p in parts if p not in (".", ""))
-                return posixpath.normpath("/" + "/".join(resolved))
-            if node.kind == "l":
-                hops += 1
-                if hops > MAX_SYMLINK_HOPS:
-                    raise UnreadableError(path, "too many levels of symbolic links")
-                target = node.link or ""
-                if target.startswith("/"):
-                    resolved = []
-                parts = [p for p in target.split("/") if p] + parts
-                continue
-            resolved.append(part)
-        return "/" + "/".join(resolved)
+    def _entry(self, view_path: str) -> tuple[bool, str | None]:
+        node = self.tree.get(view_path)
+        if node is None:
+            return False, None
+        return True, ((node.link or "") if node.kind == "l" else None)
 
     def _node(self, path: str) -> Node | None:
         return self.tree.get(self.resolve(path))

@@ -13,24 +13,7 @@ from pathlib import Path
 import pytest
 
 from fwdoctor import image
-
-
-def tar_bytes(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as archive:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
-            else:
-                archive.addfile(info)
-    return buf.getvalue()
-
-
-def member(name: str, kind: bytes = tarfile.REGTYPE, mode: int = 0o644, linkname: str = "") -> tarfile.TarInfo:
-    info = tarfile.TarInfo(name)
-    info.type, info.mode, info.linkname = kind, mode, linkname
-    return info
+from image_helpers import member, tar_bytes
 
 
 def test_a_normal_tree_is_unpacked_with_files_dirs_and_links(tmp_path):
