@@ -154,3 +154,35 @@ def test_the_installed_fwdoctor_looks_at_the_users_python_not_its_own(installed,
     assert missing.returncode == 2
     assert "--python /nonexistent/bin/python: no such interpreter" in missing.stderr
     assert "[ok]" not in missing.stdout
+
+
+def test_the_installed_fwdoctor_plans_for_the_users_python_and_agrees_with_itself(installed, tmp_path):
+    """From the installed wheel, in a project outside the repository: check's JSON is stamped
+    and opens with the per-layer summary; check's fix and select name the same wheel (on this
+    GPU-less machine, the CPU one); a plan for Debian's externally managed /usr/bin/python3
+    creates the project's .venv instead of installing into it (PEP 668)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    _run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], cwd=project, timeout=120)
+    env = _outside(tmp_path)
+    env["VIRTUAL_ENV"] = str(project / ".venv")
+    fwdoctor = str(installed / "bin" / "fwdoctor")
+
+    checked = subprocess.run([fwdoctor, "-q", "check", "--json"], cwd=project, capture_output=True, text=True, timeout=120, env=env)
+    report = json.loads(checked.stdout)
+    assert (report["schema_version"], report["kind"]) == (1, "check")
+    python_line = next(row["text"] for row in report["summary"] if row["layer"] == "Python")
+    assert f"at {project / '.venv' / 'bin' / 'python'} ($VIRTUAL_ENV/bin/python" in python_line
+    (missing,) = [f for f in report["findings"] if f["id"] == "torch-not-installed"]
+    fixed = f"{missing['fix']['options']['torch']}+{missing['fix']['options']['variant']}"
+    selected = json.loads(_run([fwdoctor, "select", "torch", "--json"], cwd=project, timeout=120, env=env).stdout)["choice"]["version"]
+    assert fixed == selected and selected.endswith("+cpu")
+
+    system = "/usr/bin/python3"
+    marker = f"/usr/lib/python{sys.version_info[0]}.{sys.version_info[1]}/EXTERNALLY-MANAGED"
+    if not os.path.exists(marker):
+        pytest.skip(f"needs a Debian-style externally managed {system} ({marker})")
+    planned = json.loads(_run([fwdoctor, "install", "torch", "--python", system, "--cuda", "cpu", "--json"], cwd=project, timeout=120, env=env).stdout)
+    first = planned["plan"]["steps"][0]["argv"]
+    assert first == [system, "-m", "venv", "--", str(project / ".venv")]
+    assert planned["plan"]["target_python"] == str(project / ".venv" / "bin" / "python")
