@@ -72,7 +72,8 @@ def local_index(engine, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def built(engine, local_index, tmp_path_factory):
-    """Lock, generate and build in a scratch build context; returns (tag, lock sha256, output)."""
+    """Lock, generate and build in a scratch build context; yields (tag, lock sha256, output) and
+    removes the image afterwards."""
     from click.testing import CliRunner
 
     from fwdoctor.cli import main
@@ -91,7 +92,18 @@ def built(engine, local_index, tmp_path_factory):
         "--network", "host", "--ca", "/etc/ssl/certs/ca-certificates.crt",
     ])
     digest = hashlib.sha256((lock_dir / "requirements.lock").read_bytes()).hexdigest()
-    return f"cpu-py311:{digest[:12]}", digest, build
+    yield f"cpu-py311:{digest[:12]}", digest, build
+    # Each build leaves a ~1 GB image (more on the vfs store): CI machines and laptops that
+    # run the suite repeatedly must not fill up with them.
+    _remove_images(engine, f"cpu-py311:{digest[:12]}", "cpu-py311:latest")
+
+
+def _remove_images(engine, *tags: str) -> None:
+    for tag in tags:
+        try:
+            engine.images.remove(tag, force=True)
+        except Exception:  # noqa: BLE001 - already gone, or never built: nothing to free
+            pass
 
 
 def test_the_cpu_stack_builds_and_passes_validation(built):

@@ -210,7 +210,13 @@ def image(project, generated, engine):
     build = _run([project["fwdoctor"], "docker", "build", "stack.yaml", "--base-image", BASE_IMAGE, "--network", "host",
                   "--ca", "/etc/ssl/certs/ca-certificates.crt", "--no-validate"], cwd=root, env=project["env"], ok=False)
     assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
-    return f"my-app:{generated['lock_sha256'][:12]}"
+    tag = f"my-app:{generated['lock_sha256'][:12]}"
+    yield tag
+    for name in (tag, "my-app:latest"):  # ~1 GB each on the vfs store: never left behind
+        try:
+            engine.images.remove(name, force=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
 
 
 def _container(engine, tag: str, **kwargs) -> tuple[int, str]:
