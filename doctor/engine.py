@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from fwdoctor.background import Background
 from fwdoctor.findings import FINDING_KINDS, kind
@@ -95,22 +95,59 @@ class Report:
     def has_errors(self) -> bool:
         return any(f.severity is Severity.ERROR for f in self.findings)
 
+    evaluated: int = 0  # rules asked; `checked` of them had the facts they need
+    # False where the caller says "no facts" itself (triage: "No environment information
+    # recognised", exit 0) rather than failing with "nothing could be checked".
+    require_facts: bool = True
+
+    @property
+    def not_run(self) -> int:
+        return len(self.not_checked)
+
+    @property
+    def checked(self) -> int:
+        return self.evaluated - self.not_run
+
+    @property
+    def nothing_checked(self) -> bool:
+        """No rule could run (an empty facts file, a root with nothing readable): such a
+        report must not read as a clean bill of health."""
+        return self.require_facts and self.evaluated > 0 and self.checked == 0
+
     @property
     def exit_code(self) -> int:
+        if self.nothing_checked:
+            return 2
         return 1 if self.has_errors else 0
 
 
-def judge(facts: Facts, kb: KB, rules: Iterable[Rule], only: Iterable[str] | None = None) -> Report:
-    """Evaluate rules (optionally only those ids) and add `probe-failed` findings."""
+def judge(
+    facts: Facts,
+    kb: KB,
+    rules: Iterable[Rule],
+    only: Iterable[str] | None = None,
+    on_rule_error: Callable[[Rule, Exception], None] | None = None,
+) -> Report:
+    """Evaluate rules (optionally only those ids) and add `probe-failed` findings.
+
+    A rule that raises (facts of an unexpected shape from a hand-edited facts file, or a
+    bug) becomes "not checked" with the reason; `on_rule_error` sees the exception (the
+    CLI prints its traceback under --debug, so a real bug stays visible)."""
     wanted = set(only) if only else None
     report = Report(facts)
     for item in rules:
         if wanted is not None and item.id not in wanted:
             continue
+        report.evaluated += 1
         try:
             findings, skipped = item.evaluate(facts, kb)
-        except Exception as exc:  # a rule bug: say so, keep the rest of the report
-            findings, skipped = [], NotChecked(item.id, item.area, f"internal error in rule: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # keep the rest of the report
+            if on_rule_error is not None:
+                on_rule_error(item, exc)
+            findings, skipped = [], NotChecked(
+                item.id, item.area,
+                f"could not be evaluated: a fact has an unexpected type or shape, or the rule has a bug ({type(exc).__name__}: {exc}; --debug shows where)",
+            )
         report.findings.extend(findings)
         if skipped is not None:
             report.not_checked.append(skipped)

@@ -20,6 +20,7 @@ from fwdoctor import runner
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MAX_READ_BYTES = 4 * 1024 * 1024  # no probe needs more; protects against /dev/zero-like files
+MAX_ENV_FILE_BYTES = 1024 * 1024  # an environment, not a data file
 MAX_SYMLINK_HOPS = 40  # the kernel's own limit (ELOOP)
 
 
@@ -34,6 +35,55 @@ class UnreadableError(OSError):
 
 class EnvFileError(ValueError):
     """An --env-file that cannot be used; the message names the file and line."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+def _open_regular(real: str, shown: str) -> IO[bytes]:
+    """`real` opened for reading if it is a regular file; UnreadableError naming `shown`
+    otherwise. Checked before opening (a FIFO blocks in open()) and again on the open
+    descriptor (the path may have been swapped in between): O_NONBLOCK keeps a FIFO
+    swapped in from blocking the open, O_NOFOLLOW refuses a symlink swapped in for the
+    already-resolved last component."""
+    st = os.stat(real)
+    if stat.S_ISDIR(st.st_mode):
+        raise UnreadableError(shown, "is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise UnreadableError(shown, f"not a regular file ({_kind(st.st_mode)})")
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableError(shown, f"not a regular file ({_kind(st.st_mode)})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular_file(path: str, limit: int, flag: str) -> bytes:
+    """A whole input file named on the command line (`flag PATH`), at most `limit` bytes.
+
+    Raises ValueError naming it: absent, unreadable, not a regular file (/dev/zero, a
+    FIFO: never opened), or bigger than `limit` (refused, not truncated: half a file
+    would be judged as if it were whole)."""
+    try:
+        with _open_regular(path, path) as handle:
+            data = handle.read(limit + 1)
+    except UnreadableError as exc:
+        raise ValueError(f"{flag} {path}: {exc.reason}") from None
+    except OSError as exc:
+        raise ValueError(f"{flag} {path}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise ValueError(f"{flag} {path}: too big (over {limit // (1024 * 1024)} MiB); is this the right file?")
+    return data
 
 
 @dataclass
@@ -54,7 +104,10 @@ class Host:
 
     @classmethod
     def at_root(cls, root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> "Host":
-        real = Path(root).resolve()
+        try:
+            real = Path(root).resolve()
+        except RuntimeError:  # Python 3.11 reports a symlink loop this way (3.13: OSError)
+            raise NotADirectoryError(f"--root {root}: too many levels of symbolic links") from None
         if not real.is_dir():
             raise NotADirectoryError(f"--root {root}: not a directory")
         merged = {"PATH": DEFAULT_PATH}
@@ -169,14 +222,14 @@ class Host:
         return [posixpath.join(directory, n) for n in self.listdir(directory) if fnmatch.fnmatchcase(n, pattern)]
 
     def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes | None:
-        """The file's bytes, None when absent. Raises UnreadableError otherwise."""
+        """The file's first `limit` bytes, None when absent. Raises UnreadableError
+        otherwise, and for anything but a regular file (a FIFO, socket or device is never
+        opened: opening a FIFO blocks until a writer comes, /dev/zero never ends)."""
         real = self.real_path(path)
         try:
-            if not os.path.exists(real):
+            if not os.path.lexists(real):
                 return None
-            if os.path.isdir(real):
-                raise UnreadableError(path, "is a directory")
-            with open(real, "rb") as handle:
+            with _open_regular(real, path) as handle:
                 return handle.read(limit)
         except UnreadableError:
             raise
@@ -186,8 +239,9 @@ class Host:
             raise UnreadableError(path, exc.strerror or str(exc)) from None
 
     def open_binary(self, path: str) -> IO[bytes]:
-        """The file opened for a chunked, bounded scan (a library's prefix). Raises OSError."""
-        return open(self.real_path(path), "rb")
+        """The file opened for a chunked, bounded scan (a library's prefix). Raises OSError
+        (UnreadableError for anything but a regular file)."""
+        return _open_regular(self.real_path(path), path)
 
     def read_text(self, path: str, limit: int = MAX_READ_BYTES) -> str | None:
         data = self.read_bytes(path, limit)
@@ -239,6 +293,9 @@ def parse_env_file(text: str, name: str = "env file") -> dict[str, str]:
         if not sep or not key or not (key[0].isalpha() or key[0] == "_") or not all(c.isalnum() or c == "_" for c in key):
             raise EnvFileError(f"{name}:{number}: expected KEY=VALUE, got {raw.strip()[:80]!r}")
         value = value.strip()
+        if "\x00" in value:
+            # No process environment can hold a NUL: refused here, not when a probe runs.
+            raise EnvFileError(f"{name}:{number}: {key}: a NUL byte in the value")
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
         env[key] = value
@@ -247,10 +304,9 @@ def parse_env_file(text: str, name: str = "env file") -> dict[str, str]:
 
 def load_env_file(path: str) -> dict[str, str]:
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise EnvFileError(f"--env-file {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise EnvFileError(f"--env-file {path}: not UTF-8 text") from None
+        text = read_regular_file(path, MAX_ENV_FILE_BYTES, "--env-file").decode("utf-8")
+    except ValueError as exc:
+        if isinstance(exc, UnicodeDecodeError):
+            raise EnvFileError(f"--env-file {path}: not UTF-8 text") from None
+        raise EnvFileError(str(exc)) from None
     return parse_env_file(text, name=path)

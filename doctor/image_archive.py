@@ -101,6 +101,9 @@ def _open(path: str) -> _Folder | _Tarball:
         return _Folder(path)
     if not os.path.exists(path):
         raise ImageError("no such file or folder")
+    if not os.path.isfile(path):
+        # A FIFO would block in open(), /dev/zero would read as an endless tar.
+        raise ImageError("not a regular file nor a folder (a FIFO, socket or device is never read)")
     try:
         return _Tarball(path)
     except tarfile.ReadError:

@@ -156,6 +156,9 @@ class TreeBuilder:
                 return
             # The same file under another name: its kept content is shared, not copied.
             self.tree.put(path, Node("f", _file_mode(member.mode), source.size, None, source.data))
+        elif not member.isreg():
+            # A FIFO or device node: listed (it exists), never read, as on a root folder.
+            self.tree.put(path, Node("o", _file_mode(member.mode)))
         else:
             self.tree.put(path, Node("f", _file_mode(member.mode), member.size, None, self._content(archive, member, path)))
 
@@ -271,8 +274,8 @@ class ImageHost(Host):
         node = self._node(path)
         if node is None:
             return None
-        if node.kind == "d":
-            raise UnreadableError(path, "is a directory")
+        if node.kind != "f":
+            raise UnreadableError(path, "is a directory" if node.kind == "d" else "not a regular file (a FIFO or device)")
         if node.data is None:
             if node.size == 0:
                 return b""
@@ -292,6 +295,6 @@ class ImageHost(Host):
             return None
         if node is None:
             return None
-        kind = stat.S_IFDIR if node.kind == "d" else stat.S_IFREG
+        kind = {"d": stat.S_IFDIR, "o": stat.S_IFIFO}.get(node.kind, stat.S_IFREG)
         blocks_size = node.size if node.kind == "f" else 4096
         return os.stat_result((kind | node.mode, 0, 0, 1, os.getuid(), os.getgid(), blocks_size, 0, 0, 0))

@@ -74,6 +74,26 @@ class ProbeFailure:
     reason: str
 
 
+# No fact `fwdoctor facts` writes is nested more than a handful of levels; a deeper one
+# would only exercise the recursion of every renderer and rule that walks it.
+MAX_FACTS_DEPTH = 32
+
+
+def _deeper_than(data: Any, limit: int) -> str:
+    """The path to the first value nested deeper than `limit` (iteratively: no recursion
+    limit), or "" when none is."""
+    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
+    while stack:
+        value, depth, where = stack.pop()
+        if depth > limit:
+            return where or "the top level"
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1, f"{where}[{i}]") for i, v in enumerate(value) if isinstance(v, (Mapping, list)))
+    return ""
+
+
 class Facts(Mapping[str, Any]):
     """Every fact about one host, by key. Missing and unknown keys both read as UNKNOWN.
 
@@ -146,6 +166,9 @@ class Facts(Mapping[str, Any]):
         """Inverse of to_json. Raises ValueError naming the first malformed entry."""
         if not isinstance(data, Mapping) or not isinstance(data.get("facts"), Mapping):
             raise ValueError('expected an object with a "facts" object (the output of `fwdoctor facts`)')
+        too_deep = _deeper_than(data, MAX_FACTS_DEPTH)
+        if too_deep:
+            raise ValueError(f"nested too deeply (at {too_deep[:60]}{'...' if len(too_deep) > 60 else ''}: over {MAX_FACTS_DEPTH} levels) to be facts from `fwdoctor facts`")
         facts: list[Fact] = []
         for key, entry in data["facts"].items():
             if not isinstance(entry, Mapping):

@@ -14,6 +14,7 @@ from fwdoctor.schema import stamp
 from fwdoctor.summary import summary
 from fwdoctor.summary import to_json as summary_json
 
+NOTHING_CHECKED = "Nothing could be checked: no check had the facts it needs (`-v` lists what each lacked)."
 MARK = {Severity.ERROR: "error", Severity.WARNING: "warn ", Severity.INFO: "info "}
 
 
@@ -64,7 +65,9 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
         elif skipped:
             out.append(f"  ({len(skipped)} check(s) not run for lack of facts; -v lists them)")
     out.append("")
-    if not report.findings:
+    if report.nothing_checked:
+        out.append(NOTHING_CHECKED)
+    elif not report.findings:
         out.append("No problems found.")
     else:
         out.append("`fwdoctor explain ID` explains a finding; `--json` gives machine-readable output.")
@@ -75,7 +78,8 @@ def _summary_line(report: Report) -> str:
     counts = {s: 0 for s in Severity}
     for finding in report.findings:
         counts[finding.severity] += 1
-    return f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} info"
+    return (f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} info; "
+            f"{report.not_run} check(s) not run for lack of facts")
 
 
 def _short(value: Any, limit: int = 300) -> str:
@@ -87,6 +91,9 @@ def to_json(report: Report) -> dict[str, Any]:
     facts = report.facts.to_json()
     return stamp("check", {
         "exit_code": report.exit_code,
+        "checked": report.checked,
+        "not_run": report.not_run,
+        "nothing_checked": report.nothing_checked,
         "summary": summary_json(report.facts),
         "facts": facts["facts"],
         "probe_failures": facts["probe_failures"],
@@ -130,6 +137,8 @@ def render_markdown(report: Report) -> str:
             value = report.facts[key] if report.facts.known(key) else f"unknown ({report.facts.why(key)})"
             lines.append(f"{key}: {_short(value, 500)}")
     lines += ["```", "</details>", ""]
+    if report.nothing_checked:
+        lines += [NOTHING_CHECKED, ""]
     if report.not_checked:
         lines.append("Not checked: " + "; ".join(f"`{n.rule}` ({n.reason})" for n in report.not_checked))
         lines.append("")

@@ -14,11 +14,16 @@ from typing import Callable, Sequence
 
 from fwdoctor import interpreter
 from fwdoctor.engine import collect, overlay_host
-from fwdoctor.host import EnvFileError, Host, load_env_file
+from fwdoctor.host import EnvFileError, Host, load_env_file, read_regular_file
 from fwdoctor.model import Fact, Facts
 from fwdoctor.probes import PROBES
 from fwdoctor.probes import driver as driver_probes
 from fwdoctor.probes import gpus as gpu_probes
+
+
+# A facts file from a big host is well under 1 MiB; the cap keeps a wrong file (a disk
+# image, /dev/zero) from being read whole into memory.
+MAX_FACTS_FILE_BYTES = 64 * 1024 * 1024
 
 
 class SourceError(Exception):
@@ -121,12 +126,14 @@ def host_facts(timeout: float = 10.0, probes: Sequence = (*driver_probes.PROBES,
 def read_facts_file(path: str) -> Facts:
     """Facts saved by `fwdoctor facts`. Raises SourceError naming the file."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(read_regular_file(path, MAX_FACTS_FILE_BYTES, "--facts").decode("utf-8"))
         return Facts.from_json(data)
-    except OSError as exc:
-        raise SourceError(f"--facts {path}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise SourceError(f"--facts {path}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
         raise SourceError(f"--facts {path}: not JSON: {exc}") from None
+    except RecursionError:
+        raise SourceError(f"--facts {path}: nested too deeply to be facts from `fwdoctor facts`") from None
     except ValueError as exc:
-        raise SourceError(f"--facts {path}: {exc}") from None
+        msg = str(exc)
+        raise SourceError(msg if msg.startswith("--facts ") else f"--facts {path}: {msg}") from None

@@ -134,15 +134,25 @@ def summary(facts: Facts) -> list[tuple[str, str]]:
     """(layer, text) for every layer, in LAYERS order, with a line after torch for each
     other framework present."""
     return [
-        ("driver", _driver(facts)),
-        ("GPUs", _gpus(facts)),
-        ("toolkit", _toolkit(facts)),
-        ("torch", _torch(facts)),
-        *_frameworks(facts),
-        ("cuDNN", _installs(facts, "cudnn.installs")),
-        ("NCCL", _installs(facts, "nccl.installs")),
-        ("Python", _python(facts)),
+        ("driver", _shown(_driver, facts)),
+        ("GPUs", _shown(_gpus, facts)),
+        ("toolkit", _shown(_toolkit, facts)),
+        ("torch", _shown(_torch, facts)),
+        *_shown(_frameworks, facts, many=True),
+        ("cuDNN", _shown(_installs, facts, "cudnn.installs")),
+        ("NCCL", _shown(_installs, facts, "nccl.installs")),
+        ("Python", _shown(_python, facts)),
     ]
+
+
+def _shown(layer: Any, facts: Facts, *args: Any, many: bool = False) -> Any:
+    """One layer's text; a fact of an unexpected type (a hand-edited facts file) shows as
+    such instead of costing the whole report."""
+    try:
+        return layer(facts, *args)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+        text = f"unreadable (a fact has an unexpected type: {type(exc).__name__}: {exc})"
+        return [("frameworks", text)] if many else text
 
 
 def to_json(facts: Facts) -> list[dict[str, Any]]:

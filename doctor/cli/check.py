@@ -9,7 +9,7 @@ import click
 from fwdoctor import report as rep
 from fwdoctor.background import Background
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
-from fwdoctor.cli.output import emit_json, use_color
+from fwdoctor.cli.output import emit_json, settings, use_color
 from fwdoctor.engine import judge
 from fwdoctor.findings import BY_ID
 from fwdoctor.rules import KB_AREAS, RULES
@@ -42,7 +42,7 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
     kb_loading = Background(load_kb, kb_dir, KB_AREAS)
     facts = facts_from(source)
     kb = kb_loading.result()
-    report = judge(facts, kb, RULES, only=only or None)
+    report = judge(facts, kb, RULES, only=only or None, on_rule_error=_show_rule_error)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(rep.render_json(report), nl=False)
@@ -50,7 +50,18 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
         click.echo(rep.render_markdown(report), nl=False)
     else:
         click.echo(rep.render_text(report, verbose=verbose, color=use_color()), nl=False)
+    if report.nothing_checked:
+        click.echo("fwdoctor: error: nothing could be checked: no check had the facts it needs", err=True)
     sys.exit(report.exit_code)
+
+
+def _show_rule_error(rule: object, exc: Exception) -> None:
+    """--debug: the traceback of a rule that raised (it is reported as not checked)."""
+    if settings().debug:
+        import traceback
+
+        click.echo(f"fwdoctor: rule {getattr(rule, 'id', rule)} raised:", err=True)
+        traceback.print_exception(exc)
 
 
 @click.command()

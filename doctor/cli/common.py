@@ -6,6 +6,7 @@ The exit codes and the one-line error live in fwdoctor.cli.errors (re-exported h
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, Sequence, TypeVar
 
 import click
@@ -48,6 +49,16 @@ def load_kb(kb_dir: str | None, areas: Sequence[str] | None = None) -> KB:
 
 
 # ----------------------------------------------------------------------------- sources
+MAX_SECONDS = 7 * 24 * 3600.0  # past a week a "timeout" is a typo, and time.monotonic() + inf breaks waits
+
+
+def seconds(value: float, flag: str) -> float:
+    """A duration option's value: finite, above zero, at most a week; else a usage error (exit 2)."""
+    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
+        raise click.BadParameter(f"{value!r} is not a number of seconds (above 0, at most {MAX_SECONDS:g})", param_hint=f"'{flag}'")
+    return value
+
+
 _SOURCE_OPTIONS = [
     click.option("--root", type=click.Path(file_okay=False), help="Inspect DIR as if it were / (a container rootfs, a copied tree). Nothing inside it runs."),
     click.option("--env-file", type=click.Path(dir_okay=False), help="KEY=VALUE lines used as the environment (PATH, LD_LIBRARY_PATH, CUDA_HOME, VIRTUAL_ENV...). No shell expansion."),
@@ -57,7 +68,7 @@ _SOURCE_OPTIONS = [
     click.option("--against-host", is_flag=True, help="With --root: take the driver and GPUs from this host (the machine the rootfs will run on), as --image does."),
     click.option("--deep", is_flag=True, help="Also import torch in the target interpreter (child process, with a timeout)."),
     click.option("--python", help="The interpreter whose environment to inspect (default: the active venv/conda env, else python3 on PATH)."),
-    click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds allowed for each command the probes run."),
+    click.option("--timeout", type=float, default=10.0, show_default=True, callback=lambda ctx, param, value: seconds(value, "--timeout"), help="Seconds allowed for each command the probes run."),
 ]
 _SOURCE_NAMES = ("root", "env_file", "facts_file", "image", "image_archive", "against_host", "deep", "python", "timeout")
 

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from fwdoctor import interpreter
-from fwdoctor.cli.common import fail, facts_from, kb_option, load_kb, with_options
+from fwdoctor.cli.common import fail, facts_from, kb_option, load_kb, seconds, with_options
 from fwdoctor.cli.output import emit_json, note
 from fwdoctor.engine import judge
 from fwdoctor.host import Host
@@ -30,6 +30,10 @@ from fwdoctor.smoke.bandwidth import parse_bytes
 from fwdoctor.smoke.result import exit_code, render_text
 from fwdoctor.smoke.suite import SuiteResult, render_summary
 from fwdoctor.sources import SourceRequest
+
+
+def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    return seconds(value, "--timeout")
 
 
 _PYTHON_KEY = "fwdoctor.smoke.python"
@@ -81,7 +85,7 @@ def smoke() -> None:
 @click.option("--device", "devices", type=int, multiple=True, metavar="N", help="Only this GPU index (repeatable).")
 @click.option("--compile-only", is_flag=True, help="Compile a small CUDA kernel with the active nvcc instead (no torch).")
 @click.option("--arch", "archs", multiple=True, metavar="CC", help="With --compile-only: target 7.5, sm_80, 9.0+PTX ... (repeatable; default: this host's GPUs).")
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds allowed for the whole kernel test.")
+@click.option("--timeout", type=float, default=300.0, show_default=True, callback=_seconds, help="Seconds allowed for the whole kernel test.")
 @click.option("--no-gemm", is_flag=True, help="Skip the GEMM TFLOP/s figure.")
 @click.option("--cpu", is_flag=True, help="Run the same checks on the CPU (oneDNN conv2d, bf16 autocast) instead of GPUs.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -138,7 +142,7 @@ _allreduce_options = [
 @click.option("--node-rank", type=int, default=0, show_default=True, help="This node's index; node 0 hosts the rendezvous.")
 @click.option("--rdzv-endpoint", metavar="HOST:PORT", help="Node 0's address for the c10d rendezvous (needed with --nnodes > 1).")
 @click.option("--rdzv-id", default="fwdoctor-smoke", show_default=True, help="Same on every node of one run.")
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds for the whole run; a hang is killed.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, callback=_seconds, help="Seconds for the whole run; a hang is killed.")
 @click.option("--emit", type=click.Choice(["slurm", "torchrun"]), help="Print a multi-node job script instead of running.")
 @click.option("--quiet", is_flag=True, help="No per-size progress on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -186,7 +190,7 @@ def run_allreduce(opts, quiet: bool = False, host_facts=None, kb=None):
 @smoke.command("all")
 @with_options(_allreduce_options)
 @click.option("--no-allreduce", is_flag=True, help="Skip the all-reduce step.")
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds for each step (kernel, allreduce).")
+@click.option("--timeout", type=float, default=600.0, show_default=True, callback=_seconds, help="Seconds for each step (kernel, allreduce).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False), help="Write the JSON report here (schema: doctor/smoke/suite.py).")
 @kb_option
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the summary.")
