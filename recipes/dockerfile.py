@@ -24,9 +24,9 @@ by the CLI) and the stack's `copy:` items. Choices, and why:
 
 from __future__ import annotations
 
-import json
 import posixpath
 
+from fwdoctor.quoting import dockerfile_json, dockerfile_string, dockerfile_text, dockerfile_value, shell_word
 from fwdoctor.recipes.lockfile import LOCK_NAME, lock_digest
 from fwdoctor.recipes.stack import ResolvedStack
 
@@ -46,10 +46,16 @@ def render(
     lock_dir: str,
     base_image: str | None = None,
 ) -> str:
-    """The Dockerfile. `lock_dir` is the lock folder relative to the build context."""
-    base = base_image or stack.base_image
+    """The Dockerfile. `lock_dir` is the lock folder relative to the build context.
+
+    Every value from outside passes fwdoctor.quoting: a newline in --base-image, the stack
+    file's path or the lock folder would start an instruction of its own, so QuotingError
+    (naming the input) is raised instead."""
+    base = dockerfile_value(base_image, "--base-image") if base_image else dockerfile_value(stack.base_image, "the stack's base image")
+    # Only in comments, as a word of a command to paste: one line, shell-quoted.
+    stack_file = shell_word(dockerfile_text(stack_file, "the stack file path"))
     digest = lock_digest(lock_text)
-    lock_path = posixpath.join(lock_dir, LOCK_NAME)
+    lock_path = dockerfile_value(posixpath.join(lock_dir, LOCK_NAME), "the lock folder (--lock-dir)")
     is_cuda = stack.cuda is not None
     out: list[str] = []
     add = out.append
@@ -93,16 +99,17 @@ def render(
     add("")
     add("FROM ${BASE_IMAGE} AS runtime")
     add("ARG BASE_IMAGE")
+    # Each value quoted (\\, " and $ escaped) but base.name, which is meant to expand.
     labels = [
-        ("org.opencontainers.image.title", stack.name),
-        ("org.opencontainers.image.description", f"fwdoctor stack {stack.name}: torch {stack.torch_local}, CPython {stack.python}"),
-        ("org.opencontainers.image.version", digest[:12]),
-        ("org.opencontainers.image.base.name", "${BASE_IMAGE}"),
-        ("io.fwdoctor.stack", stack.name),
-        ("io.fwdoctor.lock.sha256", digest),
-        ("io.fwdoctor.torch", stack.torch_local),
+        ("org.opencontainers.image.title", dockerfile_string(stack.name, "the stack name")),
+        ("org.opencontainers.image.description", dockerfile_string(f"fwdoctor stack {stack.name}: torch {stack.torch_local}, CPython {stack.python}", "the stack")),
+        ("org.opencontainers.image.version", dockerfile_string(digest[:12])),
+        ("org.opencontainers.image.base.name", '"${BASE_IMAGE}"'),
+        ("io.fwdoctor.stack", dockerfile_string(stack.name, "the stack name")),
+        ("io.fwdoctor.lock.sha256", dockerfile_string(digest)),
+        ("io.fwdoctor.torch", dockerfile_string(stack.torch_local, "the torch version")),
     ]
-    add("LABEL " + " \\\n      ".join(f'{key}="{value}"' for key, value in labels))
+    add("LABEL " + " \\\n      ".join(f"{key}={value}" for key, value in labels))
     packages = ([] if stack.python_from_base else ["python3"]) + list(stack.apt)
     if packages:
         why = "the venv's interpreter" if not stack.python_from_base else ""
@@ -114,17 +121,17 @@ def render(
     if stack.copy:
         add("# The project's files (the stack's `copy:`), owned by root: the app user reads, not rewrites, them.")
     for item in stack.copy:
-        add(f"COPY {json.dumps([item.src, item.dest])}")
+        add(f"COPY {dockerfile_json([item.src, item.dest], 'a copy: item of the stack')}")
     add(f"ENV PATH={VENV}/bin:$PATH VIRTUAL_ENV={VENV} PYTHONUNBUFFERED=1")
     add(f"USER {APP_UID}:{APP_UID}")
     if stack.healthcheck:
         add("# Unhealthy when the GPU cannot run a kernel (broken driver mount, Xid, wrong arch).")
         add('HEALTHCHECK --interval=10m --timeout=2m --start-period=1m CMD ["fwdoctor", "smoke", "kernel"]')
     if stack.entrypoint is not None:
-        add(f"ENTRYPOINT {json.dumps(list(stack.entrypoint))}")
+        add(f"ENTRYPOINT {dockerfile_json(stack.entrypoint, 'the stack entrypoint')}")
     if stack.command is None:
         add("# Default: judge the image from inside (torch imported in a child process).")
-    add(f"CMD {json.dumps(list(stack.command or DEFAULT_COMMAND))}")
+    add(f"CMD {dockerfile_json(stack.command or DEFAULT_COMMAND, 'the stack command')}")
     return "\n".join(out) + "\n"
 
 

@@ -44,6 +44,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import runner
+from fwdoctor.quoting import QuotingError, lock_line
 from fwdoctor.recipes.stack import ResolvedStack
 from fwdoctor.recipes.scripts import read as read_script
 
@@ -91,8 +92,8 @@ class Sources:
         return cls(index_url, extras, tuple(dict.fromkeys(find_links)))
 
     def lines(self) -> list[str]:
-        return ([f"--index-url {self.index_url}"] + [f"--extra-index-url {u}" for u in self.extra_index_urls]
-                + [f"--find-links {link}" for link in self.find_links])
+        return ([f"--index-url {lock_line(self.index_url, '--index-url')}"] + [f"--extra-index-url {lock_line(u, '--extra-index-url')}" for u in self.extra_index_urls]
+                + [f"--find-links {lock_line(link, '--find-links')}" for link in self.find_links])
 
     @classmethod
     def read(cls, text: str) -> "Sources | None":
@@ -311,6 +312,7 @@ def render_lock(stack: ResolvedStack, pins: Iterable[Pin], stack_file: str, sour
     so that pip needs nothing but the file: pip reads --index-url, --extra-index-url,
     --find-links, --only-binary and --require-hashes from a requirements file."""
     sources = sources or stack_sources(stack)
+    stack_file = lock_line(stack_file, "the stack file path")
     lines = [
         f"# fwdoctor lock for stack {stack.name} ({stack_file}); regenerate with `fwdoctor lock {stack_file}`.",
         f"# torch {stack.torch_local}, CPython {stack.python}, Linux x86_64 (manylinux, glibc <= {stack.glibc}).",
@@ -322,9 +324,40 @@ def render_lock(stack: ResolvedStack, pins: Iterable[Pin], stack_file: str, sour
         "--require-hashes",
     ]
     for pin in sorted(pins, key=lambda p: (p.name, p.version)):
-        lines.append(f"{pin.name}=={pin.version} \\")
-        lines.append(f"    --hash=sha256:{pin.sha256}")
+        lines.append(f"{lock_line(pin.name, 'a pinned name')}=={lock_line(pin.version, 'a pinned version')} \\")
+        lines.append(f"    --hash=sha256:{lock_line(pin.sha256, 'a sha256')}")
+    body = "\n".join(lines) + "\n"
+    # The lock's digest of its own body (every line but this one): a hand edit (a changed
+    # hash, a removed pin, an added index) is caught by `lock --check` without re-resolving.
+    at = lines.index(f"# stack-digest: sha256:{stack.digest}") + 1
+    lines.insert(at, f"{BODY_DIGEST_PREFIX}{lock_digest(body)}")
     return "\n".join(lines) + "\n"
+
+
+BODY_DIGEST_PREFIX = "# body-sha256: "
+
+
+def body_digest(text: str) -> tuple[str | None, str]:
+    """(the digest the lock states, the digest of its body without that line)."""
+    lines = text.splitlines(keepends=True)
+    stated = [l for l in lines if l.startswith(BODY_DIGEST_PREFIX)]
+    rest = "".join(l for l in lines if not l.startswith(BODY_DIGEST_PREFIX))
+    return (stated[0][len(BODY_DIGEST_PREFIX):].strip() if len(stated) == 1 else None), lock_digest(rest)
+
+
+def read_hashed_pins(text: str) -> list[Pin]:
+    """The name==version + --hash pairs of a requirements.lock, in file order."""
+    pins: list[Pin] = []
+    name = version = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("--hash=sha256:") and name is not None:
+            pins.append(Pin(name, version or "", line.split(":", 1)[1].strip(), ""))
+            name = None
+        elif line and not line.startswith(("#", "--")) and "==" in line:
+            name, _, version = line.rstrip("\\").strip().partition("==")
+            version = version.strip()
+    return pins
 
 
 def lock_digest(text: str) -> str:
@@ -484,13 +517,36 @@ def read_pins(text: str) -> dict[str, str]:
 
 
 def check(stack: ResolvedStack, lock_dir: str | Path) -> list[str]:
-    """Why the lock in `lock_dir` no longer matches the stack; [] when it does."""
+    """Why the lock in `lock_dir` no longer matches the stack; [] when it does.
+
+    Whole-file checks first: the lock's own body digest (any hand edit), then the file
+    `lock` would write from what the lock states (its stack file, indexes, pins and hashes)
+    compared line by line, naming the first line that differs."""
     lock_path = Path(lock_dir) / LOCK_NAME
     try:
         text = lock_path.read_text(encoding="utf-8")
     except OSError as exc:
         return [f"{lock_path}: {exc.strerror or exc} (run `fwdoctor lock`)"]
     problems: list[str] = []
+    stated, actual = body_digest(text)
+    if stated is None:
+        problems.append(f"{lock_path}: no single {BODY_DIGEST_PREFIX.strip('# :')} line (written by an older fwdoctor lock, or edited): run `fwdoctor lock`")
+    elif stated != actual:
+        problems.append(f"{lock_path}: edited after fwdoctor lock wrote it (its body sha256 is {actual}, the lock states {stated})")
+    first = text.splitlines()[0] if text else ""
+    found = re.match(r"# fwdoctor lock for stack \S+ \((.*)\); regenerate with", first)
+    sources = Sources.read(text)
+    if found and sources is not None and f"# stack-digest: sha256:{stack.digest}" in text.splitlines():  # else stale anyway
+        try:
+            expected = render_lock(stack, read_hashed_pins(text), found.group(1), sources)
+        except (QuotingError, ValueError) as exc:
+            problems.append(f"{lock_path}: cannot be rewritten as fwdoctor lock writes it: {exc}")
+        else:
+            want, have = ([l for l in t.splitlines() if not l.startswith(BODY_DIGEST_PREFIX)] for t in (expected, text))
+            for w, h in zip(want + [""] * len(have), have + [""] * len(want)):
+                if w != h:
+                    problems.append(f"{lock_path}: line {h!r} differs from what fwdoctor lock writes there ({w!r})")
+                    break
     digest_line = next((l for l in text.splitlines() if l.startswith("# stack-digest: sha256:")), None)
     if digest_line is None:
         problems.append(f"{lock_path}: no stack-digest line (not written by fwdoctor lock)")
@@ -515,3 +571,56 @@ def check(stack: ResolvedStack, lock_dir: str | Path) -> list[str]:
         elif req.specifier and not req.specifier.contains(version, prereleases=True):
             problems.append(f"{req.name}=={version} in the lock does not satisfy {req_text}")
     return problems
+
+
+# --------------------------------------------------------------------------- lock --verify
+VERIFY_TIMEOUT_S = 30.0
+_PAGE_LIMIT = 64 << 20  # pypi.org's largest project pages are a few MiB
+_SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+def published_hashes(index_url: str, name: str, timeout: float = VERIFY_TIMEOUT_S) -> set[str]:
+    """Every sha256 the index publishes for project `name`: a PEP 691 JSON page's `hashes`,
+    or the `#sha256=` fragments of a PEP 503 HTML page. OSError/ValueError when unreadable."""
+    from urllib.request import Request, urlopen
+
+    url = f"{index_url.rstrip('/')}/{canonicalize_name(name)}/"
+    if urlparse(url).scheme not in ("http", "https"):
+        raise ValueError(f"{index_url} is not an http(s) index")
+    request = Request(url, headers={"Accept": f"{_SIMPLE_JSON}, text/html;q=0.1"})
+    with urlopen(request, timeout=timeout) as response:  # noqa: S310 (scheme checked above)
+        body = response.read(_PAGE_LIMIT + 1)
+        kind = response.headers.get_content_type()
+    if len(body) > _PAGE_LIMIT:
+        raise ValueError(f"{url}: page larger than {_PAGE_LIMIT >> 20} MiB")
+    if kind == _SIMPLE_JSON:
+        files = json.loads(body).get("files") or []
+        return {str((f.get("hashes") or {}).get("sha256", "")).lower() for f in files if isinstance(f, dict)} - {""}
+    return {h.lower() for h in re.findall(r"#sha256=([0-9a-fA-F]{64})", body.decode("utf-8", "replace"))}
+
+
+def verify(text: str, timeout: float = VERIFY_TIMEOUT_S) -> tuple[list[str], list[str]]:
+    """(problems, not verified): each pin's sha256 against the hashes its lock's indexes
+    publish for that project. A hash no reachable index publishes is a problem; a pin no
+    index could be asked about (offline, a find-links folder only) is listed as not verified."""
+    sources = Sources.read(text)
+    if sources is None:
+        return ["the lock names no --index-url: nothing to verify against"], []
+    indexes = [sources.index_url, *sources.extra_index_urls]
+    problems: list[str] = []
+    unverified: list[str] = []
+    for pin in read_hashed_pins(text):
+        published: set[str] = set()
+        asked: list[str] = []
+        errors: list[str] = []
+        for index in indexes:
+            try:
+                published |= published_hashes(index, pin.name, timeout)
+                asked.append(index)
+            except (OSError, ValueError) as exc:
+                errors.append(f"{index}: {getattr(exc, 'reason', None) or exc}")
+        if not asked:
+            unverified.append(f"{pin.name}=={pin.version}: no index answered ({'; '.join(errors)})")
+        elif pin.sha256.lower() not in published:
+            problems.append(f"{pin.name}=={pin.version}: sha256 {pin.sha256} is not published by {', '.join(asked)}")
+    return problems, unverified

@@ -9,9 +9,10 @@ recipes/apply.py executes a plan.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from fwdoctor.quoting import QuotingError, comment, comment_lines, env_name, script_line, script_word
 
 
 @dataclass(frozen=True)
@@ -81,23 +82,28 @@ class Plan:
         }
 
     def to_shell(self) -> str:
-        """A commented, fully quoted POSIX sh script equivalent to applying the plan."""
-        q = shlex.quote
-        lines = ["#!/bin/sh", f"# fwdoctor plan: {self.recipe}: {self.title}", "set -eu", ""]
+        """A commented, fully quoted POSIX sh script equivalent to applying the plan.
+
+        Every value goes through fwdoctor.quoting: words are quoted for sh, comments stay one
+        line each (a newline in a folder name must not start a command); QuotingError for a
+        value no script can hold (a NUL; a file body that is not UTF-8 text)."""
+        q = script_word
+        lines = ["#!/bin/sh", f"# fwdoctor plan: {comment(self.recipe)}: {comment(self.title)}", "set -eu", ""]
         if self.refused:
-            lines += [f"# REFUSED: {line}" for line in self.refused.splitlines()] + ["exit 1"]
+            lines += [f"# REFUSED: {comment(line)}" for line in self.refused.splitlines()] + ["exit 1"]
             return "\n".join(lines) + "\n"
         for note in self.notes:
-            lines += [f"# {line}" for line in note.splitlines()]
+            lines += comment_lines(note)
         if self.notes:
             lines.append("")
         for key, value in self.env.items():
-            lines.append(f"export {key}={q(value)}")
+            lines.append(f"export {env_name(key)}={q(value, f'the value of {key}')}")
         if self.env:
             lines.append("")
         for f in self.files:
             if f.why:
-                lines.append(f"# {f.why}")
+                lines += comment_lines(f.why)
+            _text_body(f)
             marker = _heredoc_marker(f.content)
             lines.append(f"mkdir -p {q(_dirname(f.path))}")
             lines.append(f"cat > {q(f.path)} <<'{marker}'")
@@ -114,17 +120,23 @@ class Plan:
         return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def _text_body(f: FileWrite) -> None:
+    """A heredoc body is written as it is: it must be text a UTF-8 script can hold."""
+    if "\x00" in f.content or any(0xD800 <= ord(ch) <= 0xDFFF for ch in f.content):
+        raise QuotingError(f"the content of {comment(f.path)} holds a NUL or bytes that are not UTF-8: no script can write it")
+
+
 def _step_lines(step: Step) -> list[str]:
-    q = shlex.quote
-    out = [f"# {line}" for line in step.why.splitlines()] if step.why else []
-    prefix = " ".join(f"{k}={q(v)}" for k, v in step.env.items())
-    cmd = " ".join(q(a) for a in step.argv)
+    q = script_word
+    out = comment_lines(step.why) if step.why else []
+    prefix = " ".join(f"{env_name(k)}={q(v, f'the value of {k}')}" for k, v in step.env.items())
+    cmd = script_line(step.argv, "a command word")
     if prefix:
         cmd = f"env {prefix} {cmd}"
     if step.cwd:
         cmd = f"(cd {q(step.cwd)} && {cmd})"
     if step.skip_if:
-        cmd = f"{' '.join(q(a) for a in step.skip_if)} >/dev/null 2>&1 || {cmd}"
+        cmd = f"{script_line(step.skip_if, 'a command word')} >/dev/null 2>&1 || {cmd}"
     out.append(cmd)
     out.append("")
     return out

@@ -49,11 +49,11 @@ PYPI_SIMPLE = "https://pypi.org/simple"
 # tests/test_stack_spec.py keeps the two in step).
 TOOL_REQUIREMENTS = ("click>=8.1", "packaging>=23", "pyyaml>=6", "nvidia-ml-py>=12")
 COMPANIONS = ("torchvision", "torchaudio")
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}\Z")  # \Z: "$" would let a trailing newline through
 _KNOWN_FIELDS = ("name", "python", "torch", "cuda", "os", "companions", "requirements", "gpus", "min_driver", "flavor", "conda",
                  "apt", "copy", "entrypoint", "command", "healthcheck")
 # Debian policy 5.6.1: package names are lowercase letters, digits, + - . and start alphanumeric.
-_APT_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
+_APT_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+\Z")
 
 
 class StackError(ValueError):

@@ -92,7 +92,7 @@ def test_the_last_release_before_the_cut_runs_a_v100(kb):
 
 def test_when_torchs_own_pin_is_too_new_the_fix_bounds_the_release_line_and_says_why(kb):
     (finding,), _ = rules.cudnn_gpu_unsupported.evaluate(facts([pip(12, "9.19.0.56")], [GTX1080TI], pin=(12, "9.19.0.56")), kb)
-    assert finding.fix.commands == ('pip install "nvidia-cudnn-cu12<9.11"',)
+    assert finding.fix.commands == ("pip install 'nvidia-cudnn-cu12<9.11'",)
     assert finding.fix.options == {"pip_install": ["nvidia-cudnn-cu12<9.11"]}
     assert "cuDNN version incompatibility" in finding.fix.note and "select torch" in finding.fix.note
 

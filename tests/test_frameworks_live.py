@@ -98,7 +98,7 @@ def test_the_cpu_jax_venv_on_a_gpu_host_gets_the_cuda13_install(jax_venv, tmp_pa
     report = json.loads(out)
     (finding,) = [f for f in report["findings"] if f["id"] == "framework-cpu-build-on-gpu-host"]
     assert finding["message"] == "JAX 0.10.2 is a CPU-only build (jax, jaxlib), but this host has an NVIDIA GPU and driver 580.95.05: nothing will run on the GPU"
-    assert finding["fix"]["commands"] == [f'{jax_venv}/bin/python -m pip install -U "jax[cuda13]==0.10.2"']
+    assert finding["fix"]["commands"] == [f"{jax_venv}/bin/python -m pip install -U 'jax[cuda13]==0.10.2'"]
 
 
 def test_a_real_paddle_cpu_venv_is_read_from_its_version_file_and_imported_by_deep(paddle_venv):

@@ -125,7 +125,7 @@ def test_cpu_builds_on_a_gpu_host_get_the_cuda_install_this_driver_runs(test_kb)
     tf = _item("tensorflow", "2.21.0", {"tensorflow-cpu": "2.21.0"}, False)
     report = judge(_facts([jax, tf], {}, **{"driver.version": "550.127.05"}), test_kb, RULES, only={"framework-cpu-build-on-gpu-host"})
     commands = [f.fix.commands for f in report.findings]
-    assert commands == [('/venv/bin/python -m pip install -U "jax[cuda12]==0.10.2"',), ("/venv/bin/python -m pip uninstall -y tensorflow-cpu", '/venv/bin/python -m pip install "tensorflow[and-cuda]==2.21.0"')]
+    assert commands == [("/venv/bin/python -m pip install -U 'jax[cuda12]==0.10.2'",), ("/venv/bin/python -m pip uninstall -y tensorflow-cpu", "/venv/bin/python -m pip install 'tensorflow[and-cuda]==2.21.0'")]
     quiet = judge(_facts([jax, tf], {}, **{"gpus.list": []}), test_kb, RULES, only={"framework-cpu-build-on-gpu-host"})
     assert quiet.findings == []
 

@@ -19,6 +19,7 @@ from fwdoctor.cli.common import EXIT_FINDINGS, fail, findings_exit, kb_option, l
 from fwdoctor.cli.output import emit_json, note
 from fwdoctor.image import ImageError
 from fwdoctor.recipes import docker_build as db
+from fwdoctor.quoting import QuotingError
 from fwdoctor.recipes import dockerfile, lockfile, wheelpack
 from fwdoctor.recipes import stack as stack_mod
 
@@ -69,6 +70,7 @@ def stack_resolve(stack_file: str, as_json: bool, kb_dir: str | None) -> None:
 @click.argument("stack_file", type=click.Path(dir_okay=False))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Lock folder (default: lockfiles/<stack name>).")
 @click.option("--check", "check_only", is_flag=True, help="Only check that the existing lock still matches the stack (exit 1 if not).")
+@click.option("--verify", "verify", is_flag=True, help="--check, then compare every sha256 with the hashes the lock's indexes publish (where reachable; exit 1 on a mismatch).")
 @click.option("--index-url", help="Resolve torch from this index instead of the stack's (a mirror; a local index for tests).")
 @click.option("--extra-index-url", "extra_index_urls", multiple=True, help="Replace the stack's extra indexes (repeatable).")
 @click.option("--find-links", "find_links", multiple=True, help="Also take wheels from this folder or URL (repeatable).")
@@ -76,7 +78,7 @@ def stack_resolve(stack_file: str, as_json: bool, kb_dir: str | None) -> None:
 @click.option("--record-stack-indexes", is_flag=True, help="The given --index-url/--extra-index-url/--find-links mirror the stack's own indexes (same files; the hashes pin them): resolve through them, but name the stack's indexes in the lock.")
 @kb_option
 @click.option("--json", "as_json", is_flag=True, help="What was written (or, with --check, what is stale) as JSON.")
-def lock_command(stack_file, out_dir, check_only, index_url, extra_index_urls, find_links, cert, record_stack_indexes, kb_dir, as_json) -> None:
+def lock_command(stack_file, out_dir, check_only, verify, index_url, extra_index_urls, find_links, cert, record_stack_indexes, kb_dir, as_json) -> None:
     """Write a hash-pinned pip lock for STACK_FILE (lockfiles/<stack>/requirements.lock).
 
     \b
@@ -89,10 +91,17 @@ def lock_command(stack_file, out_dir, check_only, index_url, extra_index_urls, f
     """
     resolved = _resolve(stack_file, kb_dir)
     target = Path(out_dir) if out_dir else Path("lockfiles") / resolved.name
-    if check_only:
+    if check_only or verify:
         problems = lockfile.check(resolved, target)
+        unverified: list[str] = []
+        if verify and not problems:
+            mismatched, unverified = lockfile.verify((target / lockfile.LOCK_NAME).read_text(encoding="utf-8"))
+            problems += [f"{target / lockfile.LOCK_NAME}: {p}" for p in mismatched]
+            for line in unverified:
+                note(f"fwdoctor: not verified: {line}")
         if as_json:
-            emit_json("lock-check", {"stack": stack_file, "lock": str(target / lockfile.LOCK_NAME), "fresh": not problems, "problems": problems})
+            emit_json("lock-check", {"stack": stack_file, "lock": str(target / lockfile.LOCK_NAME), "fresh": not problems, "problems": problems,
+                                     **({"not_verified": unverified} if verify else {})})
             sys.exit(EXIT_FINDINGS if problems else 0)
         if problems:
             for problem in problems:
@@ -142,7 +151,10 @@ def _dockerfile_text(resolved, stack_file: str, lock_dir: str | None, base_image
     for item in resolved.copy:
         if not (Path(context) / item.src).exists():
             fail(f"{stack_file}: copy src {item.src!r} does not exist in the build context {context}")
-    text = dockerfile.render(resolved, lock_text, stack_file, rel.replace(os.sep, "/"), base_image)
+    try:
+        text = dockerfile.render(resolved, lock_text, stack_file, rel.replace(os.sep, "/"), base_image)
+    except QuotingError as exc:
+        fail(f"cannot write a Dockerfile: {exc}")
     return text, lockfile.lock_digest(lock_text)
 
 

@@ -40,6 +40,18 @@ class NotCheckable(Exception):
     """Raised by a rule whose question the KB cannot answer ("no data for CUDA 13.5")."""
 
 
+def sh(value: Any, what: str = "a value") -> str:
+    """`value` as one quoted word of a fix command (fwdoctor.quoting.shell_word): a folder
+    named `cuda-13.0$(touch X)` is shown quoted, never as a command to paste. A value no
+    command can hold (a NUL from a facts file) makes the rule not checkable, with the reason."""
+    from fwdoctor.quoting import QuotingError, shell_word
+
+    try:
+        return shell_word(str(value), what)
+    except QuotingError as exc:
+        raise NotCheckable(f"no fix command can be written: {exc}") from None
+
+
 # Fact values that are versions ("12.4.131", "3.11.7", "580.95.05") are read and compared
 # through fwdoctor.versions.
 RuleFunc = Callable[[Facts, "KB"], "Hit | Iterable[Hit] | None"]

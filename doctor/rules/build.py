@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 from fwdoctor.arch import parse_targets
 from fwdoctor.libraries import library
 from fwdoctor.model import Facts, FixRef, Severity
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.versions import parse_version
 
 if TYPE_CHECKING:
@@ -357,7 +357,7 @@ def python_unusable(facts: Facts, kb: KB) -> Iterable[Hit]:
     hits: list[Hit] = []
     if py.get("has_pip") is False:
         hits.append(Hit(f"--python {exe} has no pip; the build requirements and the wheel go in with pip",
-                        fix=FixRef(commands=(f"{exe} -m ensurepip --upgrade",))))
+                        fix=FixRef(commands=(f"{sh(exe)} -m ensurepip --upgrade",))))
     if not py.get("isolated"):
         hits.append(Hit(
             f"--python {exe} is not a virtual or conda environment (prefix {py.get('prefix')}); the build requirements "

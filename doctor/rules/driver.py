@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from fwdoctor.kb.gpus import normalize_slot
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.versions import equal
 
 
@@ -260,14 +260,14 @@ def driver_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
     branch = first.branch
     if first.kind == "open-unsupported":
         fix_line = f"install the proprietary kernel modules of driver branch R{branch} (e.g. nvidia-driver-{branch}-server on Ubuntu, not -open)"
-        commands: tuple[str, ...] = (f"sudo apt install nvidia-driver-{branch}-server   # proprietary modules",)
+        commands: tuple[str, ...] = (f"sudo apt install {sh(f'nvidia-driver-{branch}-server')}   # proprietary modules",)
     elif first.kind == "open-required":
         fix_line = f"install the open kernel modules of driver branch R{branch} (e.g. nvidia-driver-{branch}-server-open on Ubuntu; the .run installer: -M=open)"
-        commands = (f"sudo apt install nvidia-driver-{branch}-server-open",)
+        commands = (f"sudo apt install {sh(f'nvidia-driver-{branch}-server-open')}",)
     elif first.kind == "too-new":
         legacy = " legacy" if first.support.family.legacy else ""
         fix_line = f"install a driver of the R{branch}{legacy} branch{f' (e.g. {first.release})' if first.release else ''}"
-        commands = (f"sudo apt install nvidia-driver-{branch}-server",)
+        commands = (f"sudo apt install {sh(f'nvidia-driver-{branch}-server')}",)
     else:
         fix_line = f"install a driver of branch R{branch} or newer{f' (e.g. {first.release})' if first.release else ''}"
         commands = ("ubuntu-drivers list --gpgpu",)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, FixRef, Severity
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.quoting import comment
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.versions import equal
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def fabricmanager_driver_mismatch(facts: Facts, kb: KB) -> Hit | None:
         return None
     return Hit(f"nvidia-fabricmanager is {fm['version']} ({fm.get('package')}) but the driver is {driver}: they must be the same release",
                evidence={"fabric.fabricmanager": fm, "driver.version": driver},
-               fix=FixRef(commands=(f"sudo apt-get install nvidia-fabricmanager-{driver.split('.')[0]}   # version {driver}",
+               fix=FixRef(commands=(f"sudo apt-get install {sh('nvidia-fabricmanager-' + str(driver).split('.')[0])}   # version {comment(str(driver))}",
                                     "sudo systemctl restart nvidia-fabricmanager")))
 
 
@@ -145,7 +146,7 @@ def gpu_memory_repair_pending(facts: Facts, kb: KB) -> list[Hit]:
         what = "row remapping failed (no spare rows left)" if failed else " and ".join(p.replace("_", " ") for p in pending)
         hits.append(Hit(f"GPU {gpu.get('index')} ({gpu.get('bus_id')}): {what}; reset the GPU before running jobs on it",
                         evidence={"gpu": gpu}, severity=Severity.ERROR if failed else None,
-                        fix=FixRef(commands=(f"sudo nvidia-smi -r -i {gpu.get('index')}   # after draining it",))))
+                        fix=FixRef(commands=(f"sudo nvidia-smi -r -i {sh(gpu.get('index'))}   # after draining it",))))
     return hits
 
 
@@ -250,7 +251,7 @@ def nccl_transport_disabled(facts: Facts, kb: KB) -> Hit | None:
         return None
     return Hit(f"{', '.join(f'{n}={env[n]}' for n in off)} set: NCCL will not use {', '.join(n.split('_')[1] for n in off)} and falls back to slower paths",
                evidence={"nccl.env": {n: env[n] for n in off}},
-               fix=FixRef(commands=(f"unset {' '.join(off)}",), note="Also check job scripts, the image's ENV and /etc/nccl.conf."))
+               fix=FixRef(commands=(f"unset {' '.join(sh(n) for n in off)}",), note="Also check job scripts, the image's ENV and /etc/nccl.conf."))
 
 
 @rule("nccl-p2p-disabled-nvlink", needs=("topology.nvlink",), optional=("nccl.env", "nccl.run"))
@@ -374,7 +375,7 @@ def nccl_runtime_not_torch(facts: Facts, kb: KB) -> Hit | None:
         return None
     return Hit(f"the all-reduce loaded NCCL {loaded[0]} but torch requires {wheel}{spec}",
                evidence={"loaded": loaded[0], "cuda": run.get("cuda"), "torch.requires": {wheel: spec}},
-               fix=FixRef(commands=(f"pip install --force-reinstall '{wheel}{spec}'",), note="And remove other libnccl from LD_LIBRARY_PATH / LD_PRELOAD."))
+               fix=FixRef(commands=(f"pip install --force-reinstall {sh(f'{wheel}{spec}')}",), note="And remove other libnccl from LD_LIBRARY_PATH / LD_PRELOAD."))
 
 
 RULES: tuple[Rule, ...] = (

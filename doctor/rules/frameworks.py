@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 from fwdoctor import arch
 from fwdoctor.kb.frameworks import TITLES
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.rules.torch import driver_runs
 from fwdoctor.versions import major_minor, parse_version
 
@@ -35,7 +35,7 @@ def _python_minor(facts: Facts) -> str | None:
 
 def _pip(facts: Facts) -> str:
     python = facts.get("python.executable")
-    return f"{python} -m pip" if python else "python3 -m pip"
+    return f"{sh(python)} -m pip" if python else "python3 -m pip"
 
 
 def _gpu_present(facts: Facts) -> bool | None:
@@ -123,11 +123,11 @@ def install_fix(facts: Facts, kb: KB, framework: str, cuda_major: str | None, ve
     pin = f"=={version}" if version else ""
     if framework == "jax":
         extra = f"[cuda{cuda_major}]" if cuda_major else ""
-        commands: tuple[str, ...] = (f'{pip} install -U "jax{extra}{pin}"',)
+        commands: tuple[str, ...] = (f"{pip} install -U {sh(f'jax{extra}{pin}')}",)
     elif framework == "tensorflow":
-        commands = (f"{pip} uninstall -y tensorflow-cpu", f'{pip} install "tensorflow[and-cuda]{pin}"')
+        commands = (f"{pip} uninstall -y tensorflow-cpu", f"{pip} install {sh(f'tensorflow[and-cuda]{pin}')}")
     else:
-        commands = (f"{pip} uninstall -y paddlepaddle", f"{pip} install paddlepaddle-gpu{pin}")
+        commands = (f"{pip} uninstall -y paddlepaddle", f"{pip} install {sh(f'paddlepaddle-gpu{pin}')}")
     return FixRef(commands=commands, note=note)
 
 
@@ -366,7 +366,7 @@ def framework_nvidia_wheel_mismatch(facts: Facts, kb: KB) -> Iterable[Hit] | Non
                 Hit(
                     f"{who} requires {dist}{spec or ''} ({item.get('requires_from')}); {state}",
                     evidence={"framework": item["framework"], "package": dist, "requires": spec, "installed": version},
-                    fix=FixRef(commands=(f'{_pip(facts)} install "{dist}{spec}"',), note=f"put back the {dist} {who} requires"),
+                    fix=FixRef(commands=(f"{_pip(facts)} install {sh(f'{dist}{spec}')}",), note=f"put back the {dist} {who} requires"),
                 )
             )
         # TensorFlow finds cuDNN in the nvidia-* wheels or the system; with neither it drops the GPU.
@@ -440,7 +440,7 @@ def frameworks_nvidia_conflict(facts: Facts, kb: KB) -> Iterable[Hit] | None:
                     state = f"{dist} {version} (installed) breaks both {a} ({sa}) and {b} ({sb})"
                 if both is not None:
                     note = f"{dist}=={both} satisfies both {a} and {b}"
-                    commands: tuple[str, ...] = (f"{_pip(facts)} install {dist}=={both}",)
+                    commands: tuple[str, ...] = (f"{_pip(facts)} install {sh(f'{dist}=={both}')}",)
                 else:
                     note = f"no {dist} satisfies both {a} ({sa}) and {b} ({sb}): give each its own virtual environment"
                     commands = ("python -m venv /path/to/second-venv", "/path/to/second-venv/bin/pip install <the second framework>")
@@ -510,7 +510,7 @@ def ptxas_too_old_for_xla(facts: Facts, kb: KB) -> Iterable[Hit] | None:
             Hit(
                 f"{label(item)} needs ptxas >= {floor}; {state}: jit-compiled functions cannot run on the GPU",
                 evidence={"framework": item["framework"], "ptxas_min": floor, "ptxas": version, "from": where},
-                fix=FixRef(commands=(f'{_pip(facts)} install "{dist}>={floor}"',), note=f"install {dist} >= {floor} into the environment"),
+                fix=FixRef(commands=(f"{_pip(facts)} install {sh(f'{dist}>={floor}')}",), note=f"install {dist} >= {floor} into the environment"),
             )
         )
     if unknown and not hits:

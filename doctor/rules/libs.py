@@ -18,7 +18,8 @@ from fwdoctor import versions
 from fwdoctor.kb.libs import NoData
 from fwdoctor.libraries import CUDNN, NCCL, Library, deb_package_for_cuda
 from fwdoctor.model import Facts, FixRef, Severity
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.quoting import comment
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.versions import major as major_of, same_release as same_version, short
 
 if TYPE_CHECKING:
@@ -146,12 +147,12 @@ def env_fix(facts: Facts, first: dict[str, Any], extra: Iterable[str] = ()) -> F
     if first.get("via") == "LD_PRELOAD":
         preload = facts["ld.preload"] if isinstance(facts["ld.preload"], list) else [path]
         rest = [p for p in preload if p != path]
-        command = f"export LD_PRELOAD={':'.join(rest)}" if rest else "unset LD_PRELOAD"
+        command = f"export LD_PRELOAD={sh(':'.join(rest))}" if rest else "unset LD_PRELOAD"
         return FixRef("env", {"ld_preload_remove": [path]}, (command, *extra))
     folder = posixpath.dirname(path)
     entries = facts["ld.library_path"] if isinstance(facts["ld.library_path"], list) else [folder]
     rest = [e for e in entries if posixpath.normpath(e) != posixpath.normpath(folder)]
-    command = f"export LD_LIBRARY_PATH={':'.join(rest)}" if rest else "unset LD_LIBRARY_PATH"
+    command = f"export LD_LIBRARY_PATH={sh(':'.join(rest))}" if rest else "unset LD_LIBRARY_PATH"
     return FixRef("env", {"ld_library_path_remove": [folder]}, (command, *extra))
 
 
@@ -236,18 +237,18 @@ def _mismatch_fix(facts: Facts, kb: KB, lib: Library, inst: dict[str, Any], want
             # uninstalling the stale one deletes torch's copy too: reinstall it after.
             keep = f"{own_parts[0]}=={own_parts[1]}"
             return FixRef("env", {"pip_uninstall": [parts[0]], "pip_reinstall": [keep]},
-                          (f"pip uninstall -y {parts[0]}", f"pip install --force-reinstall --no-deps {keep}"),
+                          (f"pip uninstall -y {sh(parts[0])}", f"pip install --force-reinstall --no-deps {sh(keep)}"),
                           note=f"{parts[0]} shares {inst.get('prefix')} with torch's {own_parts[0]}; reinstall that after the uninstall")
         right = kb.libs.pip_package_for(lib.name, want)
         pin = torch_pin(facts, lib, kb)
         requirement = f"{right}=={pin[1]}" if right and pin and pin[0] == right and pin[1] else right
-        commands = (f"pip uninstall -y {parts[0]}", *((f"pip install {requirement}",) if requirement else ()))
+        commands = (f"pip uninstall -y {sh(parts[0])}", *((f"pip install {sh(requirement)}",) if requirement else ()))
         return FixRef("env", {"pip_uninstall": [parts[0]], "pip_install": [requirement] if requirement else []}, commands,
                       note=f"the {parts[0]} wheel is for another CUDA major than the one torch uses")
     if inst.get("kind") == "dpkg" and parts:
         name = parts[0]
         target = deb_package_for_cuda(name, want)
-        commands = (f"apt-cache madison {target}  # choose a build ending in +cuda{want}.x", f"apt-get install {target}")
+        commands = (f"apt-cache madison {sh(target)}  # choose a build ending in +cuda{comment(str(want))}.x", f"apt-get install {sh(target)}")
         return FixRef("env", {"apt_install": [target]}, commands, note=f"install the {lib.title} package built for CUDA {want}")
     return FixRef("env", {}, (), note=f"replace {inst.get('prefix')} with a {lib.title} built for CUDA {want}, or remove it")
 
@@ -302,9 +303,9 @@ def header_library_mismatch(facts: Facts, kb: KB, lib: Library) -> list[Hit]:
             continue
         parts = package_parts(inst)
         if inst.get("kind") == "pip" and parts:
-            commands: tuple[str, ...] = (f"pip install --force-reinstall --no-deps {parts[0]}=={parts[1]}",)
+            commands: tuple[str, ...] = (f"pip install --force-reinstall --no-deps {sh(f'{parts[0]}=={parts[1]}')}",)
         elif inst.get("kind") == "dpkg" and parts:
-            commands = (f"apt-get install --reinstall {parts[0]}",)
+            commands = (f"apt-get install --reinstall {sh(parts[0])}",)
         else:
             commands = ()
         hits.append(Hit(
@@ -492,14 +493,14 @@ def _cudnn_gpu_fix(facts: Facts, kb: KB, inst: dict[str, Any], major: int | None
                 pinned_fits = False
             if pinned_fits:
                 keep = f"{pin[0]}=={pin[1]}"
-                return FixRef("env", {"pip_install": [keep]}, (f"pip install {keep}",),
+                return FixRef("env", {"pip_install": [keep]}, (f"pip install {sh(keep)}",),
                               note=f"go back to the cuDNN torch pins ({pin[1]}), which still supports compute capability {cc}")
         requirement = f"{parts[0]}<{bound}"
         note = f"cuDNN releases before {bound} for CUDA {major} support compute capability {cc}"
         if is_torchs:
             note += ("; torch refuses a cuDNN older than the one it was built with (\"cuDNN version incompatibility\"), "
                      "so if torch pins a newer one, pick a torch build whose cuDNN runs this GPU (fwdoctor select torch)")
-        return FixRef("env", {"pip_install": [requirement]}, (f'pip install "{requirement}"',), note=note)
+        return FixRef("env", {"pip_install": [requirement]}, (f"pip install {sh(requirement)}",), note=note)
     if inst.get("kind") == "conda":
         return FixRef(None, {}, (f'conda install "cudnn<{bound}"',), note=f"cuDNN releases before {bound} support compute capability {cc}")
     return FixRef(None, {}, (), note=f"install a cuDNN release before {bound} built for CUDA {major} in place of {inst.get('prefix')} "

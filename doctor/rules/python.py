@@ -7,11 +7,10 @@ changes) and give the commands a person would type.
 from __future__ import annotations
 
 import posixpath
-import shlex
 from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, Rule, rule
+from fwdoctor.rules.base import Hit, Rule, rule, sh
 
 
 if TYPE_CHECKING:
@@ -85,9 +84,9 @@ def python_env_mismatch(facts: Facts, kb: KB) -> Hit | None:
     if not wrong:
         return None
     activate = (
-        f"source {shlex.quote(posixpath.join(prefix, 'bin', 'activate'))} && hash -r"
+        f"source {sh(posixpath.join(prefix, 'bin', 'activate'))} && hash -r"
         if var == "VIRTUAL_ENV"
-        else f"conda activate {shlex.quote(prefix)} && hash -r"
+        else f"conda activate {sh(prefix)} && hash -r"
     )
     return Hit(
         f"${var} is {prefix} but the first {'; '.join(wrong)}: installs and builds go to another interpreter",
@@ -95,7 +94,7 @@ def python_env_mismatch(facts: Facts, kb: KB) -> Hit | None:
         fix=FixRef(
             recipe="env",
             options={"prepend_path": posixpath.join(prefix, "bin"), "environment": prefix},
-            commands=(activate, f"export PATH={shlex.quote(posixpath.join(prefix, 'bin'))}:\"$PATH\"", "python -m pip install ...   # pip through the interpreter"),
+            commands=(activate, f"export PATH={sh(posixpath.join(prefix, 'bin'))}:\"$PATH\"", "python -m pip install ...   # pip through the interpreter"),
             note=f"put {posixpath.join(prefix, 'bin')} first on PATH and call pip as `python -m pip`",
         ),
     )
@@ -137,14 +136,13 @@ def user_site_shadowing(facts: Facts, kb: KB) -> Hit | None:
         user_v = f" {s['user_version']}" if s.get("user_version") else ""
         env_v = f" {s['env_version']}" if s.get("env_version") else ""
         parts.append(f"{s.get('package')}{user_v} (user site) shadows {s.get('package')}{env_v} ({posixpath.dirname(str(s.get('env', '')))})")
-    names = " ".join(sorted({str(s.get("package")) for s in shadows}))
     return Hit(
         f"{'; '.join(parts)}: `import` loads the user-site copy",
         evidence={"python.user_site": facts.get("python.user_site"), "shadows": shadows},
         fix=FixRef(
             recipe="env",
             options={"set": {"PYTHONNOUSERSITE": "1"}, "remove_user_packages": sorted({str(s.get("package")) for s in shadows}), "python": python},
-            commands=(f"{python} -m pip uninstall -y {names}   # removes the user-site copies first", "export PYTHONNOUSERSITE=1"),
+            commands=(f"{sh(python)} -m pip uninstall -y {' '.join(sh(n) for n in sorted({str(s.get('package')) for s in shadows}))}   # removes the user-site copies first", "export PYTHONNOUSERSITE=1"),
             note="remove the user-site copies, or set PYTHONNOUSERSITE=1 for this environment",
         ),
     )

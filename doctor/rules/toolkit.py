@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor.model import Facts, FixRef, Severity
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.versions import best_match, major_minor, parse_version
 
 
@@ -36,15 +36,15 @@ def _major(version: str) -> int:
 
 def _env_commands(root: str) -> tuple[str, ...]:
     return (
-        f"export CUDA_HOME={root}",
-        f'export PATH="{posixpath.join(root, "bin")}:$PATH"',
-        f'export LD_LIBRARY_PATH="{posixpath.join(root, "lib64")}:$LD_LIBRARY_PATH"',
+        f"export CUDA_HOME={sh(root)}",
+        f'export PATH={sh(posixpath.join(root, "bin"))}:"$PATH"',
+        f'export LD_LIBRARY_PATH={sh(posixpath.join(root, "lib64"))}:"$LD_LIBRARY_PATH"',
     )
 
 
 def _apt_command(xy: str) -> str:
     # NVIDIA's apt repository names the toolkit package cuda-toolkit-X-Y.
-    return f"sudo apt-get install cuda-toolkit-{xy.replace('.', '-')}"
+    return f"sudo apt-get install {sh('cuda-toolkit-' + xy.replace('.', '-'))}"
 
 
 def _toolkit_fix(xy: str, note: str = "") -> FixRef:
@@ -355,10 +355,10 @@ def host_compiler_unsupported(facts: Facts, kb: KB) -> Hit | None:
         # /usr/bin/x86_64-linux-gnu-gcc-12 -> its g++ beside it; only the file name changes
         # (a folder such as /opt/gcc-12/bin keeps its name).
         cxx = posixpath.join(posixpath.dirname(cc), posixpath.basename(cc).replace("gcc", "g++"))
-        commands = (f"export CC={cc} CXX={cxx} CUDAHOSTCXX={cxx}",) + _ccbin_override(nvcc_host, cc)
+        commands = (f"export CC={sh(cc)} CXX={sh(cxx)} CUDAHOSTCXX={sh(cxx)}",) + _ccbin_override(nvcc_host, cc)
         fix = FixRef(recipe="env", options={"cuda_home": active.get("root")}, commands=commands, note=f"{cc} ({best.get('version')}) is installed and accepted")
     else:
-        commands = (f"sudo apt-get install gcc-{limit} g++-{limit}", f"export CC=/usr/bin/gcc-{limit} CXX=/usr/bin/g++-{limit} CUDAHOSTCXX=/usr/bin/g++-{limit}") + _ccbin_override(nvcc_host, f"/usr/bin/gcc-{limit}")
+        commands = (f"sudo apt-get install {sh(f'gcc-{limit}')} {sh(f'g++-{limit}')}", f"export CC={sh(f'/usr/bin/gcc-{limit}')} CXX={sh(f'/usr/bin/g++-{limit}')} CUDAHOSTCXX={sh(f'/usr/bin/g++-{limit}')}") + _ccbin_override(nvcc_host, f"/usr/bin/gcc-{limit}")
         fix = FixRef(recipe="env", options={"cuda_home": active.get("root")}, commands=commands, note="or install a newer CUDA toolkit (recipe cuda-toolkit)")
     return Hit(
         f"gcc {gcc['version']} ({gcc['path']}{via}) is newer than CUDA {_xy(version)}'s nvcc accepts (gcc <= {limit}, per {where})",
@@ -372,8 +372,8 @@ def _ccbin_override(nvcc_host: dict[str, Any] | None, cc: str) -> tuple[str, ...
     via = str((nvcc_host or {}).get("via") or "")
     for var in ("NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS"):
         if via == f"-ccbin in {var}":
-            return (f"export {var}='-ccbin {cc}'",)
-    return (f"export NVCC_CCBIN={cc}",) if via == "NVCC_CCBIN" else ()
+            return (f"export {var}={sh('-ccbin ' + str(cc))}",)
+    return (f"export NVCC_CCBIN={sh(cc)}",) if via == "NVCC_CCBIN" else ()
 
 
 def _no_host_compiler(nvcc_host: dict[str, Any], active: dict[str, Any], version: str) -> Hit:
@@ -383,7 +383,7 @@ def _no_host_compiler(nvcc_host: dict[str, Any], active: dict[str, Any], version
     first = tries.split(", ")[0] if tries else ""
     if first.startswith("g++-"):
         major = first.removeprefix("g++-")
-        commands: tuple[str, ...] = (f"sudo apt-get install g++-{major}",)
+        commands: tuple[str, ...] = (f"sudo apt-get install {sh('g++-' + major)}",)
         note = f"{nvcc_host.get('wrapper')} runs the first of {tries} that is installed"
     else:
         commands, note = (), "point -ccbin / NVCC_CCBIN at an installed gcc the toolkit accepts"

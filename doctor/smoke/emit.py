@@ -8,7 +8,8 @@ c10d"). Output is deterministic for given options, so tests compare it with gold
 from __future__ import annotations
 
 import math
-import shlex
+
+from fwdoctor.quoting import comment, script_line, script_word
 
 from fwdoctor.smoke.allreduce import DEFAULT_FACTOR, DEFAULT_MAX_BYTES, DEFAULT_MIN_BYTES, AllreduceOptions
 
@@ -39,26 +40,28 @@ def fwdoctor_args(opts: AllreduceOptions, python_given: bool) -> list[str]:
 
 
 def _quoted(args: list[str]) -> str:
-    return " ".join(shlex.quote(a) for a in args)
+    return script_line(args, "an option value")
 
 
 def torchrun_script(opts: AllreduceOptions, python_given: bool = False) -> str:
     if not opts.rdzv_endpoint:
         raise ValueError("--emit torchrun needs --rdzv-endpoint HOST:PORT (the address of node 0)")
     nnodes = opts.nnodes
-    host = opts.rdzv_endpoint.rpartition(":")[0]
+    host = comment(opts.rdzv_endpoint.rpartition(":")[0])
+    endpoint = script_word(opts.rdzv_endpoint, "--rdzv-endpoint")
+    rdzv_id = script_word(opts.rdzv_id, "--rdzv-id")
     common = _quoted(fwdoctor_args(opts, python_given))
     return f"""#!/bin/sh
 # fwdoctor smoke allreduce across {nnodes} nodes: one fwdoctor per node, which starts
 # torchrun there (one rank per GPU); the torchruns meet at the c10d rendezvous that node 0
-# hosts on {opts.rdzv_endpoint}.
+# hosts on {comment(opts.rdzv_endpoint)}.
 # Start it on every node within --timeout seconds of each other:
 #   NODE_RANK=0 sh THIS_SCRIPT    # on {host}
 #   NODE_RANK=1 sh THIS_SCRIPT    # on the next node, ... up to NODE_RANK={nnodes - 1}
 # Exit status: 0 all sums exact (and busbw above --min-busbw), 1 otherwise.
 set -eu
-: "${{NODE_RANK:?set NODE_RANK to this node's index, 0 to {nnodes - 1}}}"
-exec fwdoctor smoke allreduce --nnodes {nnodes} --node-rank "$NODE_RANK" --rdzv-endpoint {shlex.quote(opts.rdzv_endpoint)} --rdzv-id {shlex.quote(opts.rdzv_id)} {common} --json
+: "${{NODE_RANK:?set NODE_RANK to the index of this node, 0 to {nnodes - 1}}}"
+exec fwdoctor smoke allreduce --nnodes {nnodes} --node-rank "$NODE_RANK" --rdzv-endpoint {endpoint} --rdzv-id {rdzv_id} {common} --json
 """
 
 
@@ -66,7 +69,10 @@ def slurm_script(opts: AllreduceOptions, python_given: bool = False) -> str:
     nnodes = opts.nnodes
     port = DEFAULT_PORT
     if opts.rdzv_endpoint:
-        port = int(opts.rdzv_endpoint.rpartition(":")[2])
+        try:
+            port = int(opts.rdzv_endpoint.rpartition(":")[2])
+        except ValueError:
+            raise ValueError(f"--rdzv-endpoint {opts.rdzv_endpoint!r}: expected HOST:PORT") from None
     minutes = max(5, math.ceil(opts.timeout / 60) + 5)  # the run's timeout plus start-up
     common = _quoted(fwdoctor_args(opts, python_given))
     # Expanded by the bash on each node, so $SLURM_NODEID is that node's own index.
@@ -85,5 +91,5 @@ def slurm_script(opts: AllreduceOptions, python_given: bool = False) -> str:
 set -euo pipefail
 head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export FWDOCTOR_RDZV_ENDPOINT="$head_node:{port}"
-srun --kill-on-bad-exit=1 bash -c {shlex.quote(inner)}
+srun --kill-on-bad-exit=1 bash -c {script_word(inner)}
 """

@@ -7,5 +7,5 @@
 #   NODE_RANK=1 sh THIS_SCRIPT    # on the next node, ... up to NODE_RANK=1
 # Exit status: 0 all sums exact (and busbw above --min-busbw), 1 otherwise.
 set -eu
-: "${NODE_RANK:?set NODE_RANK to this node's index, 0 to 1}"
+: "${NODE_RANK:?set NODE_RANK to the index of this node, 0 to 1}"
 exec fwdoctor smoke allreduce --nnodes 2 --node-rank "$NODE_RANK" --rdzv-endpoint node0.cluster:29400 --rdzv-id fwdoctor-smoke --backend nccl --max-bytes 1073741824 --timeout 600 --min-busbw 100 --json
