@@ -62,7 +62,7 @@ def run(
     """Run `argv` and capture its output. Never raises for the program's own failures."""
     args = tuple(str(a) for a in argv)
     try:
-        proc = subprocess.Popen(
+        proc = _popen(
             args,
             stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -76,32 +76,29 @@ def run(
     try:
         out, err = proc.communicate(input=input_text.encode() if input_text is not None else None, timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_tree(proc.pid)
         out, err = proc.communicate()
         return CommandResult(args, None, _decode(out), _decode(err), timed_out=True)
     except BaseException:
         # Ctrl-C or SIGTERM in the doctor: the child has its own session, so it would
-        # outlive us; take its whole group down before propagating.
-        _kill_group(proc)
+        # outlive us; take its whole tree down before propagating.
+        kill_tree(proc.pid)
         proc.wait()
         raise
+    finally:
+        _forget(proc)
     return CommandResult(args, proc.returncode, _decode(out), _decode(err))
 
 
 def _spawn_error(exc: OSError) -> str:
     """Why a command did not start, in the words `run` and `stream` both report."""
+    if isinstance(exc, _Refused):
+        return str(exc)
     if isinstance(exc, FileNotFoundError):
         return "not found"
     if isinstance(exc, PermissionError):
         return "permission denied"
     return f"cannot run: {exc.strerror or exc}"
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
 
 
 def _decode(data: bytes | None) -> str:
@@ -166,15 +163,147 @@ def descendants(pid: int, proc: str = "/proc") -> list[int]:
 
 
 def kill_tree(pid: int) -> tuple[int, ...]:
-    """SIGKILL `pid`'s group and every descendant's group; returns the pids targeted."""
-    victims = descendants(pid)
-    for victim in [*victims, pid]:
-        for kill in (lambda p: os.killpg(os.getpgid(p), signal.SIGKILL), lambda p: os.kill(p, signal.SIGKILL)):
-            try:
-                kill(victim)
-            except (ProcessLookupError, PermissionError, OSError):
-                continue
-    return tuple([pid, *victims])
+    """SIGKILL `pid`'s group and every descendant's group; returns the pids targeted.
+
+    The tree is frozen first (SIGSTOP) and collected again until no new process shows
+    up: a launcher that forks between our /proc scan and the kill (torchrun starting a
+    worker) cannot leave a child we never saw, and a killed parent's children, reparented
+    to init, are already on our list.
+    """
+    victims: list[int] = [pid]
+    for _ in range(20):
+        for victim in victims:
+            _signal_group_and_pid(victim, signal.SIGSTOP)
+        found = [p for p in descendants(pid) if p not in victims]
+        found += [p for v in victims[1:] for p in descendants(v) if p not in victims and p not in found]
+        if not found:
+            break
+        victims.extend(found)
+    for victim in victims:
+        _signal_group_and_pid(victim, signal.SIGKILL)
+    return tuple(victims)
+
+
+def _signal_group_and_pid(pid: int, signum: int) -> None:
+    own_group = os.getpgrp()
+    try:
+        group = os.getpgid(pid)
+    except OSError:
+        group = own_group
+    if group != own_group:  # never our own group: that is us and the user's shell job
+        try:
+            os.killpg(group, signum)
+        except OSError:
+            pass
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+# --------------------------------------------------------------------------- signals
+# Every child starts in its own session, so a terminal's Ctrl-C or a scheduler's SIGTERM
+# reaches fwdoctor alone. While a command runs (`ending_tree_on_signals`, entered once by
+# the CLI), SIGINT, SIGTERM and SIGHUP end the tree of every live child started here
+# (from any thread: --deep probes run in the background), refuse new children, and
+# raise KeyboardInterrupt in the main thread so the command stops the way Ctrl-C stops
+# it (an apply writes its summary); the CLI then exits 128+signal.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_live: dict[int, subprocess.Popen] = {}
+_live_lock = threading.RLock()  # re-entered by the handler when it interrupts _popen
+
+
+@dataclass
+class Stop:
+    """The signal that is stopping fwdoctor, None while none came."""
+
+    signum: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + int(self.signum or signal.SIGINT)
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum or signal.SIGINT).name
+
+
+_stop: Stop | None = None
+
+
+def _popen(args: tuple[str, ...], **kwargs: object) -> subprocess.Popen:
+    # Registered under the lock, so a signal handler's sweep sees it or the start is refused.
+    with _live_lock:
+        if _stopping():
+            raise _Refused(_stopping_error())
+        proc = subprocess.Popen(args, **kwargs)  # type: ignore[call-overload]
+        _live[proc.pid] = proc
+    return proc
+
+
+class _Refused(OSError):
+    """No child starts once a stop signal came (a plan's next step, a verify step)."""
+
+
+def _forget(proc: subprocess.Popen) -> None:
+    with _live_lock:
+        _live.pop(proc.pid, None)
+
+
+def _stopping() -> bool:
+    return _stop is not None and _stop.signum is not None
+
+
+def _stopping_error() -> str:
+    assert _stop is not None
+    return f"not started: fwdoctor is stopping ({_stop.name})"
+
+
+def end_all_children() -> tuple[int, ...]:
+    """Kill the tree of every child started through this module that is still running."""
+    with _live_lock:
+        pids = list(_live)
+    killed: list[int] = []
+    for pid in pids:
+        killed.extend(kill_tree(pid))
+    return tuple(killed)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    assert _stop is not None
+    first = _stop.signum is None
+    if first:
+        _stop.signum = signum
+    end_all_children()
+    if first:  # a second signal during the clean-up only kills again
+        raise KeyboardInterrupt
+
+
+class ending_tree_on_signals:
+    """While entered (in the main thread), SIGINT/SIGTERM/SIGHUP end every child's tree.
+
+    `as stop`: `stop.signum` is the signal that came (None if none); the previous
+    handlers come back on exit, so the CLI can run inside a test process. Nested, it
+    hands back the outer one's `Stop` and changes nothing.
+    """
+
+    def __enter__(self) -> Stop:
+        global _stop
+        self.previous: dict[int, object] = {}
+        self.outer = _stop
+        if _stop is not None:  # nested (apply under the CLI): the outer one stays in charge
+            return _stop
+        _stop = Stop()
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                self.previous[signum] = signal.signal(signum, _on_signal)
+        return _stop
+
+    def __exit__(self, *exc: object) -> None:
+        global _stop
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+        _stop = self.outer
 
 
 def stream(
@@ -193,7 +322,7 @@ def stream(
     """
     args = tuple(str(a) for a in argv)
     try:
-        proc = subprocess.Popen(
+        proc = _popen(
             args,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -243,6 +372,8 @@ def stream(
         # reached them; take them down with us.
         kill_tree(proc.pid)
         raise
+    finally:
+        _forget(proc)
     # Grandchildren may keep the pipes open a little after the launcher exits.
     deadline = time.monotonic() + 5.0
     for reader in readers:

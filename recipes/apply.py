@@ -23,9 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import shlex
-import signal
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, TextIO
 
@@ -136,7 +134,9 @@ def apply_plan(
     base_env = dict(os.environ if env is None else env)
     base_env.update(plan.env)
     result = ApplyResult(plan, APPLIED, log_path)
-    with open(log_path, "a", encoding="utf-8") as log, _sigterm_as_interrupt():
+    # SIGTERM and SIGHUP stop the plan like Ctrl-C (cleanly, with a summary), ending the
+    # running step's whole tree; under the CLI its handler is already in place.
+    with open(log_path, "a", encoding="utf-8") as log, runner.ending_tree_on_signals():
         _log(log, f"# fwdoctor apply: {plan.recipe}: {plan.title}\n# started {_dt.datetime.now().isoformat(timespec='seconds')}\n")
         for key, value in plan.env.items():
             _log(log, f"# env {key}={shlex.quote(value)}\n")
@@ -263,24 +263,6 @@ def _copy(src: str, dst: str) -> None:
 def _log(log: TextIO, text: str) -> None:
     log.write(text)
     log.flush()
-
-
-class _sigterm_as_interrupt:
-    """While applying, SIGTERM stops the plan like Ctrl-C (cleanly, with a summary)."""
-
-    def __enter__(self) -> "_sigterm_as_interrupt":
-        self.previous = None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 # ----------------------------------------------------------------------------- file steps

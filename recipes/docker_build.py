@@ -105,7 +105,8 @@ def build_argv(
         argv += ["--secret", f"id=ca,src={ca}"]
     if network:
         argv += ["--network", network]
-    argv.append(context)
+    # The context is the one positional value: "./" keeps a folder named "-x" a path.
+    argv.append(f"./{context}" if context.startswith("-") else context)
     return argv
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
-import shlex
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ from fwdoctor.libraries import library
 from fwdoctor.model import Fact, Facts
 from fwdoctor.probes.build import BUILD_PROBES, HOST_SIDE_PROBES
 from fwdoctor.probes.build_toolkit import VERSION_LIKE
+from fwdoctor.quoting import comment, shell_line, shell_word
 from fwdoctor.recipes import buildenv as be
 from fwdoctor.recipes.apply import apply_plan
 from fwdoctor.recipes.plan import FileWrite, Plan, Step
@@ -94,6 +94,17 @@ def _jobs(text: str) -> int | None:
     return int(text)
 
 
+def argv_value(option: str, value: str) -> str:
+    """`value` if a program can only read it as a value: a leading '-' would make git or
+    docker read it as an option (`--git --upload-pack=CMD` runs CMD), and a control
+    character would break the printed plan's line. Raises InputError otherwise."""
+    if value.startswith("-"):
+        raise InputError(f"{option} {value}: starts with '-', so the program it is passed to would read it as an option")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        raise InputError(f"{option} {value!r}: a control character (newline, tab, NUL) in the value")
+    return value
+
+
 def seed(opts: Options) -> list[Fact]:
     """The build request as seed facts (doctor/FACTS.md, `request.build.*`). Raises
     InputError for an option that is wrong whatever the host."""
@@ -106,7 +117,7 @@ def seed(opts: Options) -> list[Fact]:
         Fact("request.build.python", os.path.abspath(opts.python) if "/" in opts.python else opts.python, source="--python"),
         Fact("request.build.workdir", os.path.abspath(opts.workdir) if opts.workdir else None, source="--workdir"),
         Fact("request.build.source", os.path.abspath(opts.source) if opts.source else None, source="--source"),
-        Fact("request.build.git", opts.git or None, source="--git"),
+        Fact("request.build.git", argv_value("--git", opts.git) if opts.git else None, source="--git"),
         Fact("request.build.jobs", _jobs(opts.jobs), source="--jobs"),
         Fact("request.build.ccache", bool(opts.ccache), source="--ccache"),
         Fact("request.build.debug", bool(opts.debug), source="--debug"),
@@ -176,9 +187,9 @@ def build_plan(req: be.BuildRequest, kb_build: BuildKB, cmake_only: bool = False
 
     if req.source is None:
         tag = f"v{req.torch}"
-        prepare.append(Step(("git", "clone", "--branch", tag, "--depth", "1", "--recurse-submodules", "--shallow-submodules", req.git_url, src),
+        prepare.append(Step(("git", "clone", "--branch", tag, "--depth", "1", "--recurse-submodules", "--shallow-submodules", "--", req.git_url, src),
                             why=f"PyTorch {tag} with its submodules", timeout_s=PIP_TIMEOUT_S, skip_if=("test", "-e", f"{src}/.git"),
-                            undo=f"rm -rf {shlex.quote(src)}"))
+                            undo=f"rm -rf {shell_word(src)}"))
         prepare.append(Step(("git", "-C", src, "submodule", "update", "--init", "--recursive", "--depth", "1"),
                             why="finish any submodule a previous clone left out", timeout_s=PIP_TIMEOUT_S))
 
@@ -193,7 +204,7 @@ def build_plan(req: be.BuildRequest, kb_build: BuildKB, cmake_only: bool = False
             prepare.append(Step((py, "-m", "pip", "install", "--no-deps", "--target", layout.pip_root(lib.lib), f"{lib.package}=={lib.version}"),
                                 why=f"{lib.package} {lib.version} into the build prefix (headers + library; not into the environment)",
                                 timeout_s=PIP_TIMEOUT_S, skip_if=("test", "-f", lib.library_file or ""),
-                                undo=f"rm -rf {shlex.quote(layout.pip_root(lib.lib))}"))
+                                undo=f"rm -rf {shell_word(layout.pip_root(lib.lib))}"))
         if lib.pinned:
             prepare += _shim_steps(layout, lib)
 
@@ -327,6 +338,7 @@ def docker_plan(opts: Options, image: str, kb: KB, host: Host | None = None) -> 
     """The same build inside a CUDA devel image (e.g. nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04):
     an in-container script made by the same plan code, and one `docker run` that executes it
     with --workdir mounted at /fwd. Printed only: fwdoctor does not drive Docker here."""
+    argv_value("--docker", image)
     facts = docker_facts(opts, image, host)
     check_inputs(facts)
     suffix = "-docker"
@@ -383,7 +395,7 @@ def execute(bp: BuildPlan, progress: ProgressFn | None = None, base_env: Mapping
     if not result.ok:
         return BuildResult(False, "prepare", result.summary(), log_path)
     env = {**base, **bp.env, **bp.build.env}
-    say(f"build: {' '.join(shlex.quote(a) for a in bp.build.argv)} (in {bp.build.cwd}; log {log_path})")
+    say(f"build: {shell_line(bp.build.argv)} (in {comment(str(bp.build.cwd))}; log {comment(str(log_path))})")
     status = stream(bp.build.argv, env=env, cwd=bp.build.cwd, timeout=bp.build.timeout_s, log_path=log_path, on_progress=_progress_printer(say))
     if not status.ok:
         return BuildResult(False, "build", f"build failed: {status.reason}; last lines:\n{status.tail}\nwhole log: {log_path}", log_path, status.last_progress)
@@ -428,7 +440,7 @@ def stream(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, timeout
     last: list[tuple[int, int] | None] = [None]
     os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
     with open(log_path, "a", encoding="utf-8", errors="replace") as log:
-        log.write(f"\n$ {' '.join(shlex.quote(a) for a in argv)}  # cwd={cwd}\n")
+        log.write(f"\n$ {shell_line(argv)}  # cwd={comment(str(cwd))}\n")
         log.flush()
 
         def line_seen(line: str) -> None:

@@ -54,6 +54,24 @@ class Group(click.Group):
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
+        # SIGINT/SIGTERM/SIGHUP end every process this command started, then exit
+        # 128+signal with one line (doctor/runner.py: ending_tree_on_signals).
+        from fwdoctor import runner
+
+        with runner.ending_tree_on_signals() as stop:
+            try:
+                value = self._invoke(ctx)
+            except BaseException:
+                if stop.signum is None:
+                    raise
+                value = None
+            if stop.signum is not None:
+                runner.end_all_children()
+                click.echo(f"fwdoctor: stopped by {stop.name}; every process it started was ended", err=True)
+                raise click.exceptions.Exit(stop.exit_code)
+            return value
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):

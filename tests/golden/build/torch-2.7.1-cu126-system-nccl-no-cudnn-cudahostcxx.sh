@@ -89,7 +89,7 @@ FWDOCTOR_EOF
 chmod 755 /home/ml/fwd/torch-2.7.1/verify_build.py
 
 # PyTorch v2.7.1 with its submodules
-test -e /home/ml/fwd/torch-2.7.1/src/.git >/dev/null 2>&1 || git clone --branch v2.7.1 --depth 1 --recurse-submodules --shallow-submodules https://github.com/pytorch/pytorch.git /home/ml/fwd/torch-2.7.1/src
+test -e /home/ml/fwd/torch-2.7.1/src/.git >/dev/null 2>&1 || git clone --branch v2.7.1 --depth 1 --recurse-submodules --shallow-submodules -- https://github.com/pytorch/pytorch.git /home/ml/fwd/torch-2.7.1/src
 
 # finish any submodule a previous clone left out
 git -C /home/ml/fwd/torch-2.7.1/src submodule update --init --recursive --depth 1

@@ -108,7 +108,7 @@ apt-get install -y --no-install-recommends git python3 python3-venv python3-dev 
 test -x /fwd/venv/bin/python >/dev/null 2>&1 || python3 -m venv /fwd/venv
 
 # PyTorch v2.9.1 with its submodules
-test -e /fwd/src/.git >/dev/null 2>&1 || git clone --branch v2.9.1 --depth 1 --recurse-submodules --shallow-submodules https://github.com/pytorch/pytorch.git /fwd/src
+test -e /fwd/src/.git >/dev/null 2>&1 || git clone --branch v2.9.1 --depth 1 --recurse-submodules --shallow-submodules -- https://github.com/pytorch/pytorch.git /fwd/src
 
 # finish any submodule a previous clone left out
 git -C /fwd/src submodule update --init --recursive --depth 1

@@ -88,7 +88,7 @@ FWDOCTOR_EOF
 chmod 755 '/srv/build area/torch 2.9.1/verify_build.py'
 
 # PyTorch v2.9.1 with its submodules
-test -e '/srv/build area/torch 2.9.1/src/.git' >/dev/null 2>&1 || git clone --branch v2.9.1 --depth 1 --recurse-submodules --shallow-submodules https://github.com/pytorch/pytorch.git '/srv/build area/torch 2.9.1/src'
+test -e '/srv/build area/torch 2.9.1/src/.git' >/dev/null 2>&1 || git clone --branch v2.9.1 --depth 1 --recurse-submodules --shallow-submodules -- https://github.com/pytorch/pytorch.git '/srv/build area/torch 2.9.1/src'
 
 # finish any submodule a previous clone left out
 git -C '/srv/build area/torch 2.9.1/src' submodule update --init --recursive --depth 1
