@@ -105,7 +105,7 @@ def plan(facts: Any, kb: KB, options: Mapping[str, Any]) -> Plan:
         for name, why in stray_wheels(facts):
             steps.append(
                 Step(
-                    (python, "-m", "pip", "uninstall", "-y", name),
+                    (python, "-m", "pip", "uninstall", "-y", "--", name),  # a name from the host is never an option
                     why=why,
                     skip_if=(python, "-c", _NOT_INSTALLED, name),
                     undo=f"{shlex.quote(python)} -m pip install {shlex.quote(name)}",
@@ -117,7 +117,7 @@ def plan(facts: Any, kb: KB, options: Mapping[str, Any]) -> Plan:
             continue
         steps.append(
             Step(
-                (python, "-m", "pip", "uninstall", "-y", name),
+                (python, "-m", "pip", "uninstall", "-y", "--", name),  # a name from the host is never an option
                 why=f"uninstall {name} (named by the finding)",
                 skip_if=(python, "-c", _NOT_INSTALLED, name),
                 undo=f"{shlex.quote(python)} -m pip install {shlex.quote(name)}",
@@ -127,7 +127,7 @@ def plan(facts: Any, kb: KB, options: Mapping[str, Any]) -> Plan:
         name, _, version = str(req).partition("==")
         steps.append(
             Step(
-                (python, "-m", "pip", "install", str(req)),
+                (python, "-m", "pip", "install", "--", str(req)),
                 why=f"install {req}",
                 skip_if=(python, "-c", _HAS_VERSION, name, version) if version else None,
                 undo=f"{shlex.quote(python)} -m pip uninstall -y {shlex.quote(name)}",

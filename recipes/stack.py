@@ -36,7 +36,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from fwdoctor import arch
+from fwdoctor import arch, yamlload
 from fwdoctor.kb.docker import FLAVORS
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def load(path: str | Path) -> Stack:
     except UnicodeDecodeError:
         raise StackError(f"{where}: not UTF-8 text") from None
     try:
-        data = yaml.safe_load(text)
+        data = yamlload.load(text)  # safe, and a repeated key is an error
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""

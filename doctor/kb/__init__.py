@@ -137,8 +137,10 @@ def parse_yaml(raw: bytes, name: str) -> Any:
     except UnicodeDecodeError as exc:
         raise KBError(f"{name}: not UTF-8: {exc}") from None
     try:
-        # The C loader (libyaml) is ~20x faster than the pure-Python one. Both are safe loaders.
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        # Safe, libyaml when present, and a repeated key is an error (fwdoctor.yamlload).
+        from fwdoctor.yamlload import load
+
+        return load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

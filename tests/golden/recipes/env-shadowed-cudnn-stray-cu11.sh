@@ -23,7 +23,7 @@ try:
 except md.PackageNotFoundError:
     sys.exit(0)
 sys.exit(1)
-' nvidia-cudnn-cu11 >/dev/null 2>&1 || '/srv/it'"'"'s a "test" dir/venv/bin/python' -m pip uninstall -y nvidia-cudnn-cu11
+' nvidia-cudnn-cu11 >/dev/null 2>&1 || '/srv/it'"'"'s a "test" dir/venv/bin/python' -m pip uninstall -y -- nvidia-cudnn-cu11
 
 # source /srv/it's a "test" dir/fw env.sh from /srv/it's a "test" dir/venv/bin/activate
 grep -qxF '. '"'"'/srv/it'"'"'"'"'"'"'"'"'s a "test" dir/fw env.sh'"'"'' '/srv/it'"'"'s a "test" dir/venv/bin/activate' >/dev/null 2>&1 || '/srv/it'"'"'s a "test" dir/venv/bin/python' -c 'import sys
