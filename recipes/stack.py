@@ -37,6 +37,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import arch, yamlload
+from fwdoctor.host import read_regular_file
 from fwdoctor.kb.docker import FLAVORS
 
 if TYPE_CHECKING:
@@ -174,15 +175,20 @@ class ResolvedStack:
 
 
 # --------------------------------------------------------------------------- loading
+MAX_STACK_FILE_BYTES = 1024 * 1024
+
+
 def load(path: str | Path) -> Stack:
     """Read and validate a stack file. Raises StackError naming the file and field."""
     where = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise StackError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise StackError(f"{where}: not UTF-8 text") from None
+        # Only a regular file, and only so much: a FIFO or /dev/zero named as the stack
+        # must not hang or fill memory.
+        text = read_regular_file(where, MAX_STACK_FILE_BYTES, "stack file").decode("utf-8")
+    except ValueError as exc:
+        if isinstance(exc, UnicodeDecodeError):
+            raise StackError(f"{where}: not UTF-8 text") from None
+        raise StackError(str(exc)) from None
     try:
         data = yamlload.load(text)  # safe, and a repeated key is an error
     except yaml.YAMLError as exc:

@@ -1,6 +1,7 @@
-"""Hostile and careless text (issue 11): repeated YAML keys are refused, not silently
-resolved to the last; a folder name that is not UTF-8 gives valid UTF-8 JSON; a package
-name taken from an inspected host never reaches pip as an option."""
+"""Hostile and careless text (issue 11): stack and KB files are read only when regular;
+repeated YAML keys are refused, not silently resolved to the last; a folder name that is not
+UTF-8 gives valid UTF-8 JSON; a package name taken from an inspected host never reaches pip
+as an option."""
 
 from __future__ import annotations
 
@@ -64,3 +65,18 @@ def test_package_names_from_the_host_reach_pip_after_the_end_of_options():
     argvs = [step.argv for step in plan.steps if "pip" in step.argv]
     assert ("/venv/bin/python", "-m", "pip", "uninstall", "-y", "--", "-rnothing") in argvs
     assert ("/venv/bin/python", "-m", "pip", "install", "--", "--index-url=http://evil/") in argvs
+
+
+def test_a_stack_file_or_kb_file_that_is_a_fifo_or_a_device_is_refused_unopened(tmp_path):
+    fifo = tmp_path / "stack.yaml"
+    os.mkfifo(fifo)
+    for target in (str(fifo), "/dev/zero"):
+        result = _run(["stack", "resolve", target], tmp_path)
+        assert result.returncode == 2 and f"stack file {target}: not a regular file" in result.stderr, result.stderr
+    kb = tmp_path / "kb"
+    shutil.copytree(REPO / "tests" / "kb", kb)
+    (kb / "cuda.yaml").unlink()
+    os.mkfifo(kb / "cuda.yaml")
+    result = _run(["select", "torch", "--kb", str(kb), "--driver", "580.95.05", "--gpu", "9.0", "--python", "3.12"], tmp_path,
+                  FWDOCTOR_NO_CACHE="1")
+    assert result.returncode == 2 and f"knowledge-base file {kb / 'cuda.yaml'}: not a regular file (a FIFO)" in result.stderr

@@ -113,13 +113,19 @@ class Ctx:
         return keys
 
 
+MAX_KB_FILE_BYTES = 16 * 1024 * 1024  # the shipped files are ~100 KB each
+
+
 def load_yaml(path: Path) -> Any:
     """The file's YAML as plain data: from the parsed-KB cache when this exact content was
     parsed before (fwdoctor.kb.cache says why), else parsed now and cached."""
+    from fwdoctor.host import read_regular_file
+
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise KBError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+        # A FIFO or device in a --kb folder is refused unopened; a huge file is refused.
+        raw = read_regular_file(str(path), MAX_KB_FILE_BYTES, "knowledge-base file")
+    except ValueError as exc:
+        raise KBError(str(exc)) from None
     entry = cache.entry(raw, path.name)
     data = cache.read(entry)
     if data is None:
