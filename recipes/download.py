@@ -16,8 +16,8 @@ symlink) are refused before any request. The whole transfer has a deadline (`--d
 not only each read (`--timeout`): a server trickling one byte every 20 s is cut off.
 
 Exit status: 0 downloaded (or DEST already had that digest), 1 failed (message on stderr),
-2 refused input (a bad digest, URL or destination), 130 interrupted (SIGINT, SIGTERM,
-SIGHUP), always with one line on stderr.
+2 refused input (a bad digest, URL or destination), 128+signal when stopped (130 for
+SIGINT, 143 for SIGTERM, 129 for SIGHUP), always with one line on stderr.
 """
 
 from __future__ import annotations
@@ -255,8 +255,16 @@ def _remove_stale_parts(directory: str, name: str) -> None:
                 pass
 
 
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: cleaned up like Ctrl-C, but the exit status names the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    raise _Stopped(signum)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,9 +286,10 @@ def main(argv: list[str] | None = None) -> int:
     except DownloadError as exc:
         print(f"download: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("download: interrupted; nothing was written", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, _Stopped) else signal.SIGINT
+        print(f"download: interrupted ({signal.Signals(signum).name}); nothing was written", file=sys.stderr)
+        return 128 + int(signum)
     print(f"{args.dest}: {outcome} (sha256 {normalize_sha256(args.sha256)})")
     return 0
 

@@ -176,3 +176,35 @@ def test_a_signal_during_apply_ends_the_step_tree_and_runs_no_further_step(tmp_p
     assert out.decode().startswith("interrupted"), out
     assert not never.exists()
     _wait_for(lambda: not any(_alive(pid) for pid in tree), 10, "the step's processes to end")
+
+
+def test_ctrl_c_while_the_command_line_is_parsed_exits_130_not_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before any command's handlers are in place, click would say "Aborted!" and exit 1
+    (the "error findings" code); fwdoctor says it was interrupted and exits 130."""
+    from click.testing import CliRunner
+
+    from fwdoctor.cli import Group, main
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Group, "parse_args", interrupted)
+    result = CliRunner().invoke(main, ["check"])
+    assert result.exit_code == 130
+    assert "fwdoctor: interrupted" in result.stderr
+    assert "Aborted" not in result.output + result.stderr
+
+
+def test_ctrl_c_while_a_command_module_imports_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyboardInterrupt that no handler of ours saw (the command's module importing)."""
+    from click.testing import CliRunner
+
+    import fwdoctor.cli as cli
+
+    def interrupted(name: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.importlib, "import_module", interrupted)
+    result = CliRunner().invoke(cli.main, ["check"])
+    assert result.exit_code == 130
+    assert "fwdoctor: interrupted" in result.stderr
