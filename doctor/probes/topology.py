@@ -8,6 +8,7 @@ Shell equivalents:
     dpkg -l 'nvidia-fabricmanager*'; pgrep nv-fabricmanage     # fabric.fabricmanager
     nvidia-smi -q -d PAGE_RETIREMENT,ROW_REMAPPER              # gpus.health
     dmesg | grep 'NVRM: Xid'                                   # gpus.xid_events
+    dmesg | grep -A4 'NVRM: The NVIDIA'                        # driver.legacy_notices
     env | grep ^NCCL_                                          # nccl.env
 
 NVLink and memory-repair state come from the NVML child of probes/driver.py (its per-GPU
@@ -138,6 +139,40 @@ def parse_dpkg_fabricmanager(text: str) -> dict[str, str] | None:
     return None
 
 
+# The module's own verdict on a GPU it will not drive, as printed at load time (continued
+# over several "NVRM:" lines; journalctl may cut the first at the terminal width with ">"):
+#   NVRM: The NVIDIA GeForce GT 710 GPU installed in this system is
+#   NVRM:  supported through the NVIDIA 470.xx Legacy drivers. Please
+#   NVRM:  visit http://www.nvidia.com/object/unix.html for more
+#   NVRM:  information.  The 535.129.03 NVIDIA driver will ignore
+#   NVRM:  this GPU.  Continuing probe...
+# (siderolabs/talos issue 8764; NixOS/nixos-hardware issues 1828 and 1880 show the same text.)
+_NVRM_PART = re.compile(r"NVRM:\s?(?P<text>.*)$")
+_LEGACY = re.compile(
+    r"The NVIDIA (?P<gpu>[^.]{1,120}?) GPU installed in this system(?: is|>)?\s+supported through the NVIDIA "
+    r"(?P<branch>\d{3})\.xx Legacy drivers\..{0,400}?The (?P<driver>\d+(?:\.\d+){1,3}) NVIDIA driver will ignore\s+this GPU"
+)
+
+
+def parse_legacy_notices(text: str) -> list[dict[str, str]]:
+    """Kernel log -> [{"gpu": "GeForce GT 710", "branch": "470", "driver": "535.129.03"}]:
+    each GPU the loaded module said it will ignore because only a legacy branch drives it.
+    The message's NVRM: pieces are joined first (it spans five lines)."""
+    pieces: list[str] = []
+    for line in text.splitlines():
+        m = _NVRM_PART.search(line)
+        if m:
+            pieces.append(m["text"].strip())
+    joined = " ".join(pieces)
+    out: list[dict[str, str]] = []
+    for m in _LEGACY.finditer(joined):
+        gpu = m["gpu"].removeprefix("NVIDIA ").strip()  # "The NVIDIA NVIDIA GeForce GTX 1050": newer drivers double it
+        notice = {"gpu": gpu[:120], "branch": m["branch"], "driver": m["driver"]}
+        if notice not in out:
+            out.append(notice)
+    return out
+
+
 def parse_xid_lines(text: str) -> list[dict[str, Any]]:
     """Kernel log lines "NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the bus."
     -> [{"bus": "PCI:0000:18:00", "xid": 79, "text": the line's tail}]."""
@@ -240,7 +275,7 @@ def _process_running(host: Host, comm: str) -> bool:
     return False
 
 
-@probe("gpu-health", provides=("gpus.health", "gpus.xid_events"))
+@probe("gpu-health", provides=("gpus.health", "gpus.xid_events", "driver.legacy_notices"))
 def health_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     gpus = facts.get("gpus.list")
     nvml = [g for g in gpus or [] if g.get("source") == "nvml"]
@@ -250,11 +285,16 @@ def health_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
         yield Fact("gpus.health", [], source="gpus.list (no GPU)")
     else:
         yield Fact.unknown("gpus.health", "retired pages and row remapping are NVML queries: no NVML answer here")
+    text, where = _kernel_log(host)
+    # Read even with no module loaded: a module that found only GPUs it will not drive
+    # ("No NVIDIA GPU found") does not stay loaded, and its notice says why.
+    if text is None:
+        yield Fact.unknown("driver.legacy_notices", where)
+    else:
+        yield Fact("driver.legacy_notices", parse_legacy_notices(text), source=where)
     if facts.get("driver.loaded") is False:
         yield Fact("gpus.xid_events", [], source="no NVIDIA kernel module loaded: no Xid to report")
-        return
-    text, where = _kernel_log(host)
-    if text is None:
+    elif text is None:
         yield Fact.unknown("gpus.xid_events", where)
     else:
         yield Fact("gpus.xid_events", parse_xid_lines(text), source=where)

@@ -25,7 +25,7 @@ def _gpu_list(pci: list[dict[str, Any]]) -> str:
     return shown + (f" and {len(pci) - 4} more" if len(pci) > 4 else "")
 
 
-@rule("driver-missing", needs=("pci.nvidia_gpus", "driver.loaded"), optional=("driver.nouveau_loaded", "driver.wsl"))
+@rule("driver-missing", needs=("pci.nvidia_gpus", "driver.loaded"), optional=("driver.nouveau_loaded", "driver.wsl", "driver.legacy_notices"))
 def driver_missing(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Looks for NVIDIA GPUs on the PCI bus (vendor 0x10de, display or 3D controller class,
@@ -58,6 +58,8 @@ def driver_missing(facts: Facts, kb: KB) -> Hit | None:
     pci = facts["pci.nvidia_gpus"]
     if not pci or facts["driver.loaded"] or facts.get("driver.wsl"):
         return None  # WSL2: the Windows driver serves the GPU; there is no module to load
+    if facts.get("driver.legacy_notices"):
+        return None  # the module said why it did not stay: driver-gpu-unsupported reports that
     nouveau = " (nouveau holds it instead)" if facts.get("driver.nouveau_loaded") else ""
     count = f"{len(pci)} NVIDIA GPU{'s' if len(pci) != 1 else ''}"
     return Hit(
@@ -204,14 +206,17 @@ def _gpus_on_host(facts: Facts, kb: KB) -> list[tuple[str, str, str]]:
     return out
 
 
-@rule("driver-gpu-unsupported", needs=("driver.version",), optional=("gpus.list", "pci.nvidia_gpus", "driver.module_flavor"))
+@rule("driver-gpu-unsupported", needs=("driver.version",), optional=("gpus.list", "pci.nvidia_gpus", "driver.module_flavor", "driver.legacy_notices"))
 def driver_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares the loaded kernel module's version (its branch: 470 for 470.239.06) and
         flavour (open or proprietary, from /proc/driver/nvidia/version) with the driver
         branches that support each GPU on the host (from NVML, or the PCI device id when the
         driver does not list it): the KB records each architecture family's first and last
-        branch and whether the open kernel modules drive it (gpus.yaml `families`).
+        branch and whether the open kernel modules drive it (gpus.yaml `families`). Also
+        reads the module's own notice in the kernel log (dmesg, /var/log/kern.log) that it
+        ignores a GPU only a legacy branch drives, which holds even for a GPU the KB does
+        not know and when the module, finding no other GPU, did not stay loaded.
 
     Why is this bad?
         A driver outside a GPU's range does not drive it at all: the module loads, ignores
@@ -238,15 +243,18 @@ def driver_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
             sudo apt install nvidia-driver-570-server-open   # e.g. open modules for Blackwell
     """
     driver = facts["driver.version"]
-    if driver is None:
+    notices = _legacy_notices(facts.get("driver.legacy_notices") or [], driver)
+    if driver is None and not notices:
         return None  # no module loaded: driver-missing speaks
+    if driver is None or not facts.known("gpus.list") and not facts.known("pci.nvidia_gpus") and notices:
+        return _legacy_hit(notices, driver, facts.source("driver.legacy_notices"))
     if not facts.known("gpus.list") and not facts.known("pci.nvidia_gpus"):
         raise NotCheckable(f"which GPUs are here is unknown ({facts.why('gpus.list')})")
     if not kb.gpus.families:
         # A KB without `families` (the frozen tests/kb predates them) knows no ranges;
         # driver_problem would find nothing either, so say nothing rather than "not checked"
         # on every host judged with it.
-        return None
+        return _legacy_hit(notices, driver, facts.source("driver.legacy_notices")) if notices else None
     flavor = facts.get("driver.module_flavor")
     problems = []
     for where, cc, name in _gpus_on_host(facts, kb):
@@ -254,7 +262,7 @@ def driver_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
         if problem is not None:
             problems.append((where, problem))
     if not problems:
-        return None
+        return _legacy_hit(notices, driver, facts.source("driver.legacy_notices")) if notices else None
     where, first = problems[0]
     more = f" (and {len(problems) - 1} more GPU{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
     branch = first.branch
@@ -281,6 +289,34 @@ def driver_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
         fix=FixRef(
             commands=(*commands, "sudo reboot"),
             note=f"Driver branches that run {first.support.family.family}: {first.support.branches}; open kernel modules: {first.support.open_modules}. fwdoctor does not install drivers.",
+        ),
+    )
+
+
+def _legacy_notices(notices: list[Any], driver: str | None) -> list[dict[str, str]]:
+    """The notices that speak of the driver in place: a kernel log file keeps earlier boots,
+    whose driver may since have been replaced. With no module loaded, every notice counts
+    (the last boot's module is the one that left)."""
+    usable = [n for n in notices if isinstance(n, dict) and str(n.get("branch", "")).isdigit()]
+    if driver is None:
+        return usable
+    return [n for n in usable if equal(str(n.get("driver", "")), driver)]
+
+
+def _legacy_hit(notices: list[dict[str, str]], driver: str | None, source: str) -> Hit:
+    first = notices[-1]  # the newest boot's
+    branch = first["branch"]
+    gpus = sorted({n["gpu"] for n in notices})
+    running = driver or first.get("driver") or "the installed driver"
+    state = "" if driver else " (and, finding no other GPU, did not stay loaded)"
+    return Hit(
+        f"the NVIDIA {running} module ignores the {', '.join(gpus)}{state}: its kernel log notice says only the "
+        f"R{branch} legacy branch drives it; install a driver of the R{branch} legacy branch",
+        evidence={"driver.version": driver, "driver.legacy_notices": notices, "source": source},
+        fix=FixRef(
+            commands=(f"sudo apt install {sh(f'nvidia-driver-{branch}-server')}   # or your distribution's R{branch} package", "sudo reboot"),
+            note=f"The kernel module's own message ({source}): the {', '.join(gpus)} is supported through the NVIDIA "
+                 f"{branch}.xx Legacy drivers. A newer branch will keep ignoring it. fwdoctor does not install drivers.",
         ),
     )
 
