@@ -28,6 +28,11 @@ class Background(Generic[T]):
         except BaseException as exc:  # handed to the caller of result(), raised there
             self._error = exc
 
+    def wait(self, seconds: float) -> bool:
+        """Wait at most `seconds` for the call; True when it has finished."""
+        self._thread.join(seconds)
+        return not self._thread.is_alive()
+
     def result(self) -> T:
         """The call's return value; its exception, if it raised, is raised here."""
         self._thread.join()

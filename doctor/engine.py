@@ -16,15 +16,30 @@ if TYPE_CHECKING:
     from fwdoctor.kb import KB
 
 
-def collect(host: Host, probes: Sequence[Probe], deep: bool = False, seed: Sequence[Fact] = ()) -> Facts:
+def probe_deadline(command_timeout: float) -> float:
+    """Seconds one static probe may take: a few of its commands' timeouts (a probe runs
+    at most a handful of commands, each bounded by --timeout), plus room for its reads."""
+    return 3 * command_timeout + 5
+
+
+def collect(host: Host, probes: Sequence[Probe], deep: bool = False, seed: Sequence[Fact] = (),
+            deadline: float | None = None) -> Facts:
     """Run every probe in order (later probes may read earlier facts). Never raises.
 
     Deep probes (an `import torch` in a child process, ~2 s) start in a background thread
     as soon as their turn comes, with the facts known so far, and run while the remaining
-    static probes read files; their facts are merged at the end."""
+    static probes read files; their facts are merged at the end.
+
+    Each static probe has `deadline` seconds (default: `probe_deadline` of the host's
+    command timeout). A read on a stalled network mount blocks in the kernel where no
+    timeout reaches it; the probe then runs on in its thread, unwaited for, and is reported
+    as failed, naming the last path it asked about. After one overrun the host is treated
+    as stalled: each later probe gets one command timeout, so a mount that stalls every
+    read costs seconds per probe, not minutes."""
     facts: list[Fact] = list(seed)  # what the user asked for (request.python), seen by every probe
     failures: list[ProbeFailure] = []
     pending: list[Background[tuple[list[Fact], list[ProbeFailure]]]] = []
+    allowed = probe_deadline(host.command_timeout) if deadline is None else deadline
     for item in probes:
         if item.deep and not deep:
             continue
@@ -32,7 +47,15 @@ def collect(host: Host, probes: Sequence[Probe], deep: bool = False, seed: Seque
         if item.deep:
             pending.append(Background(_run_probe, item, host, snapshot))
             continue
-        produced, failed = _run_probe(item, host, snapshot)
+        job = Background(_run_probe, item, host, snapshot)
+        if not job.wait(allowed):
+            where = f"; the last path it asked about: {host.last_path}" if host.last_path else ""
+            reason = f"did not finish in {allowed:g} s (a read that never returns: a stalled network mount?){where}"
+            failures.append(ProbeFailure(item.name, reason))
+            facts.extend(Fact.unknown(key, f"probe {item.name} {reason}") for key in item.provides)
+            allowed = min(allowed, host.command_timeout)
+            continue
+        produced, failed = job.result()
         facts.extend(produced)
         failures.extend(failed)
     for job in pending:

@@ -96,6 +96,9 @@ class Host:
     command_timeout: float = runner.DEFAULT_TIMEOUT_S
     _resolve_cache: dict[str, str] = field(default_factory=dict, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
+    # The last path a probe asked about: named when a probe overruns its deadline (a read
+    # on a stalled network mount never returns; the engine stops waiting for it).
+    last_path: str = field(default="", repr=False, compare=False)
 
     @classmethod
     def live_host(cls, env: Mapping[str, str] | None = None, command_timeout: float = runner.DEFAULT_TIMEOUT_S) -> "Host":
@@ -126,6 +129,7 @@ class Host:
 
         Dangling links resolve as far as they can (like `realpath -m`)."""
         path = posixpath.normpath("/" + path) if not path.startswith("/") else posixpath.normpath(path)
+        self.last_path = path
         cached = self._resolve_cache.get(path)
         if cached is not None:
             return cached
