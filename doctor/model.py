@@ -8,6 +8,7 @@ print them. Nothing in this module touches the machine.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -94,6 +95,52 @@ def _deeper_than(data: Any, limit: int) -> str:
     return ""
 
 
+# "2026-12-01T17:50:23Z": UTC to the second, the form every document's collected_at takes.
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Whose facts these are and when they were collected: what lets facts files from many
+    nodes be told apart (`fleet report` names a node by `host_name`).
+
+    `host_source` says where the name came from: "gethostname()" on the live host,
+    "/etc/hostname" of a root folder or image ("no /etc/hostname" when it has none, with
+    `host_name` None), or the facts file an old document without a host was read from.
+    `collected_at` is UTC ("2026-12-01T17:50:23Z"), None only for an old facts file that
+    did not record it: never guessed from a file's mtime."""
+
+    host_name: str | None
+    host_source: str
+    collected_at: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": {"name": self.host_name, "source": self.host_source}, "collected_at": self.collected_at}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Provenance | None":
+        """The provenance a document carries (its top-level "host" and "collected_at"), None
+        when it has neither (written before they existed). Raises ValueError for a wrong
+        shape, naming the key."""
+        if "host" not in data and "collected_at" not in data:
+            return None
+        host = data.get("host")
+        if host is None:
+            host = {"name": None, "source": "not recorded"}
+        if not isinstance(host, Mapping):
+            raise ValueError(f'"host": expected an object {{"name", "source"}}, got {type(host).__name__}')
+        name, source = host.get("name"), host.get("source", "")
+        if name is not None and not isinstance(name, str):
+            raise ValueError(f'"host.name": expected a string or null, got {type(name).__name__}')
+        if not isinstance(source, str):
+            raise ValueError(f'"host.source": expected a string, got {type(source).__name__}')
+        when = data.get("collected_at")
+        if when is not None and not (isinstance(when, str) and _TIMESTAMP.match(when)):
+            raise ValueError(f'"collected_at": expected UTC time as YYYY-MM-DDTHH:MM:SSZ or null, got {str(when)[:40]!r}')
+        return cls(name, source, when)
+
+
 class Facts(Mapping[str, Any]):
     """Every fact about one host, by key. Missing and unknown keys both read as UNKNOWN.
 
@@ -105,11 +152,15 @@ class Facts(Mapping[str, Any]):
         self,
         facts: Iterable[Fact] = (),
         failures: Iterable[ProbeFailure] = (),
+        provenance: Provenance | None = None,
     ) -> None:
         self._facts: dict[str, Fact] = {}
         for fact in facts:
             self._facts[fact.key] = fact
         self.failures: list[ProbeFailure] = list(failures)
+        # Set by fwdoctor.sources.gather once the facts are complete (whose, and when);
+        # None for facts assembled in memory (a test, triage's facts from a bug report).
+        self.provenance: Provenance | None = provenance
 
     def __getitem__(self, key: str) -> Any:
         fact = self._facts.get(key)
@@ -157,6 +208,7 @@ class Facts(Mapping[str, Any]):
             else:
                 out[key] = {"unknown": True, "why": fact.why}
         return {
+            **(self.provenance.to_json() if self.provenance is not None else {}),
             "facts": out,
             "probe_failures": [{"probe": f.probe, "reason": f.reason} for f in self.failures],
         }
@@ -184,7 +236,7 @@ class Facts(Mapping[str, Any]):
             if not isinstance(item, Mapping) or "probe" not in item:
                 raise ValueError(f"probe_failures: malformed entry {item!r}")
             failures.append(ProbeFailure(str(item["probe"]), str(item.get("reason", ""))))
-        return cls(facts, failures)
+        return cls(facts, failures, Provenance.from_json(data))
 
 
 @dataclass(frozen=True)

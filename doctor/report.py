@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import re
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from fwdoctor import __version__
 from fwdoctor.engine import Report
 from fwdoctor.findings import AREA_TITLES, AREAS
-from fwdoctor.model import Finding, Severity
+from fwdoctor.model import TIMESTAMP_FORMAT, Finding, Provenance, Severity
 from fwdoctor.schema import stamp
 from fwdoctor.summary import summary
 from fwdoctor.summary import to_json as summary_json
@@ -87,9 +88,20 @@ def _short(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def to_json(report: Report) -> dict[str, Any]:
+# Facts assembled in memory (triage reads them from a bug report) say so instead of naming
+# a host they do not describe.
+NOT_RECORDED = Provenance(None, "not recorded", None)
+
+
+def to_json(report: Report, checked_at: str | None = None) -> dict[str, Any]:
+    """The check document. `host` and `collected_at` are the facts' own (`check --facts`
+    keeps the file's: whose facts, and when they were collected, not when they were
+    judged); `checked_at` (UTC, default now) is when they were judged."""
     facts = report.facts.to_json()
+    provenance = report.facts.provenance or NOT_RECORDED
     return stamp("check", {
+        **provenance.to_json(),
+        "checked_at": checked_at or _dt.datetime.now(_dt.timezone.utc).strftime(TIMESTAMP_FORMAT),
         "exit_code": report.exit_code,
         "checked": report.checked,
         "not_run": report.not_run,
@@ -102,8 +114,8 @@ def to_json(report: Report) -> dict[str, Any]:
     })
 
 
-def render_json(report: Report) -> str:
-    return json.dumps(to_json(report), indent=2, sort_keys=False, default=str) + "\n"
+def render_json(report: Report, checked_at: str | None = None) -> str:
+    return json.dumps(to_json(report, checked_at), indent=2, sort_keys=False, default=str) + "\n"
 
 
 _UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b|\b[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")

@@ -8,6 +8,7 @@ knows about the command line; the CLI turns a SourceError into exit 2.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
@@ -15,10 +16,11 @@ from typing import Callable, Sequence
 from fwdoctor import interpreter
 from fwdoctor.engine import collect, overlay_host
 from fwdoctor.host import EnvFileError, Host, load_env_file, read_regular_file
-from fwdoctor.model import Fact, Facts
+from fwdoctor.model import TIMESTAMP_FORMAT, Fact, Facts, Provenance
 from fwdoctor.probes import PROBES
 from fwdoctor.probes import driver as driver_probes
 from fwdoctor.probes import gpus as gpu_probes
+from fwdoctor.probes import system as system_probes
 
 
 # A facts file from a big host is well under 1 MiB; the cap keeps a wrong file (a disk
@@ -65,6 +67,7 @@ def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) 
         raise SourceError(f"{' and '.join(chosen)} cannot be combined: pick one source of facts")
     if request.facts_file:
         return read_facts_file(request.facts_file)
+    collected_at = utc_now()
     env = None
     if request.env_file:
         try:
@@ -104,6 +107,8 @@ def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) 
         deep = False
     else:
         host = Host.live_host(env, command_timeout=request.timeout)
+    # --timeout bounds each probe too (engine.probe_deadline), on roots and images alike.
+    host.command_timeout = request.timeout
     if request.python:
         # A --python that is not there (or does not run) must stop the command, not turn
         # every Python fact into "unknown" under an exit status of 0.
@@ -115,7 +120,31 @@ def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) 
     facts = collect(host, PROBES, deep=deep, seed=seed)
     if request.image or request.image_archive or (root and request.against_host):
         facts = overlay_host(facts, host_facts(request.timeout))
+    facts.provenance = provenance_of(facts, collected_at)
     return facts
+
+
+def utc_now() -> str:
+    """This moment in UTC as every document writes it: "2026-12-01T17:50:23Z"."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime(TIMESTAMP_FORMAT)
+
+
+def provenance_of(facts: Facts, collected_at: str | None) -> Provenance:
+    """Whose facts: the name and its source from `system.hostname` (the live host's
+    gethostname(), or the root's or image's /etc/hostname)."""
+    fact = facts.fact("system.hostname")
+    if fact is None:
+        return Provenance(None, "not probed", collected_at)
+    if not fact.is_known:
+        return Provenance(None, f"unknown: {fact.why}", collected_at)
+    name = fact.value if isinstance(fact.value, str) else None
+    return Provenance(name, fact.source, collected_at)
+
+
+def live_provenance(collected_at: str | None = None) -> Provenance:
+    """This host's name, now (or at `collected_at`): what a smoke result says it ran on."""
+    facts = Facts([system_probes.hostname_fact(Host.live_host())])
+    return provenance_of(facts, collected_at or utc_now())
 
 
 def host_facts(timeout: float = 10.0, probes: Sequence = (*driver_probes.PROBES, *gpu_probes.PROBES)) -> Facts:
@@ -127,7 +156,7 @@ def read_facts_file(path: str) -> Facts:
     """Facts saved by `fwdoctor facts`. Raises SourceError naming the file."""
     try:
         data = json.loads(read_regular_file(path, MAX_FACTS_FILE_BYTES, "--facts").decode("utf-8"))
-        return Facts.from_json(data)
+        facts = Facts.from_json(data)
     except UnicodeDecodeError:
         raise SourceError(f"--facts {path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -137,3 +166,9 @@ def read_facts_file(path: str) -> Facts:
     except ValueError as exc:
         msg = str(exc)
         raise SourceError(msg if msg.startswith("--facts ") else f"--facts {path}: {msg}") from None
+    if facts.provenance is None:
+        # A file from before facts said whose they are: the name only if a system.hostname
+        # fact has it, the time unknown (a file's mtime is when it was copied, not collected).
+        known = facts.get("system.hostname")
+        facts.provenance = Provenance(known if isinstance(known, str) else None, f"facts file {path} (no host recorded)", None)
+    return facts

@@ -54,7 +54,8 @@ def test_recorded_cpu_output_is_one_result_naming_every_check():
 
 def test_the_worker_argv_for_cpu_mode():
     argv = kernel.worker_argv("/venv/bin/python", [0], gemm=False, cpu=True)
-    assert argv[0] == "/venv/bin/python" and argv[1].endswith("kernel_worker.py") and argv[2:] == ["--cpu"]
+    assert argv[0] == "/venv/bin/python" and argv[1].endswith("kernel_worker.py") and argv[2:] == ["--cpu", "--no-gemm"]
+    assert kernel.worker_argv("/venv/bin/python", [0], cpu=True)[2:] == ["--cpu"]  # the CPU GEMM figure by default
 
 
 # ----------------------------------------------------------------------------- AMP judged
@@ -111,3 +112,21 @@ def test_a_convolution_that_misses_the_expected_library_is_an_error(torch, monke
 
 def test_cudnn_version_numbers_read_as_versions():
     assert [kernel.cudnn_version_text(n) for n in (92400, 91002, 8902)] == ["9.24.0", "9.10.2", "8.9.2"]
+
+
+# ----------------------------------------------------------------------------- the GEMM figure
+def test_the_gemm_figure_is_timed_for_its_budget_and_names_what_it_timed(torch):
+    result: dict = {"tflops": {}}
+    kernel_worker.gemm_figures(torch, torch.device("cpu"), [("fp32", torch.float32), ("bf16", torch.bfloat16)], result)
+    gemm = result["gemm"]
+    assert result["gemm_tflops"] == result["tflops"]["fp32"] > 0  # the CPU's headline is fp32
+    assert result["tflops"]["bf16"] > 0 and "gemm_error" not in result
+    assert gemm["dtype"] == "fp32" and gemm["n"] == kernel_worker.GEMM_N["cpu"] and gemm["iters"] >= kernel_worker.GEMM_MIN_ITERS
+    assert kernel_worker.GEMM_BUDGET_S <= gemm["seconds"] < 1.0  # short: about the budget, never seconds
+    assert result["gemm_tflops"] == pytest.approx(2 * gemm["n"] ** 3 * gemm["iters"] / gemm["seconds"] / 1e12, rel=0.01)
+
+
+def test_a_gemm_that_raises_leaves_no_figure_and_says_why(torch):
+    result: dict = {"tflops": {}}
+    kernel_worker.gemm_figures(torch, torch.device("cpu"), [("fp32", torch.bool)], result)  # randn has no bool kernel: it raises
+    assert result["gemm_tflops"] is None and result["tflops"]["fp32"] is None and result["gemm_error"]

@@ -198,3 +198,6 @@ def test_every_gpu_passes_real_kernels_within_tolerance(cli):
     assert results and all(r["status"] == "pass" for r in results)
     for r in results:
         assert r["details"]["tflops"].get("fp16", 0) > 0
+        # the headline figure fleet report compares nodes by: fp16, 4096 x 4096
+        assert r["details"]["gemm_tflops"] == r["details"]["tflops"]["fp16"]
+        assert r["details"]["gemm"]["dtype"] == "fp16" and r["details"]["gemm"]["n"] == 4096

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from fwdoctor import prometheus
 from fwdoctor import report as rep
 from fwdoctor.background import Background
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
@@ -13,13 +14,14 @@ from fwdoctor.cli.output import emit_json, settings, use_color
 from fwdoctor.engine import judge
 from fwdoctor.findings import BY_ID
 from fwdoctor.rules import KB_AREAS, RULES
-from fwdoctor.sources import SourceRequest
+from fwdoctor.sources import SourceRequest, utc_now
 
 
 @click.command()
 @source_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (same as --format json).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True, help="markdown strips UUIDs and home paths, for pasting into a bug report.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "prometheus"]), default="text", show_default=True,
+              help="markdown strips UUIDs and home paths, for pasting into a bug report; prometheus writes node_exporter textfile metrics.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the evidence behind each finding and the checks that could not run.")
 @click.option("--only", multiple=True, metavar="ID", help="Only evaluate these finding ids (repeatable).")
 @kb_option
@@ -33,6 +35,16 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
       fwdoctor check --root /srv/rootfs --env-file image.env --json
       fwdoctor check --image-archive image.tar     # docker save / OCI layout, no engine
       fwdoctor facts > host.json; fwdoctor check --facts host.json
+
+    
+    Monitoring (node_exporter's textfile collector, --collector.textfile.directory=DIR):
+    write to a temporary file in DIR, then rename it, so the collector never reads half a
+    file; exit 1 (error findings) still writes metrics, a failed run writes none:
+      f=DIR/fwdoctor.prom.$$; fwdoctor check --format prometheus > $f
+      [ -s $f ] && mv $f DIR/fwdoctor.prom || rm -f $f
+    Series: fwdoctor_finding{id,code,severity,area}, fwdoctor_findings{severity},
+    fwdoctor_version_info{component,version,source}, fwdoctor_check_not_run{rule,area},
+    fwdoctor_check_timestamp_seconds (docs/monitoring.md).
     """
     for finding_id in only:
         if finding_id not in BY_ID:
@@ -45,7 +57,9 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
     report = judge(facts, kb, RULES, only=only or None, on_rule_error=_show_rule_error)
     fmt = "json" if as_json else fmt
     if fmt == "json":
-        click.echo(rep.render_json(report), nl=False)
+        click.echo(rep.render_json(report, checked_at=utc_now()), nl=False)
+    elif fmt == "prometheus":
+        click.echo(prometheus.render(report, checked_at=utc_now()), nl=False)
     elif fmt == "markdown":
         click.echo(rep.render_markdown(report), nl=False)
     else:

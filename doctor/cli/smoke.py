@@ -29,7 +29,7 @@ from fwdoctor.smoke import transport
 from fwdoctor.smoke.bandwidth import parse_bytes
 from fwdoctor.smoke.result import exit_code, render_text
 from fwdoctor.smoke.suite import SuiteResult, render_summary
-from fwdoctor.sources import SourceRequest
+from fwdoctor.sources import SourceRequest, live_provenance, utc_now
 
 
 def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -54,10 +54,15 @@ def _python(value: str | None, announce: bool = True) -> str:
     return str(choice.path)
 
 
+_STARTED_KEY = "fwdoctor.smoke.started"
+
+
 def _emit(results: list, as_json: bool, extra_text: str = "") -> int:
     code = exit_code(results)
     if as_json:
-        emit_json("smoke", {"exit_code": code, "python": click.get_current_context().meta.get(_PYTHON_KEY),
+        meta = click.get_current_context().meta
+        emit_json("smoke", {**live_provenance(meta.get(_STARTED_KEY)).to_json(),
+                            "exit_code": code, "python": meta.get(_PYTHON_KEY),
                             "results": [r.to_json() for r in results]})
     else:
         click.echo(extra_text + render_text(results), nl=False)
@@ -77,6 +82,8 @@ def smoke() -> None:
       fwdoctor smoke allreduce --backend gloo --nproc 2 --max-bytes 1M
       fwdoctor smoke all --report smoke.json      check --deep + kernel + allreduce
     """
+    # The JSON's collected_at: when the test began, not when it ended minutes later.
+    click.get_current_context().meta[_STARTED_KEY] = utc_now()
 
 
 # ----------------------------------------------------------------------------- kernel
@@ -213,7 +220,7 @@ def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_
     click.echo("fwdoctor smoke all: check --deep ...", err=True)
     facts = facts_from(SourceRequest(deep=True, python=python))
     report = judge(facts, kb, RULES)
-    suite = SuiteResult(python=target, check=to_json(report))
+    suite = SuiteResult(python=target, check=to_json(report, checked_at=utc_now()), provenance=facts.provenance)
     click.echo("fwdoctor smoke all: kernel ...", err=True)
     suite.kernel = kernel_results(target, (), False, (), timeout, announce=False)
     if not no_allreduce:

@@ -1,14 +1,14 @@
-"""The operating system around the GPU stack: distribution, kernel, CPU architecture,
-glibc, container, /dev/shm.
+"""The operating system around the GPU stack: host name, distribution, kernel, CPU
+architecture, glibc, container, /dev/shm.
 
 Shell equivalents:
-    cat /etc/os-release; uname -rm; getconf GNU_LIBC_VERSION
+    hostname; cat /etc/os-release; uname -rm; getconf GNU_LIBC_VERSION
     ls /.dockerenv /run/.containerenv; cat /proc/1/cgroup
     df -B1 /dev/shm; cmake --version; ninja --version
 
-With --root nothing runs: the kernel comes from DIR/proc/sys/kernel/osrelease, glibc from
-the libc file's name or its version banner, /dev/shm from DIR/proc/mounts; what cannot be
-read is UNKNOWN with the reason.
+With --root nothing runs: the host name is the root's /etc/hostname, the kernel comes
+from DIR/proc/sys/kernel/osrelease, glibc from the libc file's name or its version
+banner, /dev/shm from DIR/proc/mounts; what cannot be read is UNKNOWN with the reason.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import socket
 from typing import Iterable
 
-from fwdoctor.host import Host
+from fwdoctor.host import Host, UnreadableError
 from fwdoctor.model import Fact, Facts, ProbeFailure
 from fwdoctor.probes.base import Probe, Read, probe
 
@@ -36,7 +37,12 @@ LD_PATHS = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/l
 MUSL_GLOB = ("/lib", "ld-musl-*.so.1")
 # What this probe reads (fwdoctor.image keeps only declared reads): libc.so.6's version
 # banner is looked for in its first MAX_READ_BYTES, wherever a merged /usr puts it.
-READS = (Read("/etc/os-release"), Read("/usr/lib/os-release"), Read("**/libc.so.6"), Read("/proc/**"))
+# /etc/hostname holds one name of at most 64 characters (hostname(5)); 4 KiB leaves room
+# for comment lines before it.
+HOSTNAME_FILE = "/etc/hostname"
+HOSTNAME_READ_BYTES = 4096
+READS = (Read("/etc/os-release"), Read("/usr/lib/os-release"), Read("**/libc.so.6"), Read("/proc/**"),
+         Read(HOSTNAME_FILE, limit=HOSTNAME_READ_BYTES))
 # Directory -> architecture, for a root folder (nothing there can be asked `uname -m`).
 ARCH_MARKERS = (
     ("/usr/lib/x86_64-linux-gnu", "x86_64"),
@@ -102,6 +108,18 @@ def parse_shm_size(mounts: str) -> int | None:
     return size
 
 
+def parse_hostname_file(text: str) -> str | None:
+    """The name in an /etc/hostname: its first line that is neither blank nor a comment,
+    stripped; None when there is none. hostname(5) (systemd): "It should contain a single
+    newline-terminated hostname string. Comments (lines starting with a `#') are ignored."
+    (https://www.freedesktop.org/software/systemd/man/247/hostname.html)"""
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return line
+    return None
+
+
 def cgroup_says_container(text: str) -> bool:
     return any(word in line for line in text.splitlines() for word in CONTAINER_CGROUP_WORDS)
 
@@ -109,15 +127,38 @@ def cgroup_says_container(text: str) -> bool:
 # ----------------------------------------------------------------------------- probes
 @probe(
     "system",
-    provides=("system.os", "system.kernel", "system.arch", "system.glibc", "system.container", "system.shm_bytes"),
+    provides=("system.hostname", "system.os", "system.kernel", "system.arch", "system.glibc", "system.container", "system.shm_bytes"),
 )
 def system_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    yield hostname_fact(host)
     yield _os(host)
     yield _kernel(host)
     yield _arch(host)
     yield _glibc(host)
     yield _container(host)
     yield _shm(host)
+
+
+def hostname_fact(host: Host) -> Fact:
+    """`system.hostname`: whose facts these are. The live host's own name (gethostname(),
+    what `hostname` prints); a root folder or image has no kernel to ask, so its
+    /etc/hostname (None when it has none: Docker writes that file at `docker run`, so an
+    image usually lacks it)."""
+    if host.live:
+        try:
+            return Fact("system.hostname", socket.gethostname(), source="gethostname()")
+        except OSError as exc:
+            return Fact.unknown("system.hostname", f"gethostname(): {exc.strerror or exc}")
+    try:
+        text = host.read_text(HOSTNAME_FILE, limit=HOSTNAME_READ_BYTES)
+    except UnreadableError as exc:  # a FIFO or a folder in its place: the other facts still count
+        return Fact.unknown("system.hostname", f"cannot read {HOSTNAME_FILE}: {exc.reason}")
+    if text is None:
+        return Fact("system.hostname", None, source=f"no {HOSTNAME_FILE}")
+    name = parse_hostname_file(text)
+    if name is None:
+        return Fact("system.hostname", None, source=f"{HOSTNAME_FILE} (no name in it)")
+    return Fact("system.hostname", name, source=HOSTNAME_FILE)
 
 
 def _os(host: Host) -> Fact:

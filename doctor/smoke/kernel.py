@@ -58,8 +58,8 @@ def driver_gpu_evidence(host: Host) -> str | None:
 def worker_argv(python: str, devices: Sequence[int] | None, gemm: bool = True, cpu: bool = False) -> list[str]:
     argv = [python, worker_path("kernel_worker")]
     if cpu:
-        return argv + ["--cpu"]
-    for index in devices or ():
+        argv.append("--cpu")
+    for index in () if cpu else devices or ():
         argv += ["--device", str(index)]
     if not gemm:
         argv.append("--no-gemm")

@@ -6,8 +6,11 @@ Report schema (`--report FILE`, and stdout with `--json`), version "fwdoctor-smo
 
     {
       "schema": "fwdoctor-smoke/1",
+      "schema_version": 1, "kind": "smoke-suite",   # fwdoctor.schema's stamp
       "fwdoctor": "0.1.0",                 # version of the doctor that wrote it
-      "created": "2026-11-30T10:00:00Z",   # UTC
+      "host": {"name": "node-0417", "source": "gethostname()"},   # whose report (the check's facts')
+      "collected_at": "2026-11-30T09:59:40Z",  # UTC, when the check's facts were collected
+      "created": "2026-11-30T10:00:00Z",   # UTC, when the report was written
       "python": "/path/to/python",         # the interpreter under test
       "ok": true,                          # exit_code == 0
       "exit_code": 0,                      # 0: no error finding, no failed test; 1 otherwise
@@ -28,6 +31,8 @@ Report schema (`--report FILE`, and stdout with `--json`), version "fwdoctor-smo
       "hint": str,                             # what to try
       "details": {...}                         # kernel: name, cc, checks[] (matmul_*, conv2d_<dtype>_<nchw|nhwc>
                                                #   with backend, amp_<dtype> with losses), tflops{},
+                                               #   gemm_tflops (the headline GEMM figure), gemm
+                                               #   {n, dtype, iters, seconds},
                                                #   max_rel_error, conv_backends, cudnn {version,
                                                #   library}; allreduce: backend, nccl (the
                                                #   NCCL_DEBUG summary: version, peers, transports,
@@ -45,6 +50,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from fwdoctor.model import Provenance
 from fwdoctor.schema import stamp
 from fwdoctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult
 
@@ -57,6 +63,7 @@ class SuiteResult:
     check: dict[str, Any]  # fwdoctor.report.to_json(report)
     kernel: list[SmokeResult] = field(default_factory=list)
     allreduce: list[SmokeResult] = field(default_factory=list)
+    provenance: Provenance | None = None  # the check's facts': whose report, collected when
 
     @property
     def check_failed(self) -> bool:
@@ -73,6 +80,7 @@ class SuiteResult:
     def to_json(self, now: Callable[[], _dt.datetime] | None = None) -> dict[str, Any]:
         created = (now or (lambda: _dt.datetime.now(_dt.timezone.utc)))()
         return stamp("smoke-suite", {
+            **(self.provenance.to_json() if self.provenance is not None else {}),
             "schema": SCHEMA,
             "created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "python": self.python,

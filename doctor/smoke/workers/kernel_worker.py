@@ -18,8 +18,13 @@ torch dispatched to (torch._C._select_conv_backend, the function torch's own tes
 is reported beside the cuDNN version the process loaded (cudnnGetVersion through
 torch.backends.cudnn.version()) and the libcudnn path from /proc/self/maps.
 
-`--cpu` runs the same checks on the CPU (fp32 and bf16; no GEMM figure), so the worker's
-logic runs on every machine and a CPU-only host gets a smoke test too.
+`--cpu` runs the same checks on the CPU (fp32 and bf16), so the worker's logic runs on
+every machine and a CPU-only host gets a smoke test too.
+
+The GEMM figure (`gemm_tflops`, with `gemm`: the size, dtype, iterations and seconds
+timed) is what `fleet report` compares nodes by: a square matmul timed for about
+GEMM_BUDGET_S per dtype, fp16 on a GPU (the tensor-core rate), fp32 on the CPU.
+`tflops` keeps the figure per dtype (GPU: fp32 and fp16).
 
 The CUDA error text is kept verbatim ("no kernel image is available for execution on the
 device", "CUBLAS_STATUS_...", "an illegal memory access was encountered"): the parent
@@ -59,8 +64,14 @@ CONV = {"n": 4, "c": 16, "h": 12, "w": 12, "k": 32}  # small: the float64 refere
 # What torch must dispatch a convolution to for the check to count as the library's own.
 CONV_BACKEND = {"cuda": "Cudnn", "cpu": "Mkldnn"}
 MATMUL_N = 256
-GEMM_N = 2048  # the TFLOP/s figure: small enough for any GPU, big enough to time
-GEMM_ITERS = 10
+# The TFLOP/s figure. 4096^3 * 2 = 137 GFLOP a product: ~0.2 ms on an H100 in fp16, ~10 ms
+# on a V100 in fp32, so a 0.15 s budget times tens to hundreds of products, never only the
+# launch overhead; 3 x 4096^2 half floats is 100 MB, fine on any GPU. The CPU gets 1024
+# (2 GFLOP, ~30 ms on two cores).
+GEMM_N = {"cuda": 4096, "cpu": 1024}
+GEMM_HEADLINE = {"cuda": "fp16", "cpu": "fp32"}
+GEMM_BUDGET_S = 0.15  # per dtype: the whole figure stays well under a second
+GEMM_MIN_ITERS = 3
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -84,7 +95,7 @@ def main(argv: list[str]) -> int:
     out["torch_cuda"] = torch.version.cuda
     if args.cpu:
         out["mode"] = "cpu"
-        out["devices"] = [test_cpu(torch)]
+        out["devices"] = [test_cpu(torch, not args.no_gemm)]
         print(json.dumps(out))
         return 0
     try:
@@ -138,24 +149,38 @@ def test_device(torch, index: int, count: int, gemm: bool) -> dict:
     if props.major < 8:
         result["checks"].append({"name": "amp_bf16", "status": "skipped", "why": f"compute capability {result['cc']} < 8.0: no bf16 tensor cores"})
     if gemm:
-        for label, dtype in dtypes[:2]:
-            try:
-                result["tflops"][label] = round(gemm_tflops(torch, device, dtype), 3)
-            except Exception as exc:
-                result["tflops"][label] = None
-                result.setdefault("gemm_error", f"{type(exc).__name__}: {exc}")
+        gemm_figures(torch, device, dtypes[:2], result)
     return result
 
 
-def test_cpu(torch) -> dict:
-    """The same checks on the CPU: fp32 and bf16 (oneDNN), bf16 autocast; no GEMM figure."""
+def test_cpu(torch, gemm: bool = True) -> dict:
+    """The same checks on the CPU: fp32 and bf16 (oneDNN), bf16 autocast, the fp32 GEMM figure."""
     result: dict = {"index": "cpu", "name": "CPU", "checks": [], "tflops": {},
                     "threads": torch.get_num_threads(), "mkldnn": bool(torch.backends.mkldnn.is_available())}
     device = torch.device("cpu")
     gen = torch.Generator().manual_seed(1234)
     common_checks(torch, device, [("fp32", torch.float32), ("bf16", torch.bfloat16)], gen, result)
     result["checks"].append(amp_check(torch, device, "bf16", torch.bfloat16))
+    if gemm:
+        gemm_figures(torch, device, [("fp32", torch.float32)], result)
     return result
+
+
+def gemm_figures(torch, device, dtypes, result: dict) -> None:
+    """`tflops` per dtype, and the headline `gemm_tflops` with what was timed (`gemm`)."""
+    headline = GEMM_HEADLINE[device.type]
+    result["gemm_tflops"] = None
+    for label, dtype in dtypes:
+        try:
+            timed = gemm_tflops(torch, device, dtype)
+        except Exception as exc:
+            result["tflops"][label] = None
+            result.setdefault("gemm_error", f"{type(exc).__name__}: {exc}")
+            continue
+        result["tflops"][label] = timed["tflops"]
+        if label == headline:
+            result["gemm_tflops"] = timed["tflops"]
+            result["gemm"] = {"dtype": label, **{k: v for k, v in timed.items() if k != "tflops"}}
 
 
 def common_checks(torch, device, dtypes, gen, result: dict) -> None:
@@ -350,18 +375,25 @@ def loaded_library(stem: str) -> str | None:
     return None
 
 
-def gemm_tflops(torch, device, dtype) -> float:
-    a = torch.randn(GEMM_N, GEMM_N, device=device, dtype=dtype)
-    b = torch.randn(GEMM_N, GEMM_N, device=device, dtype=dtype)
-    for _ in range(2):
-        a @ b
-    torch.cuda.synchronize(device)
-    start = time.perf_counter()
-    for _ in range(GEMM_ITERS):
-        a @ b
-    torch.cuda.synchronize(device)
-    elapsed = time.perf_counter() - start
-    return 2.0 * GEMM_N**3 * GEMM_ITERS / elapsed / 1e12
+def gemm_tflops(torch, device, dtype) -> dict:
+    """{"tflops", "n", "iters", "seconds"}: N x N products timed for at least GEMM_BUDGET_S
+    (batches double until the budget is spent; the device is synchronised around each
+    batch, so the time is the kernels', not their launches')."""
+    n = GEMM_N[device.type]
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    c = a @ b  # warm-up: the library picks its kernel (cuBLAS heuristics, oneDNN primitive)
+    _sync(torch, device)
+    iters, batch, elapsed = 0, 1, 0.0
+    while elapsed < GEMM_BUDGET_S or iters < GEMM_MIN_ITERS:
+        start = time.perf_counter()
+        for _ in range(batch):
+            c = torch.matmul(a, b, out=c)
+        _sync(torch, device)
+        elapsed += time.perf_counter() - start
+        iters += batch
+        batch *= 2
+    return {"tflops": round(2.0 * n**3 * iters / elapsed / 1e12, 4), "n": n, "iters": iters, "seconds": round(elapsed, 4)}
 
 
 if __name__ == "__main__":
