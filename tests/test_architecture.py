@@ -75,7 +75,9 @@ def test_nothing_imports_the_old_top_level_names():
 def test_every_cli_module_is_reachable_from_the_command_table():
     from fwdoctor.cli import COMMANDS
 
-    modules = {f"fwdoctor.cli.{module}" for _, module, _ in COMMANDS}
+    from fwdoctor.cli.fleet import SUBCOMMANDS
+
+    modules = {f"fwdoctor.cli.{module}" for _, module, _ in (*COMMANDS, *SUBCOMMANDS)}
     helpers = {"fwdoctor.cli", "fwdoctor.cli.common", "fwdoctor.cli.errors", "fwdoctor.cli.output"}
     on_disk = {_module_name(p) for p in _files(CLI)}
     assert on_disk - helpers == modules

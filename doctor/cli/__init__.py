@@ -35,6 +35,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("lock", "stack", "lock_command"),
     ("docker", "stack", "docker_group"),
     ("build", "build", "build_group"),
+    ("fleet", "fleet", "fleet_group"),
 )
 _WHERE = {name: (module, attr) for name, module, attr in COMMANDS}
 
@@ -53,6 +54,14 @@ class Group(click.Group):
         command: click.Command = getattr(module, where[1])
         return command
 
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        # Ctrl-C while click parses the line: exit 130 like any other interruption, not
+        # click's "Aborted!" with 1, the code for "error findings".
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise _interrupted() from None
+
     def invoke(self, ctx: click.Context) -> Any:
         # SIGINT/SIGTERM/SIGHUP end every process this command started, then exit
         # 128+signal with one line (doctor/runner.py: ending_tree_on_signals).
@@ -61,6 +70,10 @@ class Group(click.Group):
         with runner.ending_tree_on_signals() as stop:
             try:
                 value = self._invoke(ctx)
+            except KeyboardInterrupt:
+                if stop.signum is None:  # before the handlers were in place (a command module importing)
+                    raise _interrupted() from None
+                value = None
             except BaseException:
                 if stop.signum is None:
                     raise
@@ -82,6 +95,11 @@ class Group(click.Group):
             raise DoctorError(f"internal error: {type(exc).__name__}: {exc} (please report this; --debug shows the traceback)") from exc
 
 
+def _interrupted() -> click.exceptions.Exit:
+    click.echo("fwdoctor: interrupted", err=True)
+    return click.exceptions.Exit(130)
+
+
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="fwdoctor")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
@@ -101,6 +119,7 @@ def main(ctx: click.Context, color: str, quiet: bool, debug: bool) -> None:
       fwdoctor smoke all             prove it: GPU kernels, nvcc, all-reduce
       fwdoctor lock / docker         freeze a stack: hash-pinned lock, Dockerfile, image
       fwdoctor build torch           a PyTorch source build with an explicit CUDA/NCCL/Python
+      fwdoctor fleet report DIR      many nodes' facts: what differs, node by node
 
     Exit codes: 0 healthy, 1 error findings (or a refused/failed action), 2 fwdoctor
     itself failed (bad input), always with a one-line reason.

@@ -1,0 +1,46 @@
+"""`fwdoctor fleet`: many nodes at once (report, collect, emit).
+
+The subcommands live in two modules, imported when they run: fleet_report (reading and
+judging collected documents) and fleet_collect (gathering them with srun, pdsh/ssh, or a
+Kubernetes manifest). fwdoctor never carries its own transport between hosts.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# (subcommand, module under fwdoctor.cli, attribute)
+SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("report", "fleet_report", "fleet_report"),
+    ("collect", "fleet_collect", "fleet_collect"),
+    ("emit", "fleet_collect", "fleet_emit"),
+)
+_WHERE = {name: (module, attr) for name, module, attr in SUBCOMMANDS}
+
+
+class _FleetGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name, _, _ in SUBCOMMANDS]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = _WHERE.get(cmd_name)
+        if where is None:
+            return None
+        module = importlib.import_module(f"fwdoctor.cli.{where[0]}")
+        command: click.Command = getattr(module, where[1])
+        return command
+
+
+@click.group("fleet", cls=_FleetGroup)
+def fleet_group() -> None:
+    """Many nodes: gather each node's facts with the cluster's own tools, then see what differs.
+
+    \b
+    Examples:
+      fwdoctor fleet collect --slurm --out facts/ -- -N 32 -p gpu
+      fwdoctor fleet collect --hosts nodes.txt --out facts/
+      fwdoctor fleet emit k8s > fwdoctor-facts.yaml
+      fwdoctor fleet report facts/ --format html --out fleet.html
+    """
