@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwdoctor.probes import compilers, cuda, cudnn, driver, framework_deep, frameworks, gpus, ldpath, nccl, python, system, topology, torch, torch_deep
+from fwdoctor.probes import compilers, conda, cuda, cudnn, driver, framework_deep, frameworks, gpus, ldpath, nccl, python, system, topology, torch, torch_deep
 from fwdoctor.probes.base import Probe, Read
 
 PROBES: tuple[Probe, ...] = (
@@ -10,6 +10,9 @@ PROBES: tuple[Probe, ...] = (
     # it knows which interpreter, and every file-reading probe below overlaps with it.
     *python.PROBES,
     *torch.PROBES,
+    # The conda env's records (conda-meta) after torch's files: it fills torch.cuda from the
+    # pytorch record only when torch/version.py could not say; cuda/cudnn/nccl read conda.prefix.
+    *conda.PROBES,
     *torch_deep.PROBES,
     # JAX, TensorFlow, PaddlePaddle: dist-info files, then (--deep) one child per framework.
     *frameworks.PROBES,
@@ -37,6 +40,7 @@ PROBES: tuple[Probe, ...] = (
 READS: tuple[Read, ...] = (
     *python.READS,
     *torch.READS,
+    *conda.READS,
     *frameworks.READS,
     *system.READS,
     *driver.READS,

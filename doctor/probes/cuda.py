@@ -353,7 +353,7 @@ def ld_cudart_root(host: Host) -> tuple[str, str] | None:
     return None
 
 
-def discover(host: Host, failures: list[ProbeFailure] | None = None) -> list[_Install]:
+def discover(host: Host, failures: list[ProbeFailure] | None = None, conda_prefix: str | None = None) -> list[_Install]:
     """Every toolkit install, deduplicated by resolved root, in discovery order. A place
     that cannot be looked at (a symlink loop) is a failure in `failures`, and skipped."""
     by_root: dict[str, _Install] = {}
@@ -400,9 +400,14 @@ def discover(host: Host, failures: list[ProbeFailure] | None = None) -> list[_In
         for release in host.glob(arch_dir, "*"):
             for root in host.glob(posixpath.join(release, "cuda"), "[0-9]*"):
                 add(root, "/opt/nvidia/*")
-    conda = host.env.get("CONDA_PREFIX", "")
-    if conda and (host.is_file(posixpath.join(conda, "bin/nvcc")) or conda_toolkit_records(host, conda)):
-        add(conda, "CONDA_PREFIX")
+    # The active conda env, and the inspected interpreter's (conda.prefix) when nothing
+    # activated it: conda-forge's cuda-nvcc puts nvcc in PREFIX/bin, headers and libraries
+    # in PREFIX/targets/<arch>-linux, cicc in PREFIX/nvvm.
+    active_conda = host.env.get("CONDA_PREFIX", "")
+    interp_conda = conda_prefix if conda_prefix and posixpath.normpath(conda_prefix) != posixpath.normpath(active_conda or "/") else ""
+    for conda, via in ((active_conda, "CONDA_PREFIX"), (interp_conda, "conda env of the interpreter")):
+        if conda and (host.is_file(posixpath.join(conda, "bin/nvcc")) or conda_toolkit_records(host, conda)):
+            add(conda, via)
     for site in site_packages_dirs(host):
         for sub in PIP_ROOTS:
             root = posixpath.join(site, sub)
@@ -556,7 +561,8 @@ def choose_active(toolkits: list[dict], ptrs: dict[str, str | None]) -> dict | N
 def cuda_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     reader = _Reader(host)
     toolkits = []
-    for install in discover(host, reader.failures):
+    conda_prefix = facts.get("conda.prefix")
+    for install in discover(host, reader.failures, conda_prefix if isinstance(conda_prefix, str) else None):
         try:
             toolkits.append(describe(host, install, reader))
         except UnreadableError as exc:  # a symlink loop inside one install: skip just it

@@ -385,7 +385,9 @@ def tarball_installs(host: Host, spec: Library) -> list[dict[str, Any]]:
 
 
 def conda_installs(host: Host, spec: Library, facts: Facts) -> list[dict[str, Any]]:
-    prefixes = [host.env.get("CONDA_PREFIX"), facts.get("python.conda_prefix")]
+    # conda.prefix: the inspected interpreter's conda env, also when nothing activated it
+    # (`--python /opt/conda/envs/x/bin/python`, an image's PATH).
+    prefixes = [host.env.get("CONDA_PREFIX"), facts.get("python.conda_prefix"), facts.get("conda.prefix")]
     installs = []
     for prefix in _unique(p for p in prefixes if isinstance(p, str) and p):
         meta = posixpath.join(prefix, "conda-meta")
@@ -413,14 +415,16 @@ def conda_installs(host: Host, spec: Library, facts: Facts) -> list[dict[str, An
 
 def find_installs(host: Host, facts: Facts, spec: Library) -> list[dict[str, Any]]:
     """Every install of the library, pip first (the ones torch uses), then system,
-    toolkit, tarball and conda. The same folder is never reported twice."""
+    conda, toolkit and tarball. The same folder is never reported twice."""
     sites = site_packages(host, facts)
     found = [
         *pip_installs(host, spec, sites),
         *system_installs(host, spec),
+        # Before the toolkits: a conda env with cuda-nvcc is also a toolkit root, and its
+        # PREFIX/lib copy is conda's (with the record's CUDA major), not a tarball's.
+        *conda_installs(host, spec, facts),
         *toolkit_installs(host, spec, facts),
         *tarball_installs(host, spec),
-        *conda_installs(host, spec, facts),
     ]
     out: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwdoctor.rules import build, driver, fabric, frameworks, libs, python, runtime, toolkit, torch
+from fwdoctor.rules import build, conda, driver, fabric, frameworks, libs, python, runtime, toolkit, torch
 from fwdoctor.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
@@ -11,6 +11,8 @@ RULES: tuple[Rule, ...] = (
     *libs.RULES,
     *python.RULES,
     *torch.RULES,
+    # conda envs, judged on their conda-meta records (pytorch build, libstdc++, cuDNN/NCCL).
+    *conda.RULES,
     *frameworks.RULES,
     *runtime.RULES,
     # NVSwitch fabric manager, GPU health, NCCL transports (fabric.RUN_RULES: smoke allreduce).

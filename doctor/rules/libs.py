@@ -188,7 +188,9 @@ def cuda_mismatch(facts: Facts, kb: KB, lib: Library) -> list[Hit]:
     for inst in installs(facts, lib):
         # Who loads this copy: torch loads the pip wheels of its environment and whatever
         # the loader finds first; builds with the active toolkit compile against the rest.
-        is_torch_side = inst.get("kind") == "pip" and (site is None or str(inst.get("prefix", "")).startswith(site + "/"))
+        is_torch_side = (inst.get("kind") == "pip" and (site is None or str(inst.get("prefix", "")).startswith(site + "/"))
+                         # conda's torch loads its env's PREFIX/lib copy (RPATH), not the toolkit's
+                         or inst.get("kind") == "conda" and site is not None and site.startswith(str(inst.get("prefix", "")).rstrip("/") + "/"))
         is_first = first is not None and same_dir(first.get("path"), inst.get("library"))
         severity = None
         if is_torch_side:
