@@ -26,6 +26,13 @@ class CudaImage:
     cudnn_token: str | None
     no_cudnn_on: tuple[str, ...]
     source: tuple[str, ...]
+    # The flavours the source shows for this release; None: all of FLAVORS (NVIDIA's own
+    # tag list shows every flavour). A row from a list of cuDNN-devel tags alone claims
+    # only that flavour, and an older release of the minor serves the others.
+    flavors: tuple[str, ...] | None = None
+
+    def has(self, flavor: str | None) -> bool:
+        return flavor is None or self.flavors is None or flavor in self.flavors
 
     @property
     def minor(self) -> str:
@@ -58,13 +65,19 @@ class DockerKB:
         known = ", ".join(r.os for r in self.systems)
         raise LookupError(f"unknown base OS {name!r} (known: {known})")
 
-    def cuda_image(self, cuda: str, os: str) -> CudaImage:
-        """The newest nvidia/cuda release for CUDA major.minor `cuda` published on `os`."""
+    def cuda_image(self, cuda: str, os: str, flavor: str | None = None) -> CudaImage:
+        """The newest nvidia/cuda release for CUDA major.minor `cuda` published on `os`
+        (with `flavor`, when given: base, runtime, devel, cudnn-runtime, cudnn-devel)."""
         want = Version(cuda)
         same = [i for i in self.images if Version(i.cuda).release[:2] == want.release[:2]]
         on_os = [i for i in same if os in i.os]
+        with_flavor = [i for i in on_os if i.has(flavor)]
+        if with_flavor:
+            return max(with_flavor, key=lambda i: Version(i.cuda))
         if on_os:
-            return max(on_os, key=lambda i: Version(i.cuda))
+            shown = sorted({f for i in on_os for f in (i.flavors or FLAVORS)})
+            raise LookupError(f"no {self.repository} {flavor} tag known for CUDA {cuda} on {os} "
+                              f"(known flavours of CUDA {cuda} there: {', '.join(shown)})")
         if same:
             where = ", ".join(sorted({o for i in same for o in i.os}))
             raise LookupError(f"no {self.repository} tag for CUDA {cuda} on {os} (CUDA {cuda} images exist for: {where})")
@@ -75,7 +88,7 @@ class DockerKB:
         """`13.0.2-cudnn-runtime-ubuntu24.04`: the tag, with the cuDNN token of its era."""
         if flavor not in FLAVORS:
             raise LookupError(f"unknown image flavor {flavor!r} (one of: {', '.join(FLAVORS)})")
-        image = self.cuda_image(cuda, os)
+        image = self.cuda_image(cuda, os, flavor)
         if flavor.startswith("cudnn-"):
             if image.cudnn_token is None or os in image.no_cudnn_on:
                 raise LookupError(f"{self.repository}:{image.cuda} has no cuDNN variant on {os}; use flavor base/runtime/devel (torch wheels bring cuDNN from pip)")
@@ -115,7 +128,10 @@ def from_yaml(data: Any, ctx: Ctx) -> DockerKB:
         no_cudnn = c.field(row, "no_cudnn_on", list, optional=True) or []
         if not set(no_cudnn) <= set(systems):
             raise c.at("no_cudnn_on").error("names an OS the row does not list")
-        images.append(CudaImage(cuda, tuple(systems), token, tuple(no_cudnn), source))
+        flavors = c.field(row, "flavors", list, optional=True)
+        if flavors is not None and (not flavors or not set(flavors) <= set(FLAVORS)):
+            raise c.at("flavors").error(f"expected a non-empty list of {', '.join(FLAVORS)}")
+        images.append(CudaImage(cuda, tuple(systems), token, tuple(no_cudnn), source, tuple(flavors) if flavors is not None else None))
 
     systems_out: list[OsBase] = []
     octx = ctx.at("operating_systems")
