@@ -29,6 +29,7 @@ def explanation(finding_id: str) -> str:
     from fwdoctor.rules import RULES
     from fwdoctor.rules.build import RULES as BUILD_RULES
     from fwdoctor.rules.fabric import RUN_RULES  # judged by `smoke allreduce`, not by check
+    from fwdoctor.fleet.rules import RULES as FLEET_RULES  # judged by `fleet report`, across nodes
 
     wanted = finding_id.strip()
     by_code = {k.code.lower(): k for k in FINDING_KINDS}
@@ -38,7 +39,7 @@ def explanation(finding_id: str) -> str:
     header = f"{kind.id} ({kind.code}, default severity {kind.severity.value}, area {kind.area})\n{kind.title}\n"
     if kind.id == "probe-failed":
         return header + "\n" + PROBE_FAILED_DOC
-    docs = list(dict.fromkeys(r.doc for r in (*RULES, *RUN_RULES) if r.id == kind.id and r.doc))
+    docs = list(dict.fromkeys(r.doc for r in (*RULES, *RUN_RULES, *FLEET_RULES) if r.id == kind.id and r.doc))
     # The build pre-flight checks some of `check`'s ids on the build's own choices.
     before_build = [r.doc for r in BUILD_RULES if r.id == kind.id and r.doc and r.doc not in docs]
     if not docs and not before_build:

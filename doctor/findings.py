@@ -34,6 +34,7 @@ AREA_TITLES = {
     "frameworks": "JAX, TensorFlow and PaddlePaddle",
     "runtime": "Runtime and the doctor itself",
     "build": "Source-build pre-flight (`fwdoctor build torch`)",
+    "fleet": "Across the nodes of a fleet (`fwdoctor fleet report`)",
 }
 
 FINDING_KINDS: tuple[FindingKind, ...] = (
@@ -68,6 +69,11 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("multiple-nccl", "FWD404", I, "nccl", "several NCCL versions installed"),
     FindingKind("python-env-mismatch", "FWD501", W, "python", "first python on PATH is not the active environment's"),
     FindingKind("user-site-shadowing", "FWD502", W, "python", "user site shadows the environment's packages"),
+    FindingKind("conda-cpu-pytorch-on-gpu-host", "FWD520", E, "torch", "conda's pytorch is a CPU build on a GPU host"),
+    FindingKind("conda-pip-torch-over-conda", "FWD521", E, "python", "pip installed a package over conda's copy in one env"),
+    FindingKind("conda-libstdcxx-too-old", "FWD522", E, "python", "conda's libstdc++ is older than a pip wheel needs"),
+    FindingKind("conda-user-site-leak", "FWD523", W, "python", "user-site packages leak into a conda env"),
+    FindingKind("conda-cuda-libs-mismatch", "FWD524", E, "torch", "conda's cuDNN/NCCL do not match conda pytorch's CUDA"),
     FindingKind("torch-cpu-build-on-gpu-host", "FWD601", W, "torch", "CPU-only torch on a GPU host"),
     FindingKind("torch-not-installed", "FWD602", I, "torch", "no torch in the inspected environment"),
     FindingKind("driver-too-old-for-framework", "FWD901", E, "frameworks", "driver cannot run the CUDA a JAX/TensorFlow/Paddle build needs"),
@@ -95,6 +101,14 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("build-no-wheel", "FWD806", E, "build", "no pip wheel of the requested NCCL/cuDNN for this CUDA"),
     FindingKind("build-torch-unsupported", "FWD807", E, "build", "the KB has no build data for this torch version"),
     FindingKind("build-not-checked", "FWD808", W, "build", "a pre-flight check could not be made"),
+    # Across nodes (`fwdoctor fleet report`), never reported by `check`: doctor/fleet/rules.py.
+    FindingKind("fleet-nccl-differs", "FWD960", E, "fleet", "nodes that train together run different NCCL versions"),
+    FindingKind("fleet-torch-differs", "FWD961", E, "fleet", "nodes that train together run different torch versions"),
+    FindingKind("fleet-driver-branch-differs", "FWD962", W, "fleet", "nodes run different NVIDIA driver branches"),
+    FindingKind("fleet-cuda-differs", "FWD963", W, "fleet", "nodes differ in their driver's CUDA or their CUDA toolkit"),
+    FindingKind("fleet-gpu-model-differs", "FWD964", W, "fleet", "nodes carry different GPU models"),
+    FindingKind("fleet-gpu-count-differs", "FWD965", W, "fleet", "nodes see different numbers of GPUs"),
+    FindingKind("fleet-smoke-slow", "FWD966", W, "fleet", "a node's smoke figures fall far below its peers'"),
 )
 
 BY_ID: dict[str, FindingKind] = {kind.id: kind for kind in FINDING_KINDS}

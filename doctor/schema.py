@@ -7,7 +7,7 @@ Scripts that read fwdoctor's JSON (CI gates, fleet collectors, dashboards) check
 
 Bump SCHEMA_VERSION when a key is removed or changes meaning; adding keys is not a break.
 Kinds: check, facts, triage, selection, plan, plans, smoke, smoke-suite, stack, lock, lock-check,
-dockerfile, build, finding, finding-list.
+dockerfile, build, finding, finding-list, fleet.
 """
 
 from __future__ import annotations

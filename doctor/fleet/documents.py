@@ -1,0 +1,185 @@
+"""The documents `fleet report` reads, one at a time: never the whole fleet in memory.
+
+PATH arguments are files or folders. A folder is walked recursively for `*.json` (one
+document) and `*.jsonl` (one document per line, as some collectors append them), in
+sorted order so two runs over the same folder report the same thing. Each document is
+classified by its `kind` stamp (fwdoctor.schema):
+
+    facts        `fwdoctor facts`               facts
+    check        `fwdoctor check --json`         facts (+ the findings it had, re-judged here)
+    smoke-suite  `fwdoctor smoke all --report`   facts (its "check") + kernel + allreduce
+    smoke        `fwdoctor smoke kernel|allreduce --json`   results only
+
+A file that cannot be used (not JSON, another kind, too big, a FIFO, unreadable) becomes
+a `BadInput` naming it, never an exception: one broken file must not cost the report of
+the other 999 nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any, Iterator, Mapping
+
+# read_regular_file reads a whole file; a .jsonl is read line by line through the same
+# regular-file-only open (a FIFO or device refused unopened) that it uses.
+from fwdoctor.host import UnreadableError, _open_regular, read_regular_file
+
+# The cap `check --facts` puts on a facts file (fwdoctor.sources.MAX_FACTS_FILE_BYTES):
+# a real one is ~20 KB, a smoke report ~30 KB. A .jsonl is streamed line by line, each
+# line under the same cap, so a collector's one-file-per-fleet stays flat in memory.
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+KINDS = ("facts", "check", "smoke-suite", "smoke")
+SMOKE_SCHEMA = "fwdoctor-smoke/1"
+
+
+@dataclass(frozen=True)
+class Document:
+    """One parsed document and where it came from (`where`: the file, or file:line)."""
+
+    where: str
+    kind: str
+    data: Mapping[str, Any]
+    stem: str  # the file name without its suffix: the node name of last resort
+
+    @property
+    def host_name(self) -> str | None:
+        for holder in (self.data, self.data.get("check") if self.kind == "smoke-suite" else None):
+            host = holder.get("host") if isinstance(holder, Mapping) else None
+            name = host.get("name") if isinstance(host, Mapping) else None
+            if isinstance(name, str) and name.strip():
+                return name.strip()
+        return None
+
+    @property
+    def collected_at(self) -> str | None:
+        for key in ("collected_at", "created"):  # smoke-suite reports wrote "created" first
+            value = self.data.get(key)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+
+@dataclass(frozen=True)
+class BadInput:
+    """A file (or a line of a .jsonl) that could not be used, and why, in one line."""
+
+    where: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"file": self.where, "reason": self.reason}
+
+
+def paths_in(paths: list[str]) -> Iterator[str | BadInput]:
+    """Every file to read: named files as given, folders walked for *.json / *.jsonl."""
+    for path in paths:
+        if os.path.isdir(path):
+            found = False
+            for folder, dirs, files in os.walk(path, onerror=None):
+                dirs.sort()
+                for name in sorted(files):
+                    if name.endswith((".json", ".jsonl")):
+                        found = True
+                        yield os.path.join(folder, name)
+            if not found:
+                yield BadInput(path, "a folder with no *.json or *.jsonl file in it")
+        elif os.path.lexists(path):
+            yield path
+        else:
+            yield BadInput(path, "no such file or folder")
+
+
+def documents(paths: list[str]) -> Iterator[Document | BadInput]:
+    """Each document of every path, one at a time, or a BadInput for what cannot be used."""
+    for item in paths_in(paths):
+        if isinstance(item, BadInput):
+            yield item
+        elif item.endswith(".jsonl"):
+            yield from _jsonl(item)
+        else:
+            yield _json_file(item)
+
+
+def _json_file(path: str) -> Document | BadInput:
+    # read_regular_file asks for limit + 1 bytes in one read, and Python allocates a buffer
+    # that size before shrinking it: 64 MiB per 20 KB file is a fifth of the reading time
+    # of a thousand files. The file's size (plus slack for one still being written) bounds
+    # the request instead; the cap still refuses anything larger.
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = MAX_DOCUMENT_BYTES
+    try:
+        raw = read_regular_file(path, min(MAX_DOCUMENT_BYTES, size + 1024 * 1024), "")
+    except ValueError as exc:
+        return BadInput(path, _strip_flag(str(exc), path))
+    return parse(raw, path, _stem(path))
+
+
+def _jsonl(path: str) -> Iterator[Document | BadInput]:
+    try:
+        handle = _open_regular(path, path)
+    except UnreadableError as exc:
+        yield BadInput(path, exc.reason)
+        return
+    except OSError as exc:
+        yield BadInput(path, exc.strerror or str(exc))
+        return
+    stem = _stem(path)
+    with handle:
+        number = 0
+        while True:
+            try:
+                line = handle.readline(MAX_DOCUMENT_BYTES + 1)
+            except OSError as exc:
+                yield BadInput(path, exc.strerror or str(exc))
+                return
+            if not line:
+                return
+            number += 1
+            where = f"{path}:{number}"
+            if len(line) > MAX_DOCUMENT_BYTES:
+                yield BadInput(where, f"line too big (over {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB); the rest of the file is skipped")
+                return
+            if not line.strip():
+                continue
+            yield parse(line, where, f"{stem}-{number}")
+
+
+def parse(raw: bytes, where: str, stem: str) -> Document | BadInput:
+    """One document from its bytes: JSON, an object, a kind fleet report reads."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return BadInput(where, "not UTF-8 text")
+    except json.JSONDecodeError as exc:
+        return BadInput(where, f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+    except RecursionError:
+        return BadInput(where, "nested too deeply to be an fwdoctor document")
+    if not isinstance(data, dict):
+        return BadInput(where, f"a JSON {type(data).__name__}, not an fwdoctor document (an object)")
+    kind = data.get("kind")
+    if kind is None:  # files from before the stamp: recognise them by their layout
+        kind = "smoke-suite" if data.get("schema") == SMOKE_SCHEMA else ("facts" if isinstance(data.get("facts"), dict) else None)
+    if kind not in KINDS:
+        shown = f"kind {str(kind)[:40]!r}" if kind is not None else "no \"kind\""
+        return BadInput(where, f"{shown}: fleet report reads facts, check, smoke-suite and smoke documents")
+    return Document(where, str(kind), data, stem)
+
+
+def _stem(path: str) -> str:
+    name = PurePath(path).name
+    for suffix in (".jsonl", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)] or name
+    return name
+
+
+def _strip_flag(message: str, path: str) -> str:
+    """read_regular_file's "FLAG PATH: reason" as just the reason (the caller names the file)."""
+    marker = f"{path}: "
+    index = message.find(marker)
+    return message[index + len(marker):] if index >= 0 else message

@@ -1,0 +1,356 @@
+"""`fleet report`: stream the documents into node rows, judge each node, compare them.
+
+    build(paths, kb) -> FleetReport -> render_text / render_markdown / to_json (html.py: the page)
+
+Memory: a document is parsed, judged and dropped before the next one is read; what stays
+is one NodeRow per node (interned strings, a few hundred bytes) and the list of files
+that could not be used. Time: one `judge` per facts-bearing document (~1.5 ms), the
+same rules `check --facts` runs.
+
+Exit codes, as `check`: 0 no error; 1 an error finding (on a node or across nodes) or a
+failed smoke test; 2 the report is incomplete: an input could not be used, a node's
+facts allowed no check at all, or nothing was read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+
+from fwdoctor import __version__
+from fwdoctor.findings import AREA_TITLES
+from fwdoctor.fleet import node as nd
+from fwdoctor.fleet.documents import BadInput, Document, documents
+from fwdoctor.fleet.drift import MAX_LISTED, Drift, drift, listed
+from fwdoctor.fleet.rules import MIN_PEER_GROUP, RULES as FLEET_RULES, SLOW_FRACTION, Fleet
+from fwdoctor.model import Facts, Finding, NotChecked, Severity
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+
+NAMED_BY_HOST = "host.name"
+NAMED_BY_FILE = "file name (the document has no host.name)"
+MAX_NAME = 253  # a DNS name's limit; anything longer is not a host name
+
+
+@dataclass
+class FleetReport:
+    rows: list[nd.NodeRow]
+    drifts: dict[str, Drift]
+    findings: list[Finding]
+    not_checked: list[NotChecked]
+    bad: list[BadInput]
+    documents: int
+    max_listed: int = MAX_LISTED
+    slow: dict[tuple[str, str], Finding] = field(default_factory=dict)  # (node, figure) -> finding
+
+    @property
+    def node_findings(self) -> int:
+        return sum(len(r.findings) for r in self.rows)
+
+    def counts(self) -> dict[str, int]:
+        counts = {"error": 0, "warning": 0, "info": 0}
+        for finding in self.findings:
+            counts[finding.severity.value] += 1
+        for row in self.rows:
+            for _, severity, _ in row.findings:
+                counts[severity] = counts.get(severity, 0) + 1
+        return counts
+
+    @property
+    def incomplete(self) -> bool:
+        return not self.rows or bool(self.bad) or any(r.nothing_checked for r in self.rows)
+
+    @property
+    def exit_code(self) -> int:
+        if self.incomplete:
+            return 2
+        errors = any(f.severity is Severity.ERROR for f in self.findings) or any(
+            s == "error" for r in self.rows for _, s, _ in r.findings)
+        return 1 if errors or any(r.failures for r in self.rows) else 0
+
+    def odd(self, row: nd.NodeRow) -> dict[str, str]:
+        """column key -> why the cell is marked (the majority value, or the peers' median)."""
+        marks: dict[str, str] = {}
+        for key, found in self.drifts.items():
+            if row.name in found.odd:
+                marks[key] = f"the rest ({found.majority_count} nodes) have {found.majority}" if found.has_majority \
+                    else f"no majority; the most nodes ({found.majority_count}) have {found.majority}"
+        for (name, key), finding in self.slow.items():
+            if name == row.name:
+                marks[key] = (f"below {SLOW_FRACTION:g} x the median of {finding.evidence['peers']} peers "
+                              f"({finding.evidence['peer_median']:.4g}; {finding.evidence['peer_group']})")
+        return marks
+
+    @property
+    def alike(self) -> int:
+        odd = {name for d in self.drifts.values() for name in d.odd} | {name for name, _ in self.slow}
+        return sum(1 for r in self.rows if r.name not in odd)
+
+
+# ----------------------------------------------------------------------------- building
+def build(paths: list[str], kb: KB, max_listed: int = MAX_LISTED, rules: Iterable[Any] | None = None,
+          progress: Callable[[int], None] | None = None) -> FleetReport:
+    from fwdoctor.rules import RULES
+
+    node_rules = list(RULES if rules is None else rules)
+    rows: dict[str, nd.NodeRow] = {}
+    bad: list[BadInput] = []
+    count = 0
+    for item in documents(paths):
+        if isinstance(item, BadInput):
+            bad.append(item)
+            continue
+        count += 1
+        problem = absorb(rows, item, kb, node_rules)
+        if problem:
+            bad.append(BadInput(item.where, problem))
+        if progress is not None and count % 1000 == 0:
+            progress(count)
+    ordered = sorted(rows.values(), key=lambda r: natural_key(r.name))
+    fleet = Fleet(ordered, max_listed)
+    drifts = {c.key: drift(c.title, ordered, _cell(c.key)) for c in nd.COLUMNS if not c.figure}
+    findings: list[Finding] = []
+    not_checked: list[NotChecked] = []
+    for item in FLEET_RULES:
+        found, skipped = item.evaluate(fleet)
+        findings += found
+        if skipped is not None:
+            not_checked.append(skipped)
+    findings.sort(key=lambda f: (f.severity.rank, f.code, f.message))
+    slow = {(f.evidence["nodes"][0], f.evidence["figure"]): f for f in findings if f.id == "fleet-smoke-slow"}
+    return FleetReport(ordered, drifts, findings, not_checked, bad, count, max_listed, slow)
+
+
+def _cell(key: str) -> Callable[[nd.NodeRow], str | None]:
+    return lambda row: row.cells.get(key)
+
+
+def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]) -> str | None:
+    """Fold one document into its node's row; the reason it cannot be used, else None."""
+    from fwdoctor.engine import judge
+
+    data = doc.data
+    facts_data: Any = None
+    kernel: Any = None
+    allreduce: Any = None
+    if doc.kind in ("facts", "check"):
+        facts_data = data
+    elif doc.kind == "smoke-suite":
+        facts_data = data.get("check")
+        kernel, allreduce = data.get("kernel"), data.get("allreduce")
+    else:  # a single `smoke kernel|allreduce --json`
+        results = data.get("results")
+        if not isinstance(results, list):
+            return 'a smoke document without a "results" list'
+        kernel = [r for r in results if isinstance(r, Mapping) and str(r.get("test", "")).startswith("kernel")] or None
+        allreduce = [r for r in results if isinstance(r, Mapping) and r.get("test") == "allreduce"] or None
+    for part, value in (("kernel", kernel), ("allreduce", allreduce)):
+        if value is not None and not isinstance(value, list):
+            return f'"{part}" is a {type(value).__name__}, not a list of results'
+    facts: Facts | None = None
+    if facts_data is not None:
+        if not isinstance(facts_data, Mapping):
+            return f'"check" is a {type(facts_data).__name__}, not a check report'
+        try:
+            facts = nd.read_facts(facts_data)
+        except (ValueError, RecursionError) as exc:
+            return f"not facts fwdoctor can read: {exc}"
+    row = _row(rows, doc)
+    row.files.append(nd.intern(doc.where))
+    stamp = doc.collected_at
+    if facts is not None and row.newer("facts", stamp):
+        row.take("facts", stamp)
+        report = judge(facts, kb, rules)
+        for key in nd.FACT_COLUMNS:
+            row.cells.pop(key, None)
+        row.cells.update(nd.fact_cells(facts, kb))
+        row.findings = nd.findings_of(report)
+        row.not_checked = report.not_run
+        row.nothing_checked = report.nothing_checked
+    if kernel and row.newer("kernel", stamp):
+        cells, figures, groups, failures = nd.kernel_cells(kernel)
+        if cells:
+            row.take("kernel", stamp)
+            _replace(row, nd.KERNEL_COLUMNS, cells, figures, groups)
+            row.failures["kernel"] = failures
+    if allreduce and row.newer("allreduce", stamp):
+        cells, figures, groups, failures = nd.allreduce_cells(allreduce)
+        row.take("allreduce", stamp)
+        _replace(row, ("busbw",), cells, figures, groups)
+        row.failures["allreduce"] = failures
+    for part in [p for p, f in row.failures.items() if not f]:
+        del row.failures[part]
+    return None
+
+
+def _replace(row: nd.NodeRow, keys: Iterable[str], cells: dict[str, str], figures: dict[str, float], groups: dict[str, str]) -> None:
+    for key in keys:
+        row.cells.pop(key, None)
+        row.figures.pop(key, None)
+        row.peer_group.pop(key, None)
+    row.cells.update(cells)
+    row.figures.update(figures)
+    row.peer_group.update(groups)
+
+
+def _row(rows: dict[str, nd.NodeRow], doc: Document) -> nd.NodeRow:
+    name = doc.host_name
+    named_by = NAMED_BY_HOST
+    if name is None:
+        name, named_by = doc.stem, NAMED_BY_FILE
+    name = clean_name(name)
+    row = rows.get(name)
+    if row is None:
+        row = rows[name] = nd.NodeRow(nd.intern(name), named_by)
+    return row
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def clean_name(name: str) -> str:
+    """A node name safe to print on a terminal: control characters (an escape sequence
+    in a hostile host name) written as \\xNN, and at most MAX_NAME characters."""
+    name = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", name)
+    return name if len(name) <= MAX_NAME else name[:MAX_NAME] + "..."
+
+
+def natural_key(text: str) -> tuple[Any, ...]:
+    """node-9 before node-10."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part)
+
+
+# ----------------------------------------------------------------------------- grouping
+def grouped_node_findings(report: FleetReport) -> list[tuple[tuple[str, str, str], list[str]]]:
+    """Each distinct per-node finding (id, severity, message) with the nodes that have it,
+    worst first: a warning on 1000 nodes is one line, not a thousand."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for row in report.rows:
+        for finding in row.findings:
+            groups.setdefault(finding, []).append(row.name)
+    rank = {"error": 0, "warning": 1, "info": 2}
+    return sorted(groups.items(), key=lambda item: (rank.get(item[0][1], 3), item[0][0], -len(item[1]), item[0][2]))
+
+
+def _summary(report: FleetReport) -> str:
+    c = report.counts()
+    return (f"{len(report.rows)} node(s) from {report.documents} document(s); "
+            f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} info")
+
+
+def _differing(report: FleetReport) -> list[tuple[nd.Column, Drift]]:
+    return [(nd.BY_KEY[key], d) for key, d in report.drifts.items() if d.differs]
+
+
+def _same(report: FleetReport) -> list[str]:
+    return [f"{nd.BY_KEY[key].title} {d.majority}" for key, d in report.drifts.items() if d.majority is not None and not d.differs]
+
+
+MARK = {"error": "error", "warning": "warn ", "info": "info "}
+
+
+def render_text(report: FleetReport) -> str:
+    n = report.max_listed
+    out = [f"fwdoctor {__version__} fleet report: {_summary(report)}", ""]
+    differing = _differing(report)
+    out.append(f"Drift: {report.alike} of {len(report.rows)} nodes alike" + ("" if differing or report.slow else " (nothing differs)"))
+    width = max([len(c.title) for c, _ in differing] + [8])
+    for column, found in differing:
+        out.append(f"  {column.title:<{width}}  {found.text(n)}")
+    same = _same(report)
+    if same:
+        out.append(f"  same on every node that says: {', '.join(same)}")
+    out += ["", f"[{_status(report.findings)}] {AREA_TITLES['fleet']}"]
+    for finding in report.findings:
+        out.append(f"  {MARK[finding.severity.value]} {finding.id}: {finding.message}")
+    for item in report.not_checked:
+        out.append(f"  not checked {item.rule}: {item.reason}")
+    groups = grouped_node_findings(report)
+    out += ["", f"Each node's own checks (`fwdoctor check --facts`): {sum(len(nodes) for _, nodes in groups)} finding(s), {len(groups)} distinct"]
+    for (finding_id, severity, message), nodes in groups:
+        out.append(f"  {MARK.get(severity, severity)} {finding_id}: {message}")
+        out.append(f"        on {len(nodes)} node(s): {listed(nodes, n)}")
+    nothing = [r.name for r in report.rows if r.nothing_checked]
+    if nothing:
+        out.append(f"  nothing could be checked on {len(nothing)} node(s) (their facts hold nothing the checks need): {listed(nothing, n)}")
+    failed = [(r.name, text) for r in report.rows for text in r.smoke_failures]
+    if failed:
+        out += ["", f"Smoke tests that failed: {len(failed)}"]
+        out += [f"  {name}: {text}" for name, text in failed[: n * 3]]
+        if len(failed) > n * 3:
+            out.append(f"  +{len(failed) - n * 3} more (--format json lists them all)")
+    by_file = [r.name for r in report.rows if r.named_by == NAMED_BY_FILE]
+    if by_file:
+        out += ["", f"Named by file name (no host.name in the document; older fwdoctor): {len(by_file)} node(s): {listed(by_file, n)}"]
+    if report.bad:
+        out += ["", f"Inputs that could not be used: {len(report.bad)}"]
+        out += [f"  {item.where}: {item.reason}" for item in report.bad]
+    out.append("")
+    if not report.rows:
+        out.append("Nothing to report: no facts, check or smoke document was read.")
+    else:
+        out.append("`fwdoctor explain ID` explains a finding; --format json|markdown|html for other views.")
+    return "\n".join(out) + "\n"
+
+
+def _status(findings: list[Finding]) -> str:
+    worst = min((f.severity for f in findings), key=lambda s: s.rank, default=None)
+    return "ok" if worst is None else worst.value
+
+
+def md(text: Any) -> str:
+    """A value in a markdown table cell: pipes escaped, one line, no markup."""
+    value = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+    for char in "`*_[]<>#":
+        value = value.replace(char, "\\" + char)
+    return value
+
+
+def render_markdown(report: FleetReport) -> str:
+    n = report.max_listed
+    out = [f"## fwdoctor fleet report", "", f"fwdoctor {__version__}: {md(_summary(report))}", "",
+           f"### Drift: {report.alike} of {len(report.rows)} nodes alike", ""]
+    differing = _differing(report)
+    if differing:
+        out += ["| check | odd nodes | the rest |", "|---|---|---|"]
+        for column, found in differing:
+            odd = "; ".join(f"{md(listed(g.nodes, n))}: {md(g.value)}" for g in found.minorities[:n])
+            out.append(f"| {md(column.title)} | {odd} | {found.majority_count} x {md(found.majority)} |")
+    else:
+        out.append("Nothing differs between the nodes.")
+    same = _same(report)
+    if same:
+        out += ["", f"Same on every node that says: {md(', '.join(same))}"]
+    out += ["", f"### {md(AREA_TITLES['fleet'])}", ""]
+    out += [f"- **{f.severity.value}** `{f.id}`: {md(f.message)}" for f in report.findings] or ["No finding."]
+    out += [f"- not checked `{item.rule}`: {md(item.reason)}" for item in report.not_checked]
+    out += ["", "### Each node's own checks", ""]
+    groups = grouped_node_findings(report)
+    out += [f"- **{s}** `{i}`: {md(m)} ({len(nodes)} node(s): {md(listed(nodes, n))})" for (i, s, m), nodes in groups] or ["No finding."]
+    failed = [(r.name, text) for r in report.rows for text in r.smoke_failures]
+    if failed:
+        out += ["", "### Smoke tests that failed", ""] + [f"- {md(name)}: {md(text)}" for name, text in failed]
+    if report.bad:
+        out += ["", "### Inputs that could not be used", ""] + [f"- {md(b.where)}: {md(b.reason)}" for b in report.bad]
+    return "\n".join(out) + "\n"
+
+
+def to_json(report: FleetReport) -> dict[str, Any]:
+    """The body of `fleet report --format json` (emit_json stamps kind "fleet")."""
+    return {
+        "exit_code": report.exit_code,
+        "summary": {"nodes": len(report.rows), "documents": report.documents, "alike": report.alike,
+                    "unreadable": len(report.bad), **report.counts()},
+        "thresholds": {"slow_fraction": SLOW_FRACTION, "min_peer_group": MIN_PEER_GROUP},
+        "columns": [{"key": c.key, "title": c.title, "figure": c.figure} for c in nd.COLUMNS],
+        "drift": [{"column": key, "title": nd.BY_KEY[key].title, "majority": d.majority, "majority_nodes": d.majority_count,
+                   "has_majority": d.has_majority, "unknown": d.unknown,
+                   "minorities": [{"value": g.value, "nodes": list(g.nodes)} for g in d.minorities]}
+                  for key, d in report.drifts.items()],
+        "findings": [f.to_json() for f in report.findings],
+        "not_checked": [item.to_json() for item in report.not_checked],
+        "nodes": [{**row.to_json(), "odd": report.odd(row)} for row in report.rows],
+        "unreadable": [b.to_json() for b in report.bad],
+    }
