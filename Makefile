@@ -58,6 +58,8 @@ lockfiles: venv
 	$(BIN)/fwdoctor lock stacks/cu128-py310.yaml
 	$(BIN)/fwdoctor lock stacks/cu126-pascal.yaml
 	$(BIN)/fwdoctor lock stacks/cpu-py311.yaml $(if $(wildcard $(CPU_TORCH_WHEELS)/torch-2.13.0+cpu-*.whl),--index-url https://pypi.org/simple --find-links $(CPU_TORCH_WHEELS) --record-stack-indexes)
+	# The conda stack is locked against its committed local channel, served where the stack says.
+	$(BIN)/python -m tests.condachannel serve lockfiles/conda-cu126-local/channel --port 38417 -- $(BIN)/fwdoctor lock stacks/conda-cu126-local.yaml
 
 ## dockerfiles: regenerate dockerfiles/<stack>/Dockerfile from the stacks and their locks
 dockerfiles: venv

@@ -7,8 +7,14 @@ lockfiles/<stack>/
                          needs no other flag
     pylock.toml          the same resolution as a PEP 751 lock (each wheel's name, URL, sha256)
     stack.resolved.yaml  the resolved stack the lock was made from (its digest is in the lock)
-    environment.yml      only for stacks with conda packages (input of conda-lock)
-    conda-lock.yml       only when conda-lock ran
+    environment.yml      for stacks with conda packages: conda-lock's input (channels, specs)
+    virtual-packages.yml the target's __glibc/__cuda/... (conda-lock's --virtual-package-spec)
+    conda-lock.yml       the conda packages in conda-lock's unified format, every one with
+                         its URL, md5 and sha256 per platform (fwdoctor.recipes.conda_lock:
+                         conda-lock as a library with conda/mamba/micromamba where one exists,
+                         py-rattler's solver where none does; the header says which)
+A stack whose conda packages include pytorch gets torch from conda: the pip part locks only
+the other requirements (none: a requirements.lock without pins).
 
 Resolution runs pip (`install --dry-run --report`) for the stack's interpreter and platform,
 not this machine's: --python-version/--platform/--abi select wheels, and a wrapper makes pip
@@ -29,7 +35,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -38,21 +43,21 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import unquote, urlparse, urlunparse
 
-import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import runner
 from fwdoctor.quoting import QuotingError, lock_line
+from fwdoctor.recipes import conda_lock
 from fwdoctor.recipes.stack import ResolvedStack
 from fwdoctor.recipes.scripts import read as read_script
 
 LOCK_NAME = "requirements.lock"
 PYLOCK_NAME = "pylock.toml"
 RESOLVED_NAME = "stack.resolved.yaml"
-ENV_NAME = "environment.yml"
-CONDA_LOCK_NAME = "conda-lock.yml"
+ENV_NAME = conda_lock.ENV_NAME
+CONDA_LOCK_NAME = conda_lock.CONDA_LOCK_NAME
 PIP_TIMEOUT_S = 900.0
 OLDEST_MANYLINUX = 5  # manylinux_2_5 == manylinux1
 PIP_MIN = "23.3"  # dry-run resolution for another platform (see the module docstring)
@@ -119,6 +124,13 @@ class LockResult:
     written: tuple[str, ...] = field(default_factory=tuple)
     sources: Sources | None = None  # what the lock names
     pip: str = ""  # the pip version that resolved it
+    conda_solver: str = ""  # what solved the conda part ("py-rattler 0.28.0 ...", "conda-lock 4.0.3 with ...")
+
+
+def pip_requirements(stack: ResolvedStack) -> tuple[str, ...]:
+    """The requirements pip locks: the stack's, less torch when its conda packages bring pytorch."""
+    return tuple(r for r in stack.requirements
+                 if not (canonicalize_name(Requirement(r).name) == "torch" and conda_lock.provides(stack, "torch")))
 
 
 # --------------------------------------------------------------------------- pip version
@@ -231,7 +243,7 @@ def resolve_pins(
     with tempfile.TemporaryDirectory(prefix="fwdoctor-lock-") as tmp:
         req = os.path.join(tmp, "requirements.in")
         report = os.path.join(tmp, "report.json")
-        Path(req).write_text("".join(f"{r}\n" for r in stack.requirements), encoding="utf-8")
+        Path(req).write_text("".join(f"{r}\n" for r in pip_requirements(stack)), encoding="utf-8")
         argv = pip_argv(stack, req, report, index_url, extra_index_urls, find_links, cert)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         env["FWDOCTOR_TARGET_MARKERS"] = json.dumps(target_markers(stack.python))
@@ -315,7 +327,8 @@ def render_lock(stack: ResolvedStack, pins: Iterable[Pin], stack_file: str, sour
     stack_file = lock_line(stack_file, "the stack file path")
     lines = [
         f"# fwdoctor lock for stack {stack.name} ({stack_file}); regenerate with `fwdoctor lock {stack_file}`.",
-        f"# torch {stack.torch_local}, CPython {stack.python}, Linux x86_64 (manylinux, glibc <= {stack.glibc}).",
+        f"# torch {stack.torch_local}{' from conda (' + CONDA_LOCK_NAME + ')' if conda_lock.provides(stack, 'torch') else ''}, "
+        f"CPython {stack.python}, Linux x86_64 (manylinux, glibc <= {stack.glibc}).",
         "# Install (the lines below name the indexes it was resolved against; no other flag needed):",
         "#   pip install --require-hashes -r requirements.lock",
         f"# stack-digest: sha256:{stack.digest}",
@@ -412,11 +425,6 @@ def render_pylock(stack: ResolvedStack, pins: Iterable[Pin], stack_file: str, so
     return "\n".join(out) + "\n"
 
 
-def conda_environment(stack: ResolvedStack) -> str:
-    data = {"name": stack.name, "channels": ["conda-forge"], "dependencies": [f"python={stack.python}", *stack.conda], "platforms": ["linux-64"]}
-    return yaml.safe_dump(data, sort_keys=False)
-
-
 # --------------------------------------------------------------------------- the command
 def lock(
     stack: ResolvedStack,
@@ -435,24 +443,33 @@ def lock(
     own indexes (the same files: hashes pin them) and the lock names the stack's instead.
     `pip` is the pip version when already known (else it is asked for, and must be new enough)."""
     say = progress or (lambda _line: None)
-    pip = check_pip(version=pip)
+    wanted = pip_requirements(stack)
+    if wanted or not stack.conda:
+        pip = check_pip(version=pip)
     out = Path(out_dir)
     used = resolution_sources(stack, index_url, extra_index_urls, find_links)
     recorded = stack_sources(stack) if record_stack_indexes else Sources.of(
         used.index_url, used.extra_index_urls, [_relative_link(link, out) for link in used.find_links])
-    say(f"resolving {len(stack.requirements)} requirements of stack {stack.name} for CPython {stack.python}, "
-        f"manylinux glibc <= {stack.glibc}, with pip {pip} from {', '.join([used.index_url, *used.extra_index_urls, *used.find_links])}")
-    pins = resolve_pins(stack, index_url, extra_index_urls, find_links, cert, progress=progress)
-    _check_pins(stack, pins)
+    pins: list[Pin] = []
+    if wanted or not stack.conda:
+        say(f"resolving {len(wanted)} requirements of stack {stack.name} for CPython {stack.python}, "
+            f"manylinux glibc <= {stack.glibc}, with pip {pip} from {', '.join([used.index_url, *used.extra_index_urls, *used.find_links])}")
+        pins = resolve_pins(stack, index_url, extra_index_urls, find_links, cert, progress=progress)
+        _check_pins(stack, pins)
     out.mkdir(parents=True, exist_ok=True)
     text = render_lock(stack, pins, stack_file, recorded)
     written = [_write(out / LOCK_NAME, text), _write(out / PYLOCK_NAME, render_pylock(stack, pins, stack_file, recorded)),
                _write(out / RESOLVED_NAME, stack.to_yaml())]
-    conda_error = ""
+    conda_error = solver = ""
     if stack.conda:
-        written.append(_write(out / ENV_NAME, conda_environment(stack)))
-        conda_error = _conda_lock(out)
-    return LockResult(out, tuple(pins), lock_digest(text), conda_error, tuple(written), recorded, pip)
+        try:
+            conda_written, used_solver = conda_lock.lock(stack, stack_file, out, progress)
+        except conda_lock.CondaLockError as exc:
+            conda_error = str(exc)
+        else:
+            written += conda_written
+            solver = used_solver.describe()
+    return LockResult(out, tuple(pins), lock_digest(text), conda_error, tuple(written), recorded, pip or "", solver)
 
 
 def _relative_link(link: str, out: Path) -> str:
@@ -467,6 +484,12 @@ def _check_pins(stack: ResolvedStack, pins: Sequence[Pin]) -> None:
     """The lock must hold the torch the stack asked for, and for a CUDA stack locked from
     pypi.org, CUDA libraries of the stack's CUDA major (pypi.org's default variant may move)."""
     torch = next((p for p in pins if p.name == "torch"), None)
+    if conda_lock.provides(stack, "torch"):
+        if torch is not None:  # a pip requirement pulled it in: two torches in one env
+            raise LockError(f"the pip part resolves torch {torch.version} (a dependency of a pip requirement) "
+                            "over the conda part's pytorch: pin that requirement to a release that does not "
+                            "require torch, or install it with conda")
+        return  # torch is the conda part's pytorch
     if torch is None:
         raise LockError("pip resolved no torch")
     got = Version(torch.version)
@@ -480,18 +503,6 @@ def _check_pins(stack: ResolvedStack, pins: Sequence[Pin]) -> None:
         have = Version(runtime[0].version)
         if have.release[:2] != Version(stack.cuda).release[:2]:
             raise LockError(f"torch {torch.version} from {stack.index_url} pulls CUDA runtime {runtime[0].version}, not CUDA {stack.cuda}")
-
-
-def _conda_lock(out: Path) -> str:
-    exe = shutil.which("conda-lock")
-    if exe is None:
-        return ("conda-lock is not installed here, so the conda packages are not locked: "
-                f"run `conda-lock lock -f {out / ENV_NAME} -p linux-64 --lockfile {out / CONDA_LOCK_NAME}` "
-                "where conda-lock and a conda solver (micromamba/conda) are available")
-    result = runner.run([exe, "lock", "-f", str(out / ENV_NAME), "-p", "linux-64", "--lockfile", str(out / CONDA_LOCK_NAME)], timeout=PIP_TIMEOUT_S)
-    if not result.ok:
-        return f"conda-lock failed: {result.describe_failure()}"
-    return ""
 
 
 def _write(path: Path, text: str) -> str:
@@ -516,12 +527,26 @@ def read_pins(text: str) -> dict[str, str]:
     return pins
 
 
-def check(stack: ResolvedStack, lock_dir: str | Path) -> list[str]:
+def check(stack: ResolvedStack, lock_dir: str | Path, conda_solve: bool = False, conda_verify_all: bool = False,
+          unverified: list[str] | None = None, progress: Progress | None = None) -> list[str]:
     """Why the lock in `lock_dir` no longer matches the stack; [] when it does.
 
     Whole-file checks first: the lock's own body digest (any hand edit), then the file
     `lock` would write from what the lock states (its stack file, indexes, pins and hashes)
-    compared line by line, naming the first line that differs."""
+    compared line by line, naming the first line that differs. A stack with conda packages
+    has its conda-lock.yml checked too (conda_lock.check): offline always; with `conda_solve`
+    re-solved record by record and its local package files hashed (`conda_verify_all`: every
+    channel's files); what could not be checked is appended to `unverified`."""
+    problems = _check_pip(stack, lock_dir)
+    if stack.conda:
+        conda_problems, not_checked = conda_lock.check(stack, lock_dir, resolve=conda_solve, verify_all=conda_verify_all, progress=progress)
+        problems += conda_problems
+        if unverified is not None:
+            unverified += not_checked
+    return problems
+
+
+def _check_pip(stack: ResolvedStack, lock_dir: str | Path) -> list[str]:
     lock_path = Path(lock_dir) / LOCK_NAME
     try:
         text = lock_path.read_text(encoding="utf-8")
@@ -563,7 +588,7 @@ def check(stack: ResolvedStack, lock_dir: str | Path) -> list[str]:
         if f'stack-digest = "sha256:{stack.digest}"' not in pylock_text:
             problems.append(f"{pylock}: made from another version of stack {stack.name}")
     pins = read_pins(text)
-    for req_text in stack.requirements:
+    for req_text in pip_requirements(stack):
         req = Requirement(req_text)
         version = pins.get(canonicalize_name(req.name))
         if version is None:
@@ -599,10 +624,51 @@ def published_hashes(index_url: str, name: str, timeout: float = VERIFY_TIMEOUT_
     return {h.lower() for h in re.findall(r"#sha256=([0-9a-fA-F]{64})", body.decode("utf-8", "replace"))}
 
 
-def verify(text: str, timeout: float = VERIFY_TIMEOUT_S) -> tuple[list[str], list[str]]:
+def find_links_hashes(link: str, name: str, version: str, base: Path | None, timeout: float = VERIFY_TIMEOUT_S) -> set[str]:
+    """The sha256 of every file a --find-links entry offers for `name` `version`: a folder's
+    files (relative links are read from `base`, the lock's folder, as pip does), hashed;
+    an http(s) page's `#sha256=` fragments. OSError/ValueError when unreadable."""
+    if "://" in link:
+        from urllib.request import urlopen
+
+        if urlparse(link).scheme not in ("http", "https"):
+            raise ValueError(f"{link} is not an http(s) page or a folder")
+        with urlopen(link, timeout=timeout) as response:  # noqa: S310 (scheme checked above)
+            body = response.read(_PAGE_LIMIT + 1)
+        if len(body) > _PAGE_LIMIT:
+            raise ValueError(f"{link}: page larger than {_PAGE_LIMIT >> 20} MiB")
+        return {h.lower() for h in re.findall(r"#sha256=([0-9a-fA-F]{64})", body.decode("utf-8", "replace"))}
+    folder = Path(link) if os.path.isabs(link) or base is None else base / link
+    want = (canonicalize_name(name), Version(version))
+    found: set[str] = set()
+    for entry in sorted(os.listdir(folder)):
+        path = folder / entry
+        if _file_project(entry) == want and path.is_file():
+            found.add(_sha256_file(str(path)))
+    return found
+
+
+def _file_project(filename: str) -> tuple[str, Version] | None:
+    """(canonical name, version) of a wheel or sdist file name; None for anything else."""
+    from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+
+    try:
+        if filename.endswith(".whl"):
+            project, version, _, _ = parse_wheel_filename(filename)
+        elif filename.endswith((".tar.gz", ".zip")):
+            project, version = parse_sdist_filename(filename)
+        else:
+            return None
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return None
+    return canonicalize_name(project), version
+
+
+def verify(text: str, timeout: float = VERIFY_TIMEOUT_S, base: Path | None = None) -> tuple[list[str], list[str]]:
     """(problems, not verified): each pin's sha256 against the hashes its lock's indexes
-    publish for that project. A hash no reachable index publishes is a problem; a pin no
-    index could be asked about (offline, a find-links folder only) is listed as not verified."""
+    publish for that project and the files its --find-links entries offer (folders relative
+    to `base`, the lock's folder). A hash no reachable source offers is a problem; a pin no
+    source could be asked about (offline, a folder gone) is listed as not verified."""
     sources = Sources.read(text)
     if sources is None:
         return ["the lock names no --index-url: nothing to verify against"], []
@@ -619,6 +685,12 @@ def verify(text: str, timeout: float = VERIFY_TIMEOUT_S) -> tuple[list[str], lis
                 asked.append(index)
             except (OSError, ValueError) as exc:
                 errors.append(f"{index}: {getattr(exc, 'reason', None) or exc}")
+        for link in sources.find_links:
+            try:
+                published |= find_links_hashes(link, pin.name, pin.version, base, timeout)
+                asked.append(f"--find-links {link}")
+            except (OSError, ValueError, InvalidVersion) as exc:
+                errors.append(f"--find-links {link}: {getattr(exc, 'reason', None) or getattr(exc, 'strerror', None) or exc}")
         if not asked:
             unverified.append(f"{pin.name}=={pin.version}: no index answered ({'; '.join(errors)})")
         elif pin.sha256.lower() not in published:

@@ -10,7 +10,10 @@
     gpus: ["7.5", "9.0"]       # target compute capabilities: each needs kernels in the wheel
     min_driver: "580.65.06"    # the fleet's oldest driver: must run the wheel's CUDA
     flavor: base               # nvidia/cuda flavor (base|runtime|devel|cudnn-runtime|cudnn-devel)
-    conda: []                  # conda packages (locked by conda-lock, when available)
+    conda:                     # conda packages: a conda base, pip on top (or `conda: [spec, ...]`)
+      channels: [conda-forge]  # names, http(s):// or file:// URLs (default [conda-forge])
+      platforms: [linux-64]    # conda subdirs (default [linux-64])
+      packages: ["python=3.11", "pytorch=2.5.1=cuda126*", "cuda-version=12.6", "cudnn", "nccl"]
     apt: [tini]                # Debian/Ubuntu packages installed in the runtime image
     copy:                      # project files into the image: src relative to the build
       - {src: app/, dest: /app/}   # context (no '..'), dest absolute in the image
@@ -21,13 +24,20 @@
 `load(path)` validates the file (StackError names the file and the field); `resolve(stack,
 kb)` fills what was left out from the KB and refuses impossible stacks (StackImpossible
 says why). Both are pure: nothing here touches the network or the machine.
+
+Conda stacks: the Python is conda's (`python=<python>` is added first when the packages do
+not name it). When the packages include `pytorch=X.Y.Z=<build>`, `torch` may be left out:
+torch is conda's, its variant comes from the build string (cuda126* -> cu126, cpu* -> cpu),
+the pip part (`requirements`, fwdoctor's own tools) must not reinstall it, and the checks use
+conda-forge's own arch lists (kb.conda), not the pip wheels'. recipes/conda_spec.py parses
+the specs and build strings.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -39,10 +49,12 @@ from packaging.version import InvalidVersion, Version
 from fwdoctor import arch, yamlload
 from fwdoctor.host import read_regular_file
 from fwdoctor.kb.docker import FLAVORS
+from fwdoctor.recipes import conda_spec
+from fwdoctor.recipes.conda_spec import CondaSpec, CondaSpecError
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
-    from fwdoctor.kb.docker import DockerKB
+    from fwdoctor.kb.docker import DockerKB, OsBase
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 # fwdoctor's own runtime dependencies, locked into every image so that `fwdoctor check` and
@@ -55,6 +67,12 @@ _KNOWN_FIELDS = ("name", "python", "torch", "cuda", "os", "companions", "require
                  "apt", "copy", "entrypoint", "command", "healthcheck")
 # Debian policy 5.6.1: package names are lowercase letters, digits, + - . and start alphanumeric.
 _APT_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+\Z")
+# Conda packages that bring conda's pytorch with them: with one of these, the stack must
+# name that pytorch (pytorch=X.Y.Z=<build>) so that its variant is known and pip leaves it.
+_CONDA_TORCH_DEPENDENTS = ("pytorch-cpu", "pytorch-gpu", "torchvision", "torchaudio")
+# Conda packages whose version is a CUDA version (conda-forge's cuda-version pin, the older
+# cudatoolkit): their spec says which CUDA majors the environment may hold.
+_CUDA_VERSION_PACKAGES = ("cuda-version", "cudatoolkit")
 
 
 class StackError(ValueError):
@@ -80,7 +98,7 @@ class Stack:
     path: str
     name: str
     python: str
-    torch: str
+    torch: str | None  # None: conda's pytorch (conda packages name it)
     cuda: str | None = None
     os: str | None = None
     companions: tuple[str, ...] = ()
@@ -94,6 +112,8 @@ class Stack:
     entrypoint: tuple[str, ...] | None = None
     command: tuple[str, ...] | None = None
     healthcheck: bool = False
+    conda_channels: tuple[str, ...] = ()  # empty when `conda` is
+    conda_platforms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,14 +130,16 @@ class ResolvedStack:
     python_from_base: bool  # the base image brings Python (python:X.Y-slim); else apt python3
     os_family: str  # "ubuntu" | "debian"
     glibc: str  # the base OS's glibc: highest manylinux tag a wheel may carry
-    index_url: str  # where torch comes from
+    index_url: str  # where torch comes from (pypi.org when conda provides torch)
     extra_index_urls: tuple[str, ...]  # where everything else comes from
-    requirements: tuple[str, ...]  # top-level pip requirements, torch first
+    requirements: tuple[str, ...]  # top-level pip requirements (the pip part only), torch first unless conda provides it
     arch_list: tuple[str, ...] | None
     gpus: Mapping[str, str] = field(default_factory=dict)  # cc -> how it runs
     driver_floor: str | None = None
     min_driver: str | None = None
-    conda: tuple[str, ...] = ()
+    conda: tuple[str, ...] = ()  # conda match specs ("pytorch=2.5.1=cuda126*"), python first
+    conda_channels: tuple[str, ...] = ()  # names ("conda-forge") or URLs (file:///srv/channel)
+    conda_platforms: tuple[str, ...] = ()  # conda subdirs ("linux-64")
     filled: tuple[str, ...] = ()  # fields the KB filled in
     notes: tuple[str, ...] = ()  # things the KB could not confirm
     sources: tuple[str, ...] = ()
@@ -131,6 +153,12 @@ class ResolvedStack:
     @property
     def torch_local(self) -> str:
         return f"{self.torch}+{self.variant}"
+
+    @property
+    def torch_from_conda(self) -> bool:
+        """conda's pytorch provides torch: `requirements` (the pip part) holds no torch, and a
+        pip lock that pins one would reinstall torch over conda's."""
+        return any(conda_spec.parse_spec(spec).name == "pytorch" for spec in self.conda)
 
     def to_data(self) -> dict[str, Any]:
         """Plain data in a fixed order (the resolved stack file written beside the lock)."""
@@ -149,6 +177,8 @@ class ResolvedStack:
             "extra_index_urls": list(self.extra_index_urls),
             "requirements": list(self.requirements),
             "conda": list(self.conda),
+            # Only for conda stacks: the resolved files of pip-only stacks stay as they were.
+            **({"conda_channels": list(self.conda_channels), "conda_platforms": list(self.conda_platforms)} if self.conda else {}),
             "arch_list": list(self.arch_list) if self.arch_list is not None else None,
             "gpus": dict(self.gpus),
             "driver_floor": self.driver_floor,
@@ -170,7 +200,11 @@ class ResolvedStack:
     def digest(self) -> str:
         """sha256 of what the lock depends on (not notes or sources, which do not change
         what pip installs): `lock --check` compares it with the one in the lock."""
-        inputs = {k: self.to_data()[k] for k in ("name", "python", "torch", "variant", "glibc", "index_url", "extra_index_urls", "requirements", "conda")}
+        data = self.to_data()
+        keys = ["name", "python", "torch", "variant", "glibc", "index_url", "extra_index_urls", "requirements", "conda"]
+        if self.conda:  # a pip-only stack's digest (and so its committed lock) is unchanged
+            keys += ["conda_channels", "conda_platforms"]
+        inputs = {k: data[k] for k in keys}
         return hashlib.sha256(yaml.safe_dump(inputs, sort_keys=True).encode()).hexdigest()
 
 
@@ -236,14 +270,18 @@ def parse(data: Any, where: str = "<stack>") -> Stack:
     assert python is not None
     if not re.fullmatch(r"3\.\d+", python):
         raise err("python", f"expected a CPython minor like '3.12', got {python!r} (YAML reads 3.10 as 3.1: quote it)")
-    torch = text("torch", required=True)
-    assert torch is not None
-    try:
-        tv = Version(torch)
-    except InvalidVersion:
-        raise err("torch", f"not a version: {torch!r}") from None
-    if tv.local is not None or len(tv.release) != 3:
-        raise err("torch", f"expected a release X.Y.Z such as '2.14.1' (put the variant in 'cuda'), got {torch!r}")
+    conda, conda_channels, conda_platforms = _conda_field(data.get("conda"), err)
+    conda_torch = _conda_torch(conda, err)
+    torch = text("torch")
+    if torch is None and conda_torch is None:
+        raise err("torch", "missing (required unless the conda packages include pytorch=X.Y.Z=<build>)")
+    if torch is not None:
+        try:
+            tv = Version(torch)
+        except InvalidVersion:
+            raise err("torch", f"not a version: {torch!r}") from None
+        if tv.local is not None or len(tv.release) != 3:
+            raise err("torch", f"expected a release X.Y.Z such as '2.14.1' (put the variant in 'cuda'), got {torch!r}")
     cuda = text("cuda")
     if cuda is not None and cuda != "cpu":
         if not re.fullmatch(r"\d+\.\d+", cuda):
@@ -260,6 +298,9 @@ def parse(data: Any, where: str = "<stack>") -> Stack:
         except InvalidRequirement as exc:
             raise err("requirements", f"{r!r} is not a PEP 508 requirement: {exc}") from None
         if canonicalize_name(req.name) in ("torch", *COMPANIONS):
+            if conda_torch is not None:
+                raise err("requirements", f"{r!r}: conda's {conda_torch.text!r} provides torch; pip must not reinstall it over conda's "
+                                          "(put torchvision/torchaudio in the conda packages)")
             raise err("requirements", f"{r!r}: set torch with 'torch' and its companions with 'companions'")
         if req.url:
             raise err("requirements", f"{r!r}: direct URLs cannot be locked with hashes from an index")
@@ -278,7 +319,6 @@ def parse(data: Any, where: str = "<stack>") -> Stack:
     flavor = text("flavor") or "base"
     if flavor not in FLAVORS:
         raise err("flavor", f"{flavor!r} is not one of {', '.join(FLAVORS)}")
-    conda = strings("conda")
     apt = strings("apt")
     for package in apt:
         if not _APT_NAME.match(package):
@@ -290,7 +330,85 @@ def parse(data: Any, where: str = "<stack>") -> Stack:
     if not isinstance(healthcheck, bool):
         raise err("healthcheck", f"expected true or false, got {healthcheck!r}")
     return Stack(where, name, python, torch, cuda, os_name, companions, requirements, gpus, min_driver, flavor, conda,
-                 apt, copy, entrypoint, command, healthcheck)
+                 apt, copy, entrypoint, command, healthcheck, conda_channels, conda_platforms)
+
+
+def _conda_field(value: Any, err) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(package specs, channels, platforms) of the `conda` field: a mapping {channels,
+    platforms, packages} or the older plain list of specs (channels [conda-forge],
+    platforms [linux-64]). Every spec, channel and platform is validated here."""
+    if value is None or value == []:
+        return (), (), ()
+    if isinstance(value, list):
+        packages, channels, platforms, field_name = value, None, None, "conda"
+    elif isinstance(value, Mapping):
+        unknown = sorted(str(k) for k in value if k not in ("channels", "platforms", "packages"))
+        if unknown:
+            raise err("conda", f"unknown key {unknown[0]!r} (known: channels, platforms, packages)")
+        packages, channels, platforms, field_name = value.get("packages"), value.get("channels"), value.get("platforms"), "conda.packages"
+        if packages is None:
+            raise err("conda.packages", "missing: a list of conda match specs such as [\"python=3.11\", \"pytorch=2.5.1=cuda126*\"]")
+    else:
+        raise err("conda", "expected a list of conda match specs, or {channels: [...], platforms: [...], packages: [...]}")
+
+    def string_list(items: Any, name: str) -> list[str]:
+        if not isinstance(items, list) or not items or not all(isinstance(v, str) for v in items):
+            raise err(name, f"expected a non-empty list of strings, got {items!r}")
+        return items
+
+    specs: list[str] = []
+    seen: dict[str, str] = {}
+    for item in string_list(packages, field_name):
+        try:
+            spec = conda_spec.parse_spec(item)
+        except CondaSpecError as exc:
+            raise err(field_name, f"{item!r}: {exc}") from None
+        if spec.name in seen:
+            raise err(field_name, f"{item!r}: {spec.name} is already given as {seen[spec.name]!r} (one spec per package)")
+        seen[spec.name] = spec.text
+        specs.append(spec.text)
+    checked_channels: list[str] = []
+    for item in string_list(channels, "conda.channels") if channels is not None else conda_spec.DEFAULT_CHANNELS:
+        try:
+            channel = conda_spec.check_channel(item)
+        except CondaSpecError as exc:
+            raise err("conda.channels", str(exc)) from None
+        if channel in checked_channels:
+            raise err("conda.channels", f"{channel!r} listed twice")
+        checked_channels.append(channel)
+    checked_platforms: list[str] = []
+    for item in string_list(platforms, "conda.platforms") if platforms is not None else conda_spec.DEFAULT_PLATFORMS:
+        try:
+            platform = conda_spec.check_platform(item)
+        except CondaSpecError as exc:
+            raise err("conda.platforms", str(exc)) from None
+        if platform in checked_platforms:
+            raise err("conda.platforms", f"{platform!r} listed twice")
+        checked_platforms.append(platform)
+    return tuple(specs), tuple(checked_channels), tuple(checked_platforms)
+
+
+def _conda_torch(specs: tuple[str, ...], err) -> CondaSpec | None:
+    """The conda pytorch spec, checked for what the resolution needs from it: its exact
+    release and a build string that names CPU or CUDA. None when conda brings no torch."""
+    parsed = {s.name: s for s in map(conda_spec.parse_spec, specs)}
+    field_name = "conda"
+    pytorch = parsed.get("pytorch")
+    if pytorch is None:
+        for name in _CONDA_TORCH_DEPENDENTS:
+            if name in parsed:
+                raise err(field_name, f"{parsed[name].text!r} brings conda's pytorch: name it too, as pytorch=X.Y.Z=<build> "
+                                      "(cuda126* or cpu*), so that its variant is checked and pip leaves it alone")
+        return None
+    if conda_spec.pinned_version(pytorch.version, 3) is None:
+        raise err(field_name, f"{pytorch.text!r}: pin the exact release, e.g. pytorch=2.5.1=cuda126* (the checks and the pip part need torch's version)")
+    if conda_spec.torch_build(pytorch.build) is None:
+        # conda-forge's CUDA builds require the __cuda virtual package and carry a higher
+        # build number (conda-forge/pytorch-cpu-feedstock recipe/meta.yaml): without a build
+        # string, a GPU-less locking machine gets the CPU build and a GPU one the CUDA build.
+        raise err(field_name, f"{pytorch.text!r}: name the build, e.g. pytorch=2.5.1=cuda126* or pytorch=2.5.1=cpu* "
+                              "(without one the solver picks CPU or CUDA from the locking machine's __cuda virtual package)")
+    return pytorch
 
 
 def _exec_form(data: Mapping[str, Any], name: str, err) -> tuple[str, ...] | None:
@@ -328,6 +446,14 @@ def _copy_items(value: Any, err) -> tuple[CopyItem, ...]:
 # --------------------------------------------------------------------------- resolving
 def resolve(stack: Stack, kb: KB) -> ResolvedStack:
     """Fill the stack from the KB and check it can be built. Raises StackImpossible."""
+    if stack.conda:
+        return _resolve_conda(stack, kb)
+    return _resolve_pip(stack, kb)
+
+
+def _resolve_pip(stack: Stack, kb: KB, conda_python: bool = False) -> ResolvedStack:
+    """torch from pip. `conda_python`: the Python is conda's, not the base OS's python3."""
+    assert stack.torch is not None
     filled: list[str] = []
     notes: list[str] = []
     sources: list[str] = []
@@ -385,31 +511,7 @@ def resolve(stack: Stack, kb: KB) -> ResolvedStack:
             )
 
     # 4. The base OS and image.
-    docker = kb.docker
-    os_name = stack.os
-    if os_name is None:
-        os_name = _default_os(docker, stack.python, cpu=chosen.cuda is None)
-        if os_name is None:
-            offered = ", ".join(f"{o.os} (python {o.python})" for o in docker.systems if chosen.cuda is None or o.family == "ubuntu")
-            raise StackImpossible(f"{where}: no base OS ships Python {stack.python} for a {'CPU' if chosen.cuda is None else 'CUDA'} image: {offered}; set 'os' or change 'python'")
-        filled.append("os")
-    try:
-        base = docker.os_base(os_name)
-    except LookupError as exc:
-        raise StackImpossible(f"{where}: {exc}") from None
-    sources.extend(base.source)
-    if not base.python_from_base and base.python != stack.python:
-        raise StackImpossible(f"{where}: {os_name} ships Python {base.python} as python3, not {stack.python}; choose another 'os' or 'python'")
-    if chosen.cuda is None:
-        image = docker.cpu_reference(os_name, stack.python)
-    else:
-        try:
-            image = docker.cuda_reference(chosen.cuda, os_name, stack.flavor)
-        except LookupError as exc:
-            raise StackImpossible(f"{where}: {exc}") from None
-        sources.append("S-IMG")
-    if base.python_from_base and chosen.cuda is not None:
-        raise StackImpossible(f"{where}: {os_name} is only offered for CPU images")
+    os_name, base, image = _base_image(stack, kb, chosen.cuda, conda_python, filled, sources)
 
     # 5. What pip installs, and from where.
     requirements = [f"torch=={stack.torch}" if chosen.pypi_default else f"torch=={chosen.local_version}"]
@@ -453,6 +555,241 @@ def resolve(stack: Stack, kb: KB) -> ResolvedStack:
         notes=tuple(notes),
         sources=tuple(dict.fromkeys(sources)),
     )
+
+
+def _resolve_conda(stack: Stack, kb: KB) -> ResolvedStack:
+    """A conda base with pip on top, resolved once: one Python (conda's), one torch (conda's
+    pytorch when the packages name it, else pip's), CUDA majors that agree."""
+    where = f"stack {stack.name}"
+    specs = [conda_spec.parse_spec(text) for text in stack.conda]
+    by_name = {s.name: s for s in specs}
+    notes: list[str] = []
+    if not conda_spec.USE_RATTLER:
+        notes.append(f"conda specs checked with {conda_spec.validator()}")
+
+    # One Python: conda's, and the pip part is locked for the stack's `python`.
+    python = by_name.get("python")
+    if python is not None:
+        _check_conda_python(where, python, stack.python, notes)
+    ordered = (python.text if python else f"python={stack.python}", *(s.text for s in specs if s.name != "python"))
+    conda_fields = dict(conda=ordered, conda_channels=stack.conda_channels, conda_platforms=stack.conda_platforms)
+
+    pytorch = by_name.get("pytorch")
+    if pytorch is None:  # pip's torch on conda's Python
+        _check_cuda_majors(where, specs, None)
+        resolved = _resolve_pip(stack, kb, conda_python=True)
+        return replace(resolved, **conda_fields, notes=(*resolved.notes, *notes))
+
+    # torch is conda's: release and variant from the pytorch spec.
+    version = conda_spec.pinned_version(pytorch.version, 3)
+    build = conda_spec.torch_build(pytorch.build)
+    assert version is not None and build is not None  # checked by parse
+    cuda = build.cuda
+    if build.variant != "cpu" and cuda is None:
+        cuda = _cuda_version_pin(specs)
+        if cuda is None:
+            raise StackImpossible(f"{where}: conda {pytorch.text!r} names no CUDA major.minor: write the build as cuda126* or pin cuda-version=12.6")
+        if build.major is not None and Version(cuda).major != build.major:
+            raise StackImpossible(f"{where}: conda {pytorch.text!r} is a CUDA {build.major} build, but the cuda-version pin says CUDA {cuda}")
+    variant = "cpu" if cuda is None else "cu" + cuda.replace(".", "")
+    label = f"conda pytorch {version} ({variant}, {pytorch.text!r})"
+    if stack.torch is not None and stack.torch != version:
+        raise StackImpossible(f"{where}: 'torch' says {stack.torch} but the conda packages give {label}; drop 'torch' or make them agree")
+    if stack.cuda is not None and stack.cuda != ("cpu" if cuda is None else cuda):
+        raise StackImpossible(f"{where}: 'cuda' says {stack.cuda} but the conda packages give {label}; drop 'cuda' or make them agree")
+    if "pytorch-cpu" in by_name and cuda is not None:
+        raise StackImpossible(f"{where}: {by_name['pytorch-cpu'].text!r} asks for the CPU build, {label} is a CUDA one")
+    if "pytorch-gpu" in by_name and cuda is None:
+        raise StackImpossible(f"{where}: {by_name['pytorch-gpu'].text!r} asks for a CUDA build, {label} is the CPU one")
+    _check_cuda_majors(where, specs, Version(cuda).major if cuda else None)
+
+    # A mixed stack: pip must not put its own torch over conda's.
+    if stack.companions:
+        raise StackImpossible(f"{where}: companions {', '.join(stack.companions)} come from pip and pin pip's torch, which would be installed over "
+                              f"{label}; add {', '.join(stack.companions)} to the conda packages instead")
+
+    # Target GPUs need kernels in conda-forge's build (its own arch list, not the wheels').
+    gpus: dict[str, str] = {}
+    if stack.gpus and cuda is None:
+        raise StackImpossible(f"{where}: targets GPUs {', '.join(stack.gpus)} but {label} is a CPU build")
+    sources: list[str] = []
+    arch_list: tuple[str, ...] | None = None
+    if cuda is not None:
+        channel = pytorch.channel or stack.conda_channels[0]
+        row = kb.conda.pytorch_build(version, cuda) if _is_conda_forge(channel) and "linux-64" in stack.conda_platforms else None
+        if row is not None:
+            arch_list = row.arch_list
+            sources.extend(row.source)
+        elif not _is_conda_forge(channel):
+            why = f"pytorch comes from channel {channel}; the KB knows conda-forge's builds only"
+        elif "linux-64" not in stack.conda_platforms:
+            why = "the KB's conda-forge arch lists are for linux-64"
+        else:
+            why = f"no arch list of conda-forge's pytorch {version} cuda{cuda.replace('.', '')} build in the KB (not confirmed for conda-forge builds; the pip wheels' lists do not apply)"
+        for cc in stack.gpus:
+            if arch_list is None:
+                gpus[cc] = f"not checked: {why}"
+                continue
+            verdict = arch.runs_on(list(arch_list), cc)
+            if not verdict:
+                raise StackImpossible(f"{where}: no kernels for GPU {cc} ({arch.sm_name(cc)}) in {label}, conda-forge's build: {verdict.how}")
+            gpus[cc] = verdict.how
+        if arch_list is None and stack.gpus:
+            notes.append(f"GPUs {', '.join(stack.gpus)} not checked: {why}")
+
+    # The fleet's oldest driver must run its CUDA: the same KB rows as for the wheels.
+    floor = None
+    if cuda is not None:
+        floor = kb.cuda.driver_floor(cuda)
+        if floor is None:
+            notes.append(f"no driver floor for CUDA {cuda} in the KB")
+        elif stack.min_driver is not None and Version(stack.min_driver) < Version(floor):
+            raise StackImpossible(f"{where}: {label} needs CUDA {cuda}, which needs driver >= {floor}; the fleet's oldest driver is {stack.min_driver}")
+    notes.append(f"Python {stack.python} builds of {label} are not checked against the KB; the conda solver checks them when locking")
+
+    filled: list[str] = []
+    os_name, base, image = _base_image(stack, kb, cuda, True, filled, sources)
+    # The pip part: the stack's requirements and fwdoctor's own tools, no torch.
+    requirements = list(stack.requirements)
+    have = {canonicalize_name(Requirement(r).name) for r in requirements}
+    requirements.extend(r for r in TOOL_REQUIREMENTS if canonicalize_name(Requirement(r).name) not in have)
+    return ResolvedStack(
+        name=stack.name,
+        python=stack.python,
+        torch=version,
+        variant=variant,
+        cuda=cuda,
+        os=os_name,
+        base_image=image,
+        python_from_base=base.python_from_base,
+        os_family=base.family,
+        glibc=base.glibc,
+        index_url=PYPI_SIMPLE,
+        extra_index_urls=(),
+        requirements=tuple(requirements),
+        arch_list=arch_list,
+        gpus=gpus,
+        driver_floor=floor,
+        min_driver=stack.min_driver,
+        **conda_fields,
+        filled=tuple(filled),
+        apt=stack.apt,
+        copy=stack.copy,
+        entrypoint=stack.entrypoint,
+        command=stack.command,
+        healthcheck=stack.healthcheck,
+        notes=tuple(notes),
+        sources=tuple(dict.fromkeys(sources)),
+    )
+
+
+def _is_conda_forge(channel: str) -> bool:
+    """The channel "conda-forge", or a URL of it (https://conda.anaconda.org/conda-forge)."""
+    return channel == "conda-forge" or ("://" in channel and channel.rstrip("/").endswith("/conda-forge") and not channel.startswith("file:"))
+
+
+def _check_conda_python(where: str, spec: CondaSpec, python: str, notes: list[str]) -> None:
+    """The conda python spec must admit the stack's python minor and no other: the pip part
+    is resolved for that one CPython."""
+    want = Version(python)
+    try:
+        minors = conda_spec.admitted_minors(spec.version, want.major)
+    except ValueError as exc:
+        notes.append(f"conda {spec.text!r} not compared with python {python}: {exc}")
+        return
+    if want.minor not in minors:
+        raise StackImpossible(f"{where}: conda {spec.text!r} does not admit Python {python} (the stack's 'python'); there is one Python, conda's")
+    others = sorted(minors - {want.minor})
+    if others:
+        shown = ", ".join(f"{want.major}.{m}" for m in others[:3]) + (", ..." if len(others) > 3 else "")
+        raise StackImpossible(f"{where}: conda {spec.text!r} also admits Python {shown}; the pip part is locked for {python} alone: pin python={python}")
+
+
+def _cuda_version_pin(specs: list[CondaSpec]) -> str | None:
+    """The CUDA major.minor a cuda-version (or cudatoolkit) spec pins exactly, if one does."""
+    for spec in specs:
+        if spec.name in _CUDA_VERSION_PACKAGES:
+            pin = conda_spec.pinned_version(spec.version, 2)
+            if pin is not None:
+                return pin
+    return None
+
+
+def _check_cuda_majors(where: str, specs: list[CondaSpec], torch_major: int | None) -> None:
+    """Every spec that says a CUDA major (pytorch's build, a cuda-version/cudatoolkit pin, a
+    build string such as cudnn's *cuda11*) must say the same one: CUDA 11 and CUDA 12
+    libraries in one environment cannot both serve one torch."""
+    claims: list[tuple[str, set[int]]] = []
+    for spec in specs:
+        if spec.name == "pytorch":
+            if torch_major is not None:
+                claims.insert(0, (f"conda {spec.text!r} (CUDA {torch_major})", {torch_major}))
+            continue
+        if spec.name in _CUDA_VERSION_PACKAGES:
+            try:
+                majors = conda_spec.admitted_majors(spec.version, range(9, 30))
+            except ValueError:
+                continue  # not comparable here: the solver judges it
+            claims.append((f"{spec.text!r} (admits CUDA {', '.join(map(str, sorted(majors))) or 'none'})", majors))
+            continue
+        major = conda_spec.build_cuda_major(spec.build)
+        if major is not None:
+            claims.append((f"{spec.text!r} (a CUDA {major} build)", {major}))
+    for i, (first, first_majors) in enumerate(claims):
+        for second, second_majors in claims[i + 1:]:
+            if not first_majors & second_majors:
+                raise StackImpossible(f"{where}: CUDA majors disagree: {first} and {second}")
+
+
+def _base_image(stack: Stack, kb: KB, cuda: str | None, conda_python: bool, filled: list[str], sources: list[str]) -> tuple[str, OsBase, str]:
+    """(OS name, its KB row, the FROM image) for a stack whose torch runs `cuda` (None: CPU).
+    `conda_python`: conda brings the Python, so the OS's own python3 need not match."""
+    where = f"stack {stack.name}"
+    docker = kb.docker
+    os_name = stack.os
+    if os_name is None:
+        if conda_python:
+            os_name = _default_conda_os(docker, cuda, stack.flavor, stack.python)
+            if os_name is None:
+                raise StackImpossible(f"{where}: no Ubuntu base image in the KB for {'a CPU image' if cuda is None else f'CUDA {cuda} ({stack.flavor})'}; set 'os'")
+        else:
+            os_name = _default_os(docker, stack.python, cpu=cuda is None)
+        if os_name is None:
+            offered = ", ".join(f"{o.os} (python {o.python})" for o in docker.systems if cuda is None or o.family == "ubuntu")
+            raise StackImpossible(f"{where}: no base OS ships Python {stack.python} for a {'CPU' if cuda is None else 'CUDA'} image: {offered}; set 'os' or change 'python'")
+        filled.append("os")
+    try:
+        base = docker.os_base(os_name)
+    except LookupError as exc:
+        raise StackImpossible(f"{where}: {exc}") from None
+    sources.extend(base.source)
+    if not conda_python and not base.python_from_base and base.python != stack.python:
+        raise StackImpossible(f"{where}: {os_name} ships Python {base.python} as python3, not {stack.python}; choose another 'os' or 'python'")
+    if cuda is None:
+        image = docker.cpu_reference(os_name, stack.python)
+    else:
+        try:
+            image = docker.cuda_reference(cuda, os_name, stack.flavor)
+        except LookupError as exc:
+            raise StackImpossible(f"{where}: {exc}") from None
+        sources.append("S-IMG")
+    if base.python_from_base and cuda is not None:
+        raise StackImpossible(f"{where}: {os_name} is only offered for CPU images")
+    return os_name, base, image
+
+
+def _default_conda_os(docker: DockerKB, cuda: str | None, flavor: str, python: str) -> str | None:
+    """For a conda stack (conda brings Python): the newest Ubuntu with an image for `cuda`
+    (any Ubuntu for CPU stacks); the OS's own python3 does not matter."""
+    for row in reversed(docker.systems):
+        if row.family != "ubuntu":
+            continue
+        try:
+            docker.cpu_reference(row.os, python) if cuda is None else docker.cuda_reference(cuda, row.os, flavor)
+        except LookupError:
+            continue
+        return row.os
+    return None
 
 
 def _default_os(docker: DockerKB, python: str, cpu: bool) -> str | None:

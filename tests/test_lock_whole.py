@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,36 @@ def test_lock_verify_on_the_cli_fails_for_a_hash_the_index_does_not_publish(cli,
         result = cli("lock", "--verify", "stacks/cpu-py311.yaml")
     assert result.exit_code == 1, result.output
     assert "is not published by" in result.output
+
+
+def test_verify_compares_find_links_files_too(use_test_kb, tmp_path):
+    """A pin that comes from a --find-links folder (relative to the lock, as pip reads it)
+    is verified against that folder's file, not reported as unpublished or skipped."""
+    stack = copy_stack(tmp_path, "cpu-py311")
+    resolved = stack_mod.load_and_resolve(stack, KB(TEST_KB_DIR))
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "filelock-3.20.0-py3-none-any.whl").write_bytes(b"filelock bytes")
+    local = tmp_path / "local-wheels"
+    local.mkdir()
+    torch_file = "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    (local / torch_file).write_bytes(b"torch bytes")
+    (local / "torch-2.12.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"another release")
+    lock_dir = tmp_path / "lock"
+    lock_dir.mkdir()
+
+    def lock_text(torch_bytes: bytes, index: str) -> str:
+        pins = [lockfile.Pin("filelock", "3.20.0", hashlib.sha256(b"filelock bytes").hexdigest(), "filelock-3.20.0-py3-none-any.whl"),
+                lockfile.Pin("torch", "2.13.0+cpu", hashlib.sha256(torch_bytes).hexdigest(), torch_file)]
+        return lockfile.render_lock(resolved, pins, "stacks/cpu-py311.yaml", lockfile.Sources.of(index, (), ["../local-wheels"]))
+
+    with serve(served, tmp_path / "index") as index:
+        assert lockfile.verify(lock_text(b"torch bytes", index), timeout=10, base=lock_dir) == ([], [])
+        problems, unverified = lockfile.verify(lock_text(b"edited", index), timeout=10, base=lock_dir)
+    assert unverified == []
+    assert problems == [f"torch==2.13.0+cpu: sha256 {hashlib.sha256(b'edited').hexdigest()} is not published by --find-links ../local-wheels"]  # the index has no torch (404)
+    # The folder is gone and the index is down: not verified, naming both, never "verified".
+    shutil.rmtree(local)
+    problems, unverified = lockfile.verify(lock_text(b"torch bytes", "http://127.0.0.1:9/simple"), timeout=5, base=lock_dir)
+    assert problems == [] and len(unverified) == 2
+    assert all("--find-links ../local-wheels" in u for u in unverified)

@@ -22,6 +22,7 @@ from fwdoctor.recipes import docker_build as db
 from fwdoctor.quoting import QuotingError
 from fwdoctor.recipes import dockerfile, lockfile, wheelpack
 from fwdoctor.recipes import stack as stack_mod
+from fwdoctor.recipes.scripts import read as read_script
 
 
 def _resolve(stack_file: str, kb_dir: str | None = None) -> stack_mod.ResolvedStack:
@@ -61,6 +62,10 @@ def stack_resolve(stack_file: str, as_json: bool, kb_dir: str | None) -> None:
         emit_json("stack", resolved.to_data())
     else:
         click.echo(resolved.to_yaml(), nl=False)
+    if resolved.conda:  # a mixed stack: say which part brings what
+        torch_from = "conda" if resolved.torch_from_conda else "pip"
+        note(f"fwdoctor: conda part: {len(resolved.conda)} specs from {', '.join(resolved.conda_channels)} for {', '.join(resolved.conda_platforms)} "
+             f"(Python {resolved.python}); pip part: {len(resolved.requirements)} requirements; torch {resolved.torch_local} from {torch_from}")
     for remark in resolved.notes:
         note(f"fwdoctor: note: {remark}")
 
@@ -87,21 +92,27 @@ def lock_command(stack_file, out_dir, check_only, verify, index_url, extra_index
     it installs with no other flag:
       pip install --require-hashes -r requirements.lock
     pylock.toml (PEP 751) holds the same resolution. Needs pip >= 23.3 beside fwdoctor.
-    Stacks with conda packages also get environment.yml, locked by conda-lock when present.
+    Stacks with conda packages also get conda-lock.yml (conda-lock's format; solved by
+    conda-lock with conda/mamba/micromamba where one exists, else by py-rattler), with
+    environment.yml and virtual-packages.yml. --check re-solves the conda part and
+    compares it record by record, and hashes the package files of a local channel.
     """
     resolved = _resolve(stack_file, kb_dir)
     target = Path(out_dir) if out_dir else Path("lockfiles") / resolved.name
     if check_only or verify:
-        problems = lockfile.check(resolved, target)
         unverified: list[str] = []
-        if verify and not problems:
-            mismatched, unverified = lockfile.verify((target / lockfile.LOCK_NAME).read_text(encoding="utf-8"))
+        problems = lockfile.check(resolved, target, conda_solve=True, conda_verify_all=verify, unverified=unverified,
+                                  progress=lambda line: note(f"fwdoctor: {line}"))
+        if verify and not problems and lockfile.read_hashed_pins((target / lockfile.LOCK_NAME).read_text(encoding="utf-8")):
+            mismatched, pip_unverified = lockfile.verify((target / lockfile.LOCK_NAME).read_text(encoding="utf-8"), base=target)
             problems += [f"{target / lockfile.LOCK_NAME}: {p}" for p in mismatched]
-            for line in unverified:
-                note(f"fwdoctor: not verified: {line}")
+            unverified += pip_unverified
+        for line in unverified:
+            note(f"fwdoctor: not verified: {line}")
         if as_json:
             emit_json("lock-check", {"stack": stack_file, "lock": str(target / lockfile.LOCK_NAME), "fresh": not problems, "problems": problems,
-                                     **({"not_verified": unverified} if verify else {})})
+                                     **({"conda_lock": str(target / lockfile.CONDA_LOCK_NAME)} if resolved.conda else {}),
+                                     **({"not_verified": unverified} if verify or unverified else {})})
             sys.exit(EXIT_FINDINGS if problems else 0)
         if problems:
             for problem in problems:
@@ -109,6 +120,8 @@ def lock_command(stack_file, out_dir, check_only, verify, index_url, extra_index
             click.echo(f"fix: fwdoctor lock {stack_file}")
             sys.exit(EXIT_FINDINGS)
         click.echo(f"{target / lockfile.LOCK_NAME}: matches {stack_file}")
+        if resolved.conda:
+            click.echo(f"{target / lockfile.CONDA_LOCK_NAME}: matches {stack_file}" + (" (not re-solved: see the notes)" if unverified else ""))
         return
     try:
         result = lockfile.lock(resolved, stack_file, target, index_url, list(extra_index_urls) or None, list(find_links), cert,
@@ -121,11 +134,14 @@ def lock_command(stack_file, out_dir, check_only, verify, index_url, extra_index
         emit_json("lock", {"stack": stack_file, "directory": str(result.directory), "written": list(result.written), "pip": result.pip,
                            "sources": result.sources.lines() if result.sources else [],
                            "pins": [{"name": p.name, "version": p.version} for p in result.pins],
-                           "lock_sha256": result.lock_sha256, "conda_error": result.conda_error or None})
+                           "lock_sha256": result.lock_sha256, "conda_error": result.conda_error or None,
+                           "conda_solver": result.conda_solver or None})
     else:
         for path in result.written:
             click.echo(f"wrote {path}")
         click.echo(f"{len(result.pins)} distributions pinned; lock sha256 {result.lock_sha256}")
+        if result.conda_solver:
+            click.echo(f"conda packages solved by {result.conda_solver}")
     if result.conda_error:
         findings_exit(f"conda part not locked: {result.conda_error}")
 
@@ -136,12 +152,19 @@ def docker_group() -> None:
     """Dockerfiles for locked stacks: generate, build, validate."""
 
 
-def _dockerfile_text(resolved, stack_file: str, lock_dir: str | None, base_image: str | None, context: str) -> tuple[str, str]:
+def _dockerfile_text(resolved, stack_file: str, lock_dir: str | None, base_image: str | None, context: str) -> tuple[str, str, str | None, str]:
+    """(Dockerfile, the pip lock's sha256, the conda lock's sha256 or None, the pip lock's text)."""
     lock_path = Path(lock_dir) if lock_dir else Path("lockfiles") / resolved.name
     try:
         lock_text = (lock_path / lockfile.LOCK_NAME).read_text(encoding="utf-8")
     except OSError as exc:
         fail(f"{lock_path / lockfile.LOCK_NAME}: {exc.strerror or exc}; run `fwdoctor lock {stack_file}` first")
+    conda_text = None
+    if resolved.conda:
+        try:
+            conda_text = (lock_path / lockfile.CONDA_LOCK_NAME).read_text(encoding="utf-8")
+        except OSError as exc:
+            fail(f"{lock_path / lockfile.CONDA_LOCK_NAME}: {exc.strerror or exc}; stack {resolved.name} has conda packages: run `fwdoctor lock {stack_file}` first")
     problems = lockfile.check(resolved, lock_path)
     if problems:
         findings_exit(f"the lock is stale ({problems[0]}); run `fwdoctor lock {stack_file}`")
@@ -152,18 +175,23 @@ def _dockerfile_text(resolved, stack_file: str, lock_dir: str | None, base_image
         if not (Path(context) / item.src).exists():
             fail(f"{stack_file}: copy src {item.src!r} does not exist in the build context {context}")
     try:
-        text = dockerfile.render(resolved, lock_text, stack_file, rel.replace(os.sep, "/"), base_image)
-    except QuotingError as exc:
+        text = dockerfile.render(resolved, lock_text, stack_file, rel.replace(os.sep, "/"), base_image, conda_lock_text=conda_text)
+    except (QuotingError, dockerfile.DockerfileError) as exc:
         fail(f"cannot write a Dockerfile: {exc}")
-    return text, lockfile.lock_digest(lock_text)
+    return text, lockfile.lock_digest(lock_text), (lockfile.lock_digest(conda_text) if conda_text is not None else None), lock_text
 
 
-def _write_tool(context: str, requirement: str | None) -> str:
+def _write_tool(context: str, requirement: str | None, conda_lock_for: str | None = None) -> str:
     """fwdoctor's folder in the build context: the running fwdoctor as a wheel with its hashed
-    requirements line, or only `requirement` (a pinned, hashed published fwdoctor)."""
+    requirements line, or only `requirement` (a pinned, hashed published fwdoctor). For a
+    conda stack (`conda_lock_for`: its pip lock's text) also the conda installer script and
+    its hashed requirements."""
     folder = Path(context) / dockerfile.TOOL_CONTEXT_DIR
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        if conda_lock_for is not None:
+            (folder / dockerfile.CONDA_INSTALLER_SCRIPT).write_text(read_script(dockerfile.CONDA_INSTALLER_SCRIPT), encoding="utf-8")
+            (folder / dockerfile.CONDA_INSTALLER_REQUIREMENTS).write_text(dockerfile.conda_installer_requirements(conda_lock_for), encoding="utf-8")
         if requirement:
             if "--hash=sha256:" not in requirement:
                 fail(f"--fwdoctor-requirement {requirement!r}: needs a --hash=sha256:... (the image installs with --require-hashes)")
@@ -177,6 +205,8 @@ def _write_tool(context: str, requirement: str | None) -> str:
         (folder / dockerfile.TOOL_REQUIREMENTS).write_text(line, encoding="utf-8")
     except wheelpack.WheelError as exc:
         fail(f"cannot put fwdoctor into the image: {exc}")
+    except QuotingError as exc:
+        fail(f"cannot write {folder / dockerfile.CONDA_INSTALLER_REQUIREMENTS}: {exc}")
     except OSError as exc:
         fail(f"cannot write {folder}: {exc.strerror or exc}")
     return str(folder)
@@ -197,12 +227,16 @@ def docker_generate(stack_file, base_image, lock_dir, out_file, context, fwdocto
     \b
     Also writes CONTEXT/.fwdoctor/: a wheel of this fwdoctor and the hashed requirements
     line the image installs it from (fwdoctor check/smoke run inside the image).
+    A stack with conda packages gets /opt/conda made from its conda-lock.yml exactly
+    (every file's sha256/md5 checked; py-rattler links them), then the pip lock into
+    that environment's python; .fwdoctor/ then also holds the installer script and its
+    hash-pinned requirements (docs/conda.md).
     """
     resolved = _resolve(stack_file, kb_dir)
-    text, lock_digest = _dockerfile_text(resolved, stack_file, lock_dir, base_image, context)
+    text, lock_digest, conda_digest, lock_text = _dockerfile_text(resolved, stack_file, lock_dir, base_image, context)
     if as_json and out_file == "-":
         fail("--json and --out - both want stdout: write the Dockerfile to a file with --out PATH")
-    tool_dir = _write_tool(context, fwdoctor_requirement)
+    tool_dir = _write_tool(context, fwdoctor_requirement, lock_text if conda_digest is not None else None)
     if out_file == "-":
         click.echo(text, nl=False)
         return
@@ -214,7 +248,7 @@ def docker_generate(stack_file, base_image, lock_dir, out_file, context, fwdocto
         fail(f"cannot write {target}: {exc.strerror or exc}")
     if as_json:
         emit_json("dockerfile", {"stack": stack_file, "path": str(target), "sha256": hashlib.sha256(text.encode()).hexdigest(),
-                                 "lock_sha256": lock_digest, "fwdoctor_dir": tool_dir})
+                                 "lock_sha256": lock_digest, "conda_lock_sha256": conda_digest, "fwdoctor_dir": tool_dir})
         return
     click.echo(f"wrote {target}")
 
@@ -234,31 +268,36 @@ def docker_build(stack_file, base_image, lock_dir, context, fwdoctor_requirement
     """Build STACK_FILE's image, tag it <stack>:<lock hash>, then validate it.
 
     \b
+    (For a stack with conda packages the tag's hash covers both locks.)
+
+    \b
     Validation: labels and non-root user, `fwdoctor check --image`, and `fwdoctor smoke
     kernel` in a container (--gpus all when this host has GPUs). Any failure exits 1.
     """
     resolved = _resolve(stack_file, kb_dir)
-    text, digest = _dockerfile_text(resolved, stack_file, lock_dir, base_image, context)
+    text, digest, conda_digest, lock_text = _dockerfile_text(resolved, stack_file, lock_dir, base_image, context)
     args: dict[str, str] = {}
     for item in build_args:
         key, sep, value = item.partition("=")
         if not sep or not key:
             fail(f"--build-arg {item!r}: expected KEY=VALUE")
         args[key] = value
-    tags = [f"{resolved.name}:{digest[:12]}", f"{resolved.name}:latest"]
-    _write_tool(context, fwdoctor_requirement)
+    # A conda stack's tag names both locks (dockerfile.image_digest).
+    image = digest if conda_digest is None else dockerfile.image_digest_of(digest, conda_digest)
+    tags = [f"{resolved.name}:{image[:12]}", f"{resolved.name}:latest"]
+    _write_tool(context, fwdoctor_requirement, lock_text if conda_digest is not None else None)
     with tempfile.TemporaryDirectory(prefix="fwdoctor-build-") as tmp:
-        dockerfile = os.path.join(tmp, "Dockerfile")
-        Path(dockerfile).write_text(text, encoding="utf-8")
+        dockerfile_path = os.path.join(tmp, "Dockerfile")
+        Path(dockerfile_path).write_text(text, encoding="utf-8")
         try:
-            db.build(dockerfile, context, tags, click.echo, ca, args, network)
+            db.build(dockerfile_path, context, tags, click.echo, ca, args, network)
         except db.BuildError as exc:
             findings_exit(str(exc))
     click.echo(f"built {tags[0]}")
     if no_validate:
         return
     try:
-        result = db.validate(tags[0], resolved.name, digest, click.echo)
+        result = db.validate(tags[0], resolved.name, digest, click.echo, conda_lock_sha256=conda_digest)
     except ImageError as exc:
         findings_exit(f"validation of {tags[0]} could not run: {exc}")
     for item in result.passed:

@@ -21,6 +21,7 @@ from fwdoctor.kb import cache
 
 if TYPE_CHECKING:  # each area module loads on first use of its property (see KB)
     from fwdoctor.kb.build import BuildKB
+    from fwdoctor.kb.conda import CondaKB
     from fwdoctor.kb.cuda import CudaKB
     from fwdoctor.kb.docker import DockerKB
     from fwdoctor.kb.frameworks import FrameworksKB
@@ -269,6 +270,16 @@ class KB:
 
         return self._area("build.yaml", build.from_yaml)
 
+    @cached_property
+    def conda(self) -> CondaKB:  # conda-forge's own pytorch builds
+        from fwdoctor.kb import conda
+
+        # Optional: a --kb folder made before conda stacks has no conda.yaml, and then
+        # knows no conda-forge build (every query answers None, "not confirmed").
+        if not (self.directory / "conda.yaml").exists():
+            return conda.CondaKB()
+        return self._area("conda.yaml", conda.from_yaml)
+
 
 # The areas `KB.load` validates up front.
-AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build", "frameworks")
+AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build", "frameworks", "conda")
