@@ -7,7 +7,8 @@ BuildKit, streaming its progress line by line; everything after the build (label
 export for `check --image`, the smoke container) goes through the SDK.
 
 Validation, all required for success:
-  1. labels: io.fwdoctor.stack and io.fwdoctor.lock.sha256 match the stack and its lock;
+  1. labels: io.fwdoctor.stack and io.fwdoctor.lock.sha256 match the stack and its lock (and
+     io.fwdoctor.conda-lock.sha256 its conda-lock.yml, for a stack with conda packages);
   2. the image's user is not root;
   3. `fwdoctor check --image TAG` (the image's filesystem judged through --root) has no
      error finding;
@@ -156,6 +157,7 @@ def validate(
     echo: Echo,
     client: Any = None,
     gpus: bool | None = None,
+    conda_lock_sha256: str | None = None,
 ) -> Validation:
     """Check the built image (see the module docstring). Never raises for a failed check."""
     result = Validation(tag)
@@ -163,7 +165,10 @@ def validate(
     image = client.images.get(tag)
     config = image.attrs.get("Config") or {}
     labels = config.get("Labels") or {}
-    for key, want in (("io.fwdoctor.stack", stack_name), ("io.fwdoctor.lock.sha256", lock_sha256)):
+    expected = [("io.fwdoctor.stack", stack_name), ("io.fwdoctor.lock.sha256", lock_sha256)]
+    if conda_lock_sha256 is not None:
+        expected.append(("io.fwdoctor.conda-lock.sha256", conda_lock_sha256))
+    for key, want in expected:
         if labels.get(key) != want:
             result.problems.append(f"label {key} is {labels.get(key)!r}, expected {want!r}")
     if not result.problems:

@@ -39,7 +39,9 @@ def shipped_kb():
 
 def render(kb, name: str, lock_text: str, base_image: str | None = None) -> str:
     resolved = stack_mod.load_and_resolve(REPO / "stacks" / f"{name}.yaml", kb)
-    return dockerfile.render(resolved, lock_text, f"stacks/{name}.yaml", f"lockfiles/{name}", base_image)
+    conda_lock = REPO / "lockfiles" / name / lockfile.CONDA_LOCK_NAME  # conda stacks (lockfiles/conda-cu126-local)
+    conda_text = conda_lock.read_text() if resolved.conda and conda_lock.is_file() else None
+    return dockerfile.render(resolved, lock_text, f"stacks/{name}.yaml", f"lockfiles/{name}", base_image, conda_text)
 
 
 @pytest.mark.parametrize("name", CUDA_STACKS)
@@ -90,7 +92,8 @@ def test_the_dockerfile_installs_only_hashed_files_as_a_non_root_user(name):
     assert "COPY doctor" not in text and "COPY recipes" not in text
     # The CA is only ever mounted, never copied, so the runtime stage cannot carry it.
     runtime = text.split("AS runtime", 1)[1]
-    assert "secret" not in runtime and "COPY --from=build /opt/venv /opt/venv" in runtime
+    env_dir = "/opt/conda" if (REPO / "lockfiles" / name / lockfile.CONDA_LOCK_NAME).is_file() else "/opt/venv"
+    assert "secret" not in runtime and f"COPY --from=build {env_dir} {env_dir}" in runtime
 
 
 def test_the_cuda_dockerfiles_start_from_the_kbs_nvidia_cuda_tag_and_say_how_to_size_shm():
