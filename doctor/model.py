@@ -80,6 +80,17 @@ class ProbeFailure:
 MAX_FACTS_DEPTH = 32
 
 
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def _nests(value: Any) -> bool:
+    """A container to descend into. Exact types first: a parsed JSON document holds only
+    dict, list and leaves, and an isinstance test against the Mapping ABC for every leaf
+    was most of the cost of reading a facts file (fleet report reads thousands)."""
+    kind = type(value)
+    return kind is dict or kind is list or (kind not in _LEAVES and isinstance(value, (Mapping, list)))
+
+
 def _deeper_than(data: Any, limit: int) -> str:
     """The path to the first value nested deeper than `limit` (iteratively: no recursion
     limit), or "" when none is."""
@@ -88,10 +99,10 @@ def _deeper_than(data: Any, limit: int) -> str:
         value, depth, where = stack.pop()
         if depth > limit:
             return where or "the top level"
-        if isinstance(value, Mapping):
-            stack.extend((v, depth + 1, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+        if type(value) is dict or (type(value) not in _LEAVES and isinstance(value, Mapping)):
+            stack.extend((v, depth + 1, f"{where}.{k}" if where else str(k)) for k, v in value.items() if depth + 1 > limit or _nests(v))
         elif isinstance(value, list):
-            stack.extend((v, depth + 1, f"{where}[{i}]") for i, v in enumerate(value) if isinstance(v, (Mapping, list)))
+            stack.extend((v, depth + 1, f"{where}[{i}]") for i, v in enumerate(value) if _nests(v))
     return ""
 
 

@@ -14,9 +14,12 @@ and a small real image built on the CI base image (.ci/setup-docker.sh) in three
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import tarfile
 from pathlib import Path
+
+import pytest
 
 BASE_IMAGE = "fwdoctor-e2e-base:bookworm"
 LAYERED_TAG = "fwdoctor-test-image-layers:1"
@@ -66,6 +69,34 @@ def docker_engine():
         return client
     except Exception:
         return None
+
+
+def unavailable(reason: str) -> None:
+    """Skip an e2e test for `reason`, or fail it under FWDOCTOR_REQUIRE_DOCKER=1 (CI started
+    the engine and the local index: the tests must run there)."""
+    if os.environ.get("FWDOCTOR_REQUIRE_DOCKER") == "1":
+        pytest.fail(f"FWDOCTOR_REQUIRE_DOCKER=1 but {reason} (run .ci/setup-docker.sh)")
+    pytest.skip(reason)
+
+
+def required_engine():
+    """The docker SDK client for an e2e test module: with the engine and the base image
+    (FWDOCTOR_E2E_BASE overrides the name), or `unavailable` saying what is missing."""
+    base = os.environ.get("FWDOCTOR_E2E_BASE", BASE_IMAGE)
+    try:
+        import docker
+    except ImportError:
+        unavailable("the docker SDK is not installed")
+    try:
+        client = docker.from_env(timeout=600)
+        client.ping()
+    except Exception as exc:
+        unavailable(f"no Docker engine reachable: {str(exc).splitlines()[0][:120]}")
+    try:
+        client.images.get(base)
+    except Exception:
+        unavailable(f"base image {base} missing")
+    return client
 
 
 def build(tag: str, dockerfile: str, context: Path) -> None:

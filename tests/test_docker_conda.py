@@ -23,10 +23,11 @@ from pathlib import Path
 import pytest
 
 import localindex
+from image_helpers import required_engine
+from image_helpers import unavailable as _unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 BASE_IMAGE = os.environ.get("FWDOCTOR_E2E_BASE", "fwdoctor-e2e-base:bookworm")
-REQUIRE = os.environ.get("FWDOCTOR_REQUIRE_DOCKER") == "1"
 NAME = "conda-cpu-e2e"
 PIP_VERSION = "24.2"
 # The conda installer's own wheels (recipes/dockerfile.py CONDA_INSTALLER_PINS) and the pip
@@ -36,29 +37,10 @@ EXTRA_WHEELS = ("py-rattler==0.28.0", "ruamel-yaml==0.19.1", f"pip=={PIP_VERSION
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
-def _unavailable(reason: str) -> None:
-    if REQUIRE:
-        pytest.fail(f"FWDOCTOR_REQUIRE_DOCKER=1 but {reason} (run .ci/setup-docker.sh)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def engine():
-    try:
-        import docker
-    except ImportError:
-        _unavailable("the docker SDK is not installed")
-    try:
-        client = docker.from_env(timeout=600)
-        client.ping()
-    except Exception as exc:
-        _unavailable(f"no Docker engine reachable: {str(exc).splitlines()[0][:120]}")
-    try:
-        client.images.get(BASE_IMAGE)
-    except Exception:
-        _unavailable(f"base image {BASE_IMAGE} missing")
     pytest.importorskip("rattler")
-    return client
+    return required_engine()
 
 
 @pytest.fixture(scope="module")

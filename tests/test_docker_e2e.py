@@ -20,37 +20,19 @@ from pathlib import Path
 import pytest
 
 import localindex
+from image_helpers import required_engine
+from image_helpers import unavailable as _unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 BASE_IMAGE = os.environ.get("FWDOCTOR_E2E_BASE", "fwdoctor-e2e-base:bookworm")
 STACK = REPO / "stacks" / "cpu-py311.yaml"
-REQUIRE = os.environ.get("FWDOCTOR_REQUIRE_DOCKER") == "1"
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
-def _unavailable(reason: str) -> None:
-    if REQUIRE:
-        pytest.fail(f"FWDOCTOR_REQUIRE_DOCKER=1 but {reason} (run .ci/setup-docker.sh)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def engine():
-    try:
-        import docker
-    except ImportError:
-        _unavailable("the docker SDK is not installed")
-    try:
-        client = docker.from_env(timeout=600)
-        client.ping()
-    except Exception as exc:
-        _unavailable(f"no Docker engine reachable: {str(exc).splitlines()[0][:120]}")
-    try:
-        client.images.get(BASE_IMAGE)
-    except Exception:
-        _unavailable(f"base image {BASE_IMAGE} missing")
-    return client
+    return required_engine()
 
 
 def _lock_pins(lock: Path) -> dict[str, str]:

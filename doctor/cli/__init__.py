@@ -37,22 +37,30 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("build", "build", "build_group"),
     ("fleet", "fleet", "fleet_group"),
 )
-_WHERE = {name: (module, attr) for name, module, attr in COMMANDS}
 
 
-class Group(click.Group):
-    """Commands from the table, listed in its order; nothing escapes as a traceback."""
+class TableGroup(click.Group):
+    """A group whose commands come from a table of (name, module under fwdoctor.cli,
+    attribute), listed in its order; a command's module is imported when it runs."""
+
+    table: tuple[tuple[str, str, str], ...] = ()
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name, _, _ in COMMANDS]
+        return [name for name, _, _ in self.table]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        where = _WHERE.get(cmd_name)
+        where = next(((module, attr) for name, module, attr in self.table if name == cmd_name), None)
         if where is None:
             return None
         module = importlib.import_module(f"fwdoctor.cli.{where[0]}")
         command: click.Command = getattr(module, where[1])
         return command
+
+
+class Group(TableGroup):
+    """The top-level commands (COMMANDS); nothing escapes as a traceback."""
+
+    table = COMMANDS
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         # Ctrl-C while click parses the line: exit 130 like any other interruption, not

@@ -7,9 +7,9 @@ Kubernetes manifest). fwdoctor never carries its own transport between hosts.
 
 from __future__ import annotations
 
-import importlib
-
 import click
+
+from fwdoctor.cli import TableGroup
 
 # (subcommand, module under fwdoctor.cli, attribute)
 SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -17,20 +17,10 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("collect", "fleet_collect", "fleet_collect"),
     ("emit", "fleet_collect", "fleet_emit"),
 )
-_WHERE = {name: (module, attr) for name, module, attr in SUBCOMMANDS}
 
 
-class _FleetGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name, _, _ in SUBCOMMANDS]
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        where = _WHERE.get(cmd_name)
-        if where is None:
-            return None
-        module = importlib.import_module(f"fwdoctor.cli.{where[0]}")
-        command: click.Command = getattr(module, where[1])
-        return command
+class _FleetGroup(TableGroup):
+    table = SUBCOMMANDS
 
 
 @click.group("fleet", cls=_FleetGroup)
