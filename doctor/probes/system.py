@@ -141,14 +141,19 @@ def system_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
 
 def hostname_fact(host: Host) -> Fact:
     """`system.hostname`: whose facts these are. The live host's own name (gethostname(),
-    what `hostname` prints); a root folder or image has no kernel to ask, so its
-    /etc/hostname (None when it has none: Docker writes that file at `docker run`, so an
-    image usually lacks it)."""
+    what `hostname` prints); a root folder has no kernel to ask, so its /etc/hostname (None
+    when it has none). An image names no host: the /etc/hostname in it is Docker's (written
+    for each container: `docker export` shows the name of the machine that created it, a
+    `docker save` of the same image shows none), so it would name whoever inspected it."""
     if host.live:
         try:
             return Fact("system.hostname", socket.gethostname(), source="gethostname()")
         except OSError as exc:
             return Fact.unknown("system.hostname", f"gethostname(): {exc.strerror or exc}")
+    from fwdoctor.imagefs import ImageHost
+
+    if isinstance(host, ImageHost):
+        return Fact("system.hostname", None, source="an image (its /etc/hostname, if any, is Docker's per-container file)")
     try:
         text = host.read_text(HOSTNAME_FILE, limit=HOSTNAME_READ_BYTES)
     except UnreadableError as exc:  # a FIFO or a folder in its place: the other facts still count
