@@ -547,14 +547,17 @@ def _resolve_pip(stack: Stack, kb: KB, conda_python: bool = False) -> ResolvedSt
         min_driver=stack.min_driver,
         conda=stack.conda,
         filled=tuple(filled),
-        apt=stack.apt,
-        copy=stack.copy,
-        entrypoint=stack.entrypoint,
-        command=stack.command,
-        healthcheck=stack.healthcheck,
+        **_image_fields(stack),
         notes=tuple(notes),
         sources=tuple(dict.fromkeys(sources)),
     )
+
+
+def _image_fields(stack: Stack) -> dict[str, Any]:
+    """What the image adds around the environment, as the stack file says (pip and conda
+    stacks alike; not part of the lock)."""
+    return {"apt": stack.apt, "copy": stack.copy, "entrypoint": stack.entrypoint, "command": stack.command,
+            "healthcheck": stack.healthcheck}
 
 
 def _resolve_conda(stack: Stack, kb: KB) -> ResolvedStack:
@@ -673,11 +676,7 @@ def _resolve_conda(stack: Stack, kb: KB) -> ResolvedStack:
         min_driver=stack.min_driver,
         **conda_fields,
         filled=tuple(filled),
-        apt=stack.apt,
-        copy=stack.copy,
-        entrypoint=stack.entrypoint,
-        command=stack.command,
-        healthcheck=stack.healthcheck,
+        **_image_fields(stack),
         notes=tuple(notes),
         sources=tuple(dict.fromkeys(sources)),
     )
