@@ -39,7 +39,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
@@ -367,25 +367,20 @@ def _conda_field(value: Any, err) -> tuple[tuple[str, ...], tuple[str, ...], tup
             raise err(field_name, f"{item!r}: {spec.name} is already given as {seen[spec.name]!r} (one spec per package)")
         seen[spec.name] = spec.text
         specs.append(spec.text)
-    checked_channels: list[str] = []
-    for item in string_list(channels, "conda.channels") if channels is not None else conda_spec.DEFAULT_CHANNELS:
-        try:
-            channel = conda_spec.check_channel(item)
-        except CondaSpecError as exc:
-            raise err("conda.channels", str(exc)) from None
-        if channel in checked_channels:
-            raise err("conda.channels", f"{channel!r} listed twice")
-        checked_channels.append(channel)
-    checked_platforms: list[str] = []
-    for item in string_list(platforms, "conda.platforms") if platforms is not None else conda_spec.DEFAULT_PLATFORMS:
-        try:
-            platform = conda_spec.check_platform(item)
-        except CondaSpecError as exc:
-            raise err("conda.platforms", str(exc)) from None
-        if platform in checked_platforms:
-            raise err("conda.platforms", f"{platform!r} listed twice")
-        checked_platforms.append(platform)
-    return tuple(specs), tuple(checked_channels), tuple(checked_platforms)
+    def checked(field_name: str, given: Any, default: tuple[str, ...], check: Callable[[str], str]) -> tuple[str, ...]:
+        out: list[str] = []
+        for item in string_list(given, field_name) if given is not None else default:
+            try:
+                value = check(item)
+            except CondaSpecError as exc:
+                raise err(field_name, str(exc)) from None
+            if value in out:
+                raise err(field_name, f"{value!r} listed twice")
+            out.append(value)
+        return tuple(out)
+
+    return (tuple(specs), checked("conda.channels", channels, conda_spec.DEFAULT_CHANNELS, conda_spec.check_channel),
+            checked("conda.platforms", platforms, conda_spec.DEFAULT_PLATFORMS, conda_spec.check_platform))
 
 
 def _conda_torch(specs: tuple[str, ...], err) -> CondaSpec | None:
