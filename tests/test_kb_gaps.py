@@ -51,7 +51,7 @@ def cuda():
         ("0x2c05", "GeForce RTX 5070 Ti", "12.0"),  # GB203 [GeForce RTX 5070 Ti]
         ("0x2f04", "GeForce RTX 5070", "12.0"),  # GB205 [GeForce RTX 5070]
         ("0x2d04", "GeForce RTX 5060 Ti", "12.0"),  # GB206 [GeForce RTX 5060 Ti]
-        ("0x2bb5", "RTX PRO 6000 Blackwell", "12.0"),  # GB202GL [... Server Edition]; CC in S-FX-MODAL
+        ("0x2bb5", "RTX PRO 6000 Blackwell Server Edition", "12.0"),  # GB202GL [... Server Edition]; CC in S-FX-MODAL
     ],
 )
 def test_a_pci_device_id_read_in_pci_ids_maps_to_its_product_and_cc(gpus, device_id, product, cc):

@@ -6,6 +6,7 @@ run each GPU family, and the /dev/shm floor.
     kb.gpus.cc_for_gpu(gpu, facts.get("pci.nvidia_gpus") or [])   # one entry of gpus.list
     kb.gpus.support_for("3.7", "Tesla K80")         -> DriverSupport (Kepler: up to R470)
     kb.gpus.driver_problem("3.7", "Tesla K80", "535.230.02", "proprietary") -> DriverProblem
+    kb.gpus.driver_problem("10.3", "NVIDIA B300 SXM6 AC", "575.64.05")  -> first listed by 580.82.07
 
 Name matching is pure and forgiving in the ways real names differ: case, a leading
 "NVIDIA " (newer drivers add it: "NVIDIA Tesla T4") or "Tesla ", memory-size tokens, and
@@ -17,7 +18,7 @@ while "RTX 6000 Ada Generation" never matches "Quadro RTX 6000".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from fwdoctor.arch import parse_cc
@@ -116,6 +117,36 @@ class DriverProblem:
     support: DriverSupport
 
 
+@dataclass(frozen=True)
+class DriverFloor:
+    """The first release of each driver branch whose NVIDIA "Compatible GPUs" table lists a
+    product (gpus.yaml `driver_floors`). `first` runs oldest branch first. `open_only`: the
+    floor binds the open kernel modules alone (the tables are their list)."""
+
+    gpu: str
+    first: tuple[str, ...]
+    listed: str
+    open_only: bool
+    source: tuple[str, ...]
+
+    def upgrade_for(self, driver: str) -> str | None:
+        """The nearest release that lists the product when `driver` does not; None when it
+        does, or when its branch is newer than every table read (not judged here). Pure."""
+        from packaging.version import InvalidVersion, Version
+
+        branch = driver_branch(driver)
+        branches = [driver_branch(r) or 0 for r in self.first]
+        if branch is None or branch > branches[-1]:
+            return None
+        if branch in branches:
+            release = self.first[branches.index(branch)]
+            try:
+                return None if Version(driver) >= Version(release) else release
+            except InvalidVersion:
+                return None
+        return next(r for b, r in zip(branches, self.first) if b > branch)
+
+
 def driver_branch(version: str) -> int | None:
     """"535.230.02" -> 535; None for anything that does not start with a number."""
     head = str(version).strip().split(".")[0]
@@ -129,6 +160,16 @@ class GpuKB:
     by_pci: Mapping[str, GpuModel]
     shm_min_bytes: int
     families: tuple[GpuFamily, ...] = ()
+    floors: Mapping[str, DriverFloor] = field(default_factory=dict)  # by GpuModel.name
+    predate_floors: frozenset[str] = frozenset()  # products in the first open-module table
+
+    def floor_for(self, cc: str, name: str | None) -> DriverFloor | None:
+        """The product's own driver floor, found by its name (a PCI-derived name is the
+        row's); None when the KB has none or the name's row has another CC."""
+        model = self.model_for_name(name) if name else None
+        if model is None or parse_cc(model.cc) != parse_cc(cc):
+            return None
+        return self.floors.get(model.name)
 
     def model_for_pci_id(self, device_id: str) -> GpuModel | None:
         key = normalize_pci_id(device_id)
@@ -171,6 +212,17 @@ class GpuKB:
                 f"{label} runs only on driver branches up to R{fam.last_branch}{legacy}; driver {driver} (R{branch}) does not support it",
                 fam.last_branch, fam.last_release, support,
             )
+        floor = self.floor_for(cc, name)
+        if floor is not None and not (floor.open_only and flavor != "open"):
+            upgrade = floor.upgrade_for(driver)
+            if upgrade is not None:
+                nearer = f" (on R{driver_branch(upgrade)}: {upgrade})" if upgrade != floor.first[0] else ""
+                modules = " for the open kernel modules" if floor.open_only else ""
+                return DriverProblem(
+                    "too-old",
+                    f"{label} is first listed{modules} by driver {floor.first[0]} (R{driver_branch(floor.first[0])}){nearer} in NVIDIA's compatible-GPU tables; driver {driver} (R{branch}) predates it",
+                    driver_branch(upgrade), upgrade, support,
+                )
         if fam.first_branch is not None and branch < fam.first_branch:
             return DriverProblem(
                 "too-old",
@@ -276,7 +328,55 @@ def from_yaml(data: Any, ctx: Ctx) -> GpuKB:
     if shm_mib <= 0:
         raise ctx.at("runtime.shm_min_mib").error(f"expected a positive number of MiB, got {shm_mib}")
     families = _families(data, ctx)
-    return GpuKB(tuple(models), by_name, by_pci, shm_mib * 1024 * 1024, families)
+    names = {m.name for m in models}
+    return GpuKB(tuple(models), by_name, by_pci, shm_mib * 1024 * 1024, families, _floors(data, ctx, names), _predate(data, ctx, names))
+
+
+def _predate(data: Any, ctx: Ctx, names: set[str]) -> frozenset[str]:
+    """The optional `driver_floors_predate` row: products the first table already lists."""
+    raw = data.get("driver_floors_predate") if isinstance(data, Mapping) else None
+    if raw is None:
+        return frozenset()
+    at = ctx.at("driver_floors_predate")
+    row = at.mapping(raw)
+    gpus = at.field(row, "gpus", list)
+    at.source(row)
+    for j, gpu in enumerate(gpus):
+        if gpu not in names:
+            raise at.at("gpus").at(j).error(f"{gpu!r} is not the name of a gpus row")
+    return frozenset(gpus)
+
+
+def _floors(data: Any, ctx: Ctx, names: set[str]) -> dict[str, DriverFloor]:
+    """The optional `driver_floors` rows: one per product row, releases oldest branch first."""
+    raw = data.get("driver_floors") if isinstance(data, Mapping) else None
+    if raw is None:
+        return {}
+    out: dict[str, DriverFloor] = {}
+    for i, row in enumerate(ctx.at("driver_floors").rows(raw)):
+        at = ctx.at("driver_floors").at(i)
+        gpu = at.field(row, "gpu", str)
+        if gpu not in names:
+            raise at.at("gpu").error(f"{gpu!r} is not the name of a gpus row")
+        if gpu in out:
+            raise at.at("gpu").error(f"{gpu!r} has two driver_floors rows")
+        first = at.field(row, "first", list)
+        branches: list[int] = []
+        for j, release in enumerate(first):
+            at.at("first").version({"v": release}, "v") if isinstance(release, str) else None
+            if not isinstance(release, str) or driver_branch(release) is None:
+                raise at.at("first").at(j).error(f"expected a driver release like '580.82.07', got {release!r}")
+            branch = driver_branch(release)
+            if branches and branch <= branches[-1]:
+                raise at.at("first").at(j).error(f"{release}: branches must rise (one release per branch, oldest first)")
+            branches.append(branch)
+        if not first:
+            raise at.at("first").error("expected at least one release")
+        modules = at.field(row, "modules", str, optional=True)
+        if modules not in (None, "open"):
+            raise at.at("modules").error(f"expected 'open' or nothing, got {modules!r}")
+        out[gpu] = DriverFloor(gpu, tuple(first), at.field(row, "listed", str), modules == "open", at.source(row))
+    return out
 
 
 def _families(data: Any, ctx: Ctx) -> tuple[GpuFamily, ...]:

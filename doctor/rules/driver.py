@@ -213,7 +213,10 @@ def driver_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
         flavour (open or proprietary, from /proc/driver/nvidia/version) with the driver
         branches that support each GPU on the host (from NVML, or the PCI device id when the
         driver does not list it): the KB records each architecture family's first and last
-        branch and whether the open kernel modules drive it (gpus.yaml `families`). Also
+        branch and whether the open kernel modules drive it (gpus.yaml `families`), and
+        for each product the first release of each branch whose NVIDIA "Compatible GPUs"
+        table lists it (gpus.yaml `driver_floors`: a B300 is first listed by 580.82.07, an
+        H200 by 550.40.65, a GB10 by 580.94.13); the message names that release. Also
         reads the module's own notice in the kernel log (dmesg, /var/log/kern.log) that it
         ignores a GPU only a legacy branch drives, which holds even for a GPU the KB does
         not know and when the module, finding no other GPU, did not stay loaded.
@@ -222,7 +225,9 @@ def driver_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
         A driver outside a GPU's range does not drive it at all: the module loads, ignores
         the GPU, and nvidia-smi says "No devices were found"; CUDA sees no device. Kepler
         (Tesla K80) is supported only up to the R470 legacy branch, Maxwell, Pascal and
-        Volta up to R580; Ada needs R520 or newer, Blackwell R570 or newer. The open kernel
+        Volta up to R580; Ada needs R520 or newer, Blackwell R570 or newer, and a product
+        launched after its family (B300, GB10, the desktop RTX 5050) needs the first release
+        that lists it, even within a branch (GB10: 580.94.13, not 580.65.06). The open kernel
         modules cannot drive GPUs before Turing, and Blackwell and Grace Hopper run only on
         the open modules.
 
