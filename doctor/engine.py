@@ -10,7 +10,7 @@ from fwdoctor.findings import FINDING_KINDS, kind
 from fwdoctor.host import Host, UnreadableError
 from fwdoctor.model import Fact, Facts, Finding, NotChecked, ProbeFailure, Severity
 from fwdoctor.probes.base import Probe
-from fwdoctor.rules.base import Rule
+from fwdoctor.rules.base import Rule, raise_rule_errors
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -155,7 +155,9 @@ def judge(
 
     A rule that raises (facts of an unexpected shape from a hand-edited facts file, or a
     bug) becomes "not checked" with the reason; `on_rule_error` sees the exception (the
-    CLI prints its traceback under --debug, so a real bug stays visible)."""
+    CLI prints its traceback under --debug, so a real bug stays visible). Under the test
+    suite's switch (FWDOCTOR_RAISE_RULE_ERRORS=1, fwdoctor.rules.base) the exception
+    propagates, so a rule that crashes fails the test that ran it."""
     wanted = set(only) if only else None
     report = Report(facts)
     for item in rules:
@@ -165,6 +167,8 @@ def judge(
         try:
             findings, skipped = item.evaluate(facts, kb)
         except Exception as exc:  # keep the rest of the report
+            if raise_rule_errors():
+                raise
             if on_rule_error is not None:
                 on_rule_error(item, exc)
             findings, skipped = [], NotChecked(

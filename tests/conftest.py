@@ -25,11 +25,28 @@ import pytest
 from click.testing import CliRunner
 
 from fwdoctor.kb import KB, KB_ENV
+from fwdoctor.rules.base import RAISE_RULE_ERRORS_ENV
 
 TESTS = Path(__file__).resolve().parent
 DATA = TESTS / "data"
 ROOTS = TESTS / "roots"
 TEST_KB_DIR = TESTS / "kb"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A rule that raises fails the test that ran it (fwdoctor.engine.judge re-raises under
+    # this switch) instead of becoming "not checked ... the rule has a bug", which the
+    # hostile, fuzz and fixture-root tests could not tell from a correct "not checked".
+    # Set in os.environ so child `fwdoctor` processes inherit it; tests that build a child's
+    # environment from scratch pass it on (tests/test_fuzz_inputs.py). The tests that prove
+    # users get "not checked" turn it off with `rule_errors_reported`.
+    os.environ[RAISE_RULE_ERRORS_ENV] = "1"
+
+
+@pytest.fixture
+def rule_errors_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What users get: a rule that raises becomes "not checked" (the switch is off)."""
+    monkeypatch.delenv(RAISE_RULE_ERRORS_ENV, raising=False)
 
 
 @pytest.fixture(autouse=True)

@@ -207,7 +207,8 @@ def test_saved_build_facts_rejudge_to_the_same_findings(test_kb):
     assert {"build-no-wheel", "build-not-checked"} <= {f.id for f in first.findings}
 
 
-def test_a_rule_that_breaks_is_reported_by_build_not_checked_not_swallowed(test_kb, monkeypatch):
+def test_a_rule_that_breaks_is_reported_by_build_not_checked_not_swallowed(test_kb, monkeypatch, rule_errors_reported):
+    # rule_errors_reported: what users get (the test suite's switch would re-raise instead)
     def broken(facts, kb):
         raise RuntimeError("boom")
 

@@ -92,7 +92,8 @@ def test_the_cpu_jax_venv_on_a_gpu_host_gets_the_cuda13_install(jax_venv, tmp_pa
     argv = [*FWDOCTOR, "check", "--python", str(jax_venv / "bin" / "python"), "--json"]
     scenario = gpuhost.SCENARIOS / "h100x8-r580.json"
     host = gpuhost.parse(json.loads(scenario.read_text()), "h100x8-r580")
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LC_ALL": "C", "FWDOCTOR_KB": str(REPO / "tests" / "kb"), "PYTHONPATH": str(REPO / "tests")}
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LC_ALL": "C", "FWDOCTOR_KB": str(REPO / "tests" / "kb"), "PYTHONPATH": str(REPO / "tests"),
+           "FWDOCTOR_RAISE_RULE_ERRORS": "1"}  # the test suite's switch: a rule that raises fails the run
     with gpuhost.started(host, argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         out, err = proc.communicate(timeout=300)
     report = json.loads(out)

@@ -7,7 +7,13 @@ random generator (the seed is in the test id: a failure replays exactly): odd fi
 (newline, $(...), quotes, bytes that are not UTF-8, 255-byte names), random bytes, empty and
 truncated files, symlinks (loops, dangling, absolute), wrong JSON/YAML types, deep nesting.
 Every case must end within its deadline, under RLIMIT_AS, with exit 0, 1 or 2 and no
-traceback or "internal error" in its output. FIFOs and device files are left to
+traceback or "internal error" in its output, and say what it did: a refusal names the input,
+a judged input gives a whole JSON report. Rules run under the test suite's switch
+(FWDOCTOR_RAISE_RULE_ERRORS=1, tests/conftest.py): a rule that raises on a damaged root or
+env file fails the case. A damaged facts file may hold a wrong-typed fact, which users get
+as "not checked" (the switch is off for it); each rule that could not be evaluated there
+must then judge the undamaged facts without raising, so the damage, not the rule, was the
+cause. FIFOs and device files are left to
 tests/test_hostile_reads.py (issue 11 item 3), which tests each read path with them.
 """
 
@@ -23,6 +29,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from fwdoctor.rules.base import RAISE_RULE_ERRORS_ENV
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -44,8 +52,10 @@ def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path, raise_rule_errors: bool = True) -> subprocess.CompletedProcess:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+    if raise_rule_errors:  # a rule that raises is an "internal error" (exit 2), not "not checked"
+        env[RAISE_RULE_ERRORS_ENV] = "1"
     try:
         return subprocess.run([sys.executable, "-m", "fwdoctor", *args], capture_output=True, cwd=cwd, env=env,
                               timeout=CASE_DEADLINE_S, preexec_fn=_limits)
@@ -139,18 +149,39 @@ def _mutate(value, rng: random.Random, depth: int = 0):
     return value
 
 
+# Facts saved from two real roots, taken in turn by seed: driver, GPU and torch known in
+# one, a toolkit beside torch in the other, so that most rules run on them.
+FACTS_ROOTS = ("torch-driver-too-old", "toolkit-torch-mismatch")
+
+
 @pytest.fixture(scope="module")
-def saved_facts(tmp_path_factory) -> dict:
-    root = ROOTS / "toolkit-torch-mismatch"
-    done = run_cli("facts", "--root", str(root), "--env-file", str(root / "fixture.env"), cwd=tmp_path_factory.mktemp("facts"))
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+def saved_facts(tmp_path_factory) -> dict[str, dict]:
+    documents = {}
+    for name in FACTS_ROOTS:
+        root = ROOTS / name
+        done = run_cli("facts", "--root", str(root), "--env-file", str(root / "fixture.env"), cwd=tmp_path_factory.mktemp("facts"))
+        assert done.returncode == 0, done.stderr
+        documents[name] = json.loads(done.stdout)
+    return documents
+
+
+ODD_VALUES = [None, True, -1, 1e308, "", "a\nb", [], {}, [[[]]], "9" * 400, {"value": None}, ["x"], 1.5]
+
+
+def _retype(document: dict, rng: random.Random) -> dict:
+    """A copy of saved facts with a few facts' values replaced by wrong types: still a facts
+    file `check` must judge (the damage of `_mutate` is mostly refused as a whole)."""
+    copy = json.loads(json.dumps(document))
+    for key in rng.sample(sorted(copy["facts"]), 5):
+        copy["facts"][key]["value"] = rng.choice(ODD_VALUES)
+    return copy
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_damaged_facts_file_is_judged_or_refused_without_a_traceback(tmp_path, saved_facts, seed):
     rng = random.Random(1000 + seed)
-    data = _mutate(saved_facts, rng)
+    undamaged = saved_facts[FACTS_ROOTS[seed % len(FACTS_ROOTS)]]
+    data = _mutate(undamaged, rng)
     path = tmp_path / "facts.json"
     text = json.dumps(data)
     if seed % 3 == 2:  # a truncated or byte-damaged file
@@ -160,7 +191,27 @@ def test_a_damaged_facts_file_is_judged_or_refused_without_a_traceback(tmp_path,
         path.write_bytes(bytes(raw[: rng.randrange(len(raw))]))
     else:
         path.write_text(text)
-    assert_handled(run_cli("check", "--json", "--facts", str(path), cwd=tmp_path), f"facts seed {seed}")
+    retyped = tmp_path / "retyped.json"
+    retyped.write_text(json.dumps(_retype(undamaged, rng)))
+    for facts_file in (path, retyped):
+        result = run_cli("check", "--json", "--facts", str(facts_file), cwd=tmp_path, raise_rule_errors=False)
+        assert_handled(result, f"facts seed {seed}: {facts_file.name}")
+        if result.returncode == 2:  # refused: one line naming the file
+            assert facts_file is path, result.stderr  # wrong-typed values are judged, not refused
+            assert f"--facts {path}" in result.stderr.decode("utf-8", "replace"), result.stderr
+            continue
+        report = json.loads(result.stdout)
+        crashed = sorted(n["rule"] for n in report["not_checked"] if "could not be evaluated" in n["reason"])
+        if crashed:
+            # The same rules on the undamaged facts, with the switch on: a rule that raises
+            # there has a bug the damage only hid.
+            from fwdoctor.engine import judge
+            from fwdoctor.kb import KB
+            from fwdoctor.model import Facts
+            from fwdoctor.rules import KB_AREAS, RULES
+
+            judged = judge(Facts.from_json(undamaged), KB.load(None, areas=KB_AREAS), RULES, only=crashed)
+            assert judged.evaluated == len(crashed)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

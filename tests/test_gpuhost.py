@@ -75,6 +75,8 @@ def run_in(host: gpuhost.Scenario, argv: list[str], cwd: Path, kb: Path | None =
         "VIRTUAL_ENV": str(VENV),
         "HOME": os.environ.get("HOME", str(cwd)),
         "LC_ALL": "C",
+        # the test suite's switch (tests/conftest.py): a rule that raises fails the run
+        "FWDOCTOR_RAISE_RULE_ERRORS": "1",
     }
     if kb is not None:
         env["FWDOCTOR_KB"] = str(kb)

@@ -150,37 +150,75 @@ def test_bad_timeout_is_a_usage_error(value: str) -> None:
 
 
 WRONG = ["x", 5, 1.5, True, None, [1], ["x"], {"a": 1}]
+# Whole facts of real fixture roots (driver, GPU and torch known in one, a toolkit beside
+# torch in the other), so most rules run: a facts file of one key would leave nearly every
+# rule not checked for lack of input, and a rule that always raises would pass.
+FACTS_ROOTS = [Path(__file__).resolve().parent / "roots" / name for name in ("torch-driver-too-old", "toolkit-torch-mismatch")]
+
+
+@pytest.fixture(scope="module")
+def saved_facts() -> list[dict]:
+    documents = []
+    for root in FACTS_ROOTS:
+        proc = fwdoctor("facts", "--root", str(root), "--env-file", str(root / "fixture.env"))
+        assert proc.returncode == 0, proc.stderr
+        documents.append(json.loads(proc.stdout))
+    return documents
 
 
 @pytest.mark.parametrize("value", WRONG, ids=[json.dumps(v) for v in WRONG])
-def test_wrong_typed_facts_never_crash_check(tmp_path: Path, value: object) -> None:
-    """Every documented key at once set to one wrong type: check reports, never crashes,
-    and the rules that could not read their facts say so."""
+def test_wrong_typed_facts_never_crash_check(tmp_path: Path, value: object, saved_facts: list[dict], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every documented key in turn set to one wrong type in otherwise whole facts: check
+    reports, never crashes, and a rule that could not read its facts says so. A rule may
+    fail only because of the damaged fact: on the undamaged facts, under the test suite's
+    switch (a rule that raises fails the test), every rule runs clean."""
     import re
 
+    from fwdoctor import report as rep
+    from fwdoctor.engine import judge
+    from fwdoctor.kb import KB
+    from fwdoctor.model import Facts
+    from fwdoctor.rules import KB_AREAS, RULES
+    from fwdoctor.rules.base import RAISE_RULE_ERRORS_ENV
+    from fwdoctor.sources import read_facts_file
+
+    kb = KB.load(None, areas=KB_AREAS)
+    for document in saved_facts:  # the switch is on: a rule that raises on real facts fails here
+        whole = judge(Facts.from_json(document), kb, RULES)
+        assert whole.evaluated == len(RULES) and whole.findings
     keys = re.findall(r"^\| `([a-z_]+\.[a-z_0-9]+)`", (Path(__file__).parents[1] / "doctor" / "FACTS.md").read_text(), re.M)
     assert len(keys) > 50
-    for key in keys:
-        path = tmp_path / "facts.json"
-        path.write_text(json.dumps({"facts": {key: {"value": value, "source": "test"}}}))
-        from fwdoctor.engine import judge
-        from fwdoctor import report as rep
-        from fwdoctor.kb import KB
-        from fwdoctor.rules import KB_AREAS, RULES
-        from fwdoctor.sources import read_facts_file
-
-        report = judge(read_facts_file(str(path)), KB.load(None, areas=KB_AREAS), RULES)
-        rep.render_text(report, verbose=True)
-        rep.render_markdown(report)
-        rep.render_json(report)
-        for skipped in report.not_checked:
-            assert "internal error" not in skipped.reason, (key, skipped)
+    monkeypatch.delenv(RAISE_RULE_ERRORS_ENV)  # what users get: a rule that raises is "not checked"
+    for document in saved_facts:
+        for key in keys:
+            data = json.loads(json.dumps(document))
+            data["facts"][key] = {"value": value, "source": "test"}
+            path = tmp_path / "facts.json"
+            path.write_text(json.dumps(data))
+            crashed: list[str] = []
+            report = judge(read_facts_file(str(path)), kb, RULES, on_rule_error=lambda rule, exc: crashed.append(rule.id))
+            assert report.evaluated == len(RULES)
+            rep.render_text(report, verbose=True)
+            rep.render_markdown(report)
+            shown = json.loads(rep.render_json(report))
+            for skipped in report.not_checked:
+                assert "internal error" not in skipped.reason, (key, skipped)
+            for rule_id in crashed:  # the user sees which rule could not run, and why
+                (row,) = [n for n in shown["not_checked"] if n["rule"] == rule_id]
+                assert row["reason"].startswith("could not be evaluated: a fact has an unexpected type"), (key, row)
 
 
 def test_wrong_typed_gpus_list_via_cli(tmp_path: Path) -> None:
+    """Users get "not checked" for a rule that cannot read a wrong-typed fact: the test
+    suite's switch (a rule that raises fails the test) is off here, as it is for users."""
+    from fwdoctor.rules.base import RAISE_RULE_ERRORS_ENV
+
     path = tmp_path / "facts.json"
     path.write_text(json.dumps({"facts": {"gpus.list": {"value": 5}, "driver.version": {"value": "580.95.05"}}}))
-    proc = fwdoctor("check", "--facts", str(path), "-v")
+    env = {k: v for k, v in os.environ.items() if k != RAISE_RULE_ERRORS_ENV}
+    proc = subprocess.run([sys.executable, "-m", "fwdoctor", "check", "--facts", str(path), "-v"], capture_output=True, text=True,
+                          timeout=DEADLINE_S, stdin=subprocess.DEVNULL, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr + proc.stdout, proc.stdout
     assert "could not be evaluated: a fact has an unexpected type" in proc.stdout, proc.stdout
     gpus_row = next(line for line in proc.stdout.splitlines() if line.strip().startswith("GPUs"))

@@ -15,6 +15,7 @@ and turns missing inputs into `NotChecked` so an unknown never looks healthy.
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
@@ -34,6 +35,18 @@ class Hit:
     evidence: Mapping[str, Any] = field(default_factory=dict)
     fix: FixRef | None = None
     severity: Severity | None = None
+
+
+# The test suite sets this (tests/conftest.py) so that a rule that raises fails the test
+# that ran it instead of becoming "not checked ... the rule has a bug", which a robustness
+# test cannot tell from a correct "not checked". Users never set it: for them one broken
+# rule costs one row, not the report.
+RAISE_RULE_ERRORS_ENV = "FWDOCTOR_RAISE_RULE_ERRORS"
+
+
+def raise_rule_errors() -> bool:
+    """True when a rule's exception should propagate (the test suite's switch)."""
+    return os.environ.get(RAISE_RULE_ERRORS_ENV) == "1"
 
 
 class NotCheckable(Exception):

@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 from fwdoctor.arch import parse_targets
 from fwdoctor.libraries import library
 from fwdoctor.model import Facts, FixRef, Severity
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, raise_rule_errors, rule, sh
 from fwdoctor.versions import parse_version
 
 if TYPE_CHECKING:
@@ -495,6 +495,8 @@ def not_checked(facts: Facts, kb: KB) -> Iterable[Hit]:
         try:
             _, skipped = item.evaluate(facts, kb)
         except Exception as exc:  # that rule's bug; the build still hears of it
+            if raise_rule_errors():  # the test suite's switch: a crash fails the test
+                raise
             reason = f"internal error in rule: {type(exc).__name__}: {exc}"
         else:
             if skipped is None:
