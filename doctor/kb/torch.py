@@ -40,6 +40,9 @@ class TorchVariant:
     torchvision: str | None
     torchaudio: str | None
     source: tuple[str, ...]
+    # Where arch_list was read: "wheel" (the wheel's own kernels or its get_arch_list()) or
+    # "script" (the build script alone: a `+PTX` there is a claim no wheel confirmed).
+    arch_from: str | None = None
 
     @property
     def local_version(self) -> str:
@@ -172,6 +175,11 @@ def from_yaml(data: Any, ctx: Ctx) -> TorchKB:
             arch_list = _arch_list(vctx, row)
             if name == "cpu" and arch_list is not None:
                 raise vctx.at("arch_list").error("a CPU wheel has no arch list")
+            arch_from = vctx.field(row, "arch_from", str, optional=True)
+            if arch_from not in (None, "wheel", "script"):
+                raise vctx.at("arch_from").error(f"expected wheel or script, got {arch_from!r}")
+            if arch_from is not None and arch_list is None:
+                raise vctx.at("arch_from").error("says where an arch list was read, but arch_list is null")
             cudnn = vctx.version(row, "cudnn", optional=True)
             nccl = vctx.version(row, "nccl", optional=True)
             keys = vctx.source(row)
@@ -195,6 +203,7 @@ def from_yaml(data: Any, ctx: Ctx) -> TorchKB:
                         torchvision=tv,
                         torchaudio=ta,
                         source=tuple(dict.fromkeys((*keys, *pkeys))),
+                        arch_from=arch_from,
                     )
                 )
         if default is not None and default not in names:
