@@ -63,16 +63,18 @@ class _Writer:
         self.lines: list[str] = []
 
     def family(self, name: str, help_text: str, samples: Iterable[tuple[Mapping[str, Any], float]]) -> None:
-        """One gauge family; duplicate label sets are summed (node_exporter rejects repeats)."""
-        merged: dict[tuple[tuple[str, str], ...], float] = {}
+        """One gauge family; duplicate label sets are summed (node_exporter rejects repeats).
+        Labels are escaped first and merged on what is written: two raw values that escape
+        alike ("9.1\\x01" and "9.1\\x02" both end in U+FFFD) are one series, not two."""
+        merged: dict[str, float] = {}
         for labels, value in samples:
-            key = tuple((k, str(v)) for k, v in labels.items())
+            key = _labels(labels)
             merged[key] = merged.get(key, 0) + value
         full = f"{PREFIX}_{name}"
         self.lines.append(f"# HELP {full} {help_text}")
         self.lines.append(f"# TYPE {full} gauge")
         for key, value in merged.items():
-            self.lines.append(f"{full}{_labels(dict(key))} {_number(value)}")
+            self.lines.append(f"{full}{key} {_number(value)}")
 
 
 def _epoch(text: str | None) -> float | None:

@@ -24,8 +24,9 @@ cluster refuses the variable). No host path, no hostPID, no privileges: the fact
 node's driver and GPUs as the image sees them, which is what a training job in that
 image sees.
 
-The manifest is built as data and written with yaml.safe_dump: no value is ever pasted
-into YAML text.
+The manifest is built as data and written by fwdoctor.escape.yaml_dump (PyYAML's safe
+dumper, quoting every string YAML 1.1 or 1.2 would type: `y`, `on`, `1e3`, `0o17`, `~`):
+no value is ever pasted into YAML text.
 """
 
 from __future__ import annotations
@@ -33,8 +34,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
+from fwdoctor.escape import yaml_dump
 from fwdoctor.fleet.collect import DEFAULT_TIMEOUT_S, WHAT
 
 GPU_LABEL = ("nvidia.com/gpu.present", "true")
@@ -161,4 +161,6 @@ def render(manifest: dict[str, Any], namespace: str, name: str) -> str:
         f"kubectl delete -n {namespace} daemonset/{name}",
     ]
     head = "".join(f"# {comment(line)}\n" for line in steps)
-    return head + yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
+    # yaml_dump quotes every string a YAML 1.1 reader (kubectl's go-yaml) could read as a
+    # number, boolean or null: a namespace `1e3`, a label value `y` or `0o17` stay strings.
+    return head + yaml_dump(manifest)
