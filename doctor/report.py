@@ -1,4 +1,9 @@
-"""One report, three renderers: text (for people), JSON (for scripts), markdown (for bug reports)."""
+"""One report, three renderers: text (for people), JSON (for scripts), markdown (for bug reports).
+
+Values stay raw in Facts and Findings (JSON keeps them so); each renderer escapes for where
+its bytes go (fwdoctor.escape): the text report shows control characters visibly (a GPU
+name's OSC 52 clipboard write, a path's newline), markdown holds report text only in code.
+Fix commands are quoted where the rules build them (fwdoctor.rules.base.sh)."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any
 
 from fwdoctor import __version__
 from fwdoctor.engine import Report
+from fwdoctor.escape import md_block, md_cell, md_code, terminal
 from fwdoctor.findings import AREA_TITLES, AREAS
 from fwdoctor.model import TIMESTAMP_FORMAT, Finding, Provenance, Severity
 from fwdoctor.schema import stamp
@@ -34,10 +40,11 @@ def _fix_lines(finding: Finding) -> list[str]:
 
 def render_text(report: Report, verbose: bool = False, color: bool = False) -> str:
     def paint(text: str, severity: Severity | None) -> str:
+        text = terminal(text)  # escaped before fwdoctor's own colour codes go around it
         if not color or severity is None:
-            return text
+            return _Escaped(text)
         code = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}[severity]
-        return f"\x1b[{code}m{text}\x1b[0m"
+        return _Escaped(f"\x1b[{code}m{text}\x1b[0m")
 
     out: list[str] = [f"fwdoctor {__version__}: {_summary_line(report)}", ""]
     out += [f"  {layer:<8} {text}" for layer, text in summary(report.facts)]
@@ -72,7 +79,13 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
         out.append("No problems found.")
     else:
         out.append("`fwdoctor explain ID` explains a finding; `--json` gives machine-readable output.")
-    return "\n".join(out) + "\n"
+    # Every line through the terminal layer (painted ones already were, and hold no other
+    # control character than the colour codes added after): one line each, nothing raw.
+    return "\n".join(line if isinstance(line, _Escaped) else terminal(line) for line in out) + "\n"
+
+
+class _Escaped(str):
+    """A line already through the terminal layer (and perhaps painted): left as it is."""
 
 
 def _summary_line(report: Report) -> str:
@@ -119,7 +132,9 @@ def render_json(report: Report, checked_at: str | None = None) -> str:
 
 
 _UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b|\b[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
-_HOME = re.compile(r"(/home/|/Users/)[^/\s\"']+")
+# The user name stops at characters markdown escaping relies on (a backtick, a backslash, a
+# pipe), so scrubbing a rendered document never shortens a code span's fence or its escapes.
+_HOME = re.compile(r"(/home/|/Users/)[^/\s\"'`\\|<>]+")
 
 
 def scrub(text: str) -> str:
@@ -130,28 +145,30 @@ def scrub(text: str) -> str:
 
 
 def render_markdown(report: Report) -> str:
+    """A bug-report comment: values from the host only inside code (fwdoctor.escape), so
+    no folder or GPU name renders as a link, image, HTML or @mention on GitHub."""
     lines = [f"### fwdoctor {__version__} report", "", f"**{_summary_line(report)}**", ""]
     lines += ["| layer | version |", "|---|---|"]
-    lines += [f"| {layer} | {text.replace('|', '/')} |" for layer, text in summary(report.facts)]
+    lines += [f"| {layer} | {md_cell(scrub(text))} |" for layer, text in summary(report.facts)]
     lines.append("")
     if report.findings:
         lines += ["| severity | id | message |", "|---|---|---|"]
         for f in report.findings:
-            lines.append(f"| {f.severity.value} | `{f.id}` | {f.message.replace('|', '/')} |")
+            lines.append(f"| {f.severity.value} | `{f.id}` | {md_cell(scrub(f.message))} |")
         lines.append("")
     key_facts = [
         "system.os", "driver.version", "driver.cuda_version", "gpus.list", "cuda.active",
         "cudnn.installs", "nccl.installs", "python.version", "torch.version", "torch.cuda",
     ]
-    lines += ["<details><summary>key facts</summary>", "", "```"]
+    facts = []
     for key in key_facts:
         if key in report.facts:
             value = report.facts[key] if report.facts.known(key) else f"unknown ({report.facts.why(key)})"
-            lines.append(f"{key}: {_short(value, 500)}")
-    lines += ["```", "</details>", ""]
+            facts.append(scrub(f"{key}: {_short(value, 500)}"))
+    lines += ["<details><summary>key facts</summary>", "", *md_block(facts), "</details>", ""]
     if report.nothing_checked:
         lines += [NOTHING_CHECKED, ""]
     if report.not_checked:
-        lines.append("Not checked: " + "; ".join(f"`{n.rule}` ({n.reason})" for n in report.not_checked))
+        lines.append("Not checked: " + "; ".join(f"`{n.rule}` ({md_code(scrub(n.reason))})" for n in report.not_checked))
         lines.append("")
-    return scrub("\n".join(lines))
+    return "\n".join(lines)

@@ -71,7 +71,7 @@ def test_text_markdown_and_json_reports_open_with_the_same_lines():
     assert text[2:9] == [f"  {layer:<8} {line}" for layer, line in summary(FULL)]
     markdown = render_markdown(report)
     assert "| layer | version |" in markdown
-    assert "| driver | 580.95.05 (open kernel module), supports CUDA up to 13.0 |" in markdown
+    assert "| driver | `580.95.05 (open kernel module), supports CUDA up to 13.0` |" in markdown  # host text only in code
     assert to_json(report)["summary"][0] == {"layer": "driver", "text": "580.95.05 (open kernel module), supports CUDA up to 13.0"}
 
 

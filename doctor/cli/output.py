@@ -4,7 +4,8 @@
 root context; commands read them through these helpers instead of deciding for themselves:
 
 - `note(text)`: progress and remarks on stderr ("interpreter under test: ..."); silent with
-  -q. Errors never go through here (fwdoctor.cli.errors), so -q never hides a failure.
+  -q; control characters shown visibly (fwdoctor.escape.terminal). Errors never go through
+  here (fwdoctor.cli.errors), so -q never hides a failure.
 - `use_color()`: --color always/never, else auto: a terminal on stdout and no NO_COLOR
   (https://no-color.org: set and non-empty disables colour), and TERM is not "dumb".
 - `emit_json(kind, body)`: one JSON document on stdout, stamped by fwdoctor.schema.
@@ -20,6 +21,7 @@ from typing import Any, Mapping
 
 import click
 
+from fwdoctor.escape import terminal_lines
 from fwdoctor.schema import stamp
 
 _KEY = "fwdoctor.output"
@@ -57,9 +59,10 @@ def use_color(stream: Any = None) -> bool:
 
 
 def note(text: str) -> None:
-    """A remark for the person at the terminal (stderr), unless -q."""
+    """A remark for the person at the terminal (stderr), unless -q; each line through the
+    terminal layer (a path's escape sequence is shown, not obeyed)."""
     if not settings().quiet:
-        click.echo(text, err=True)
+        click.echo(terminal_lines(str(text).split("\n")), err=True)
 
 
 def emit_json(kind: str, body: Mapping[str, Any]) -> None:

@@ -3,7 +3,8 @@
 Everything is inline (page.css, page.js beside this module, read as package data); a
 Content-Security-Policy forbids every fetch, so the page works offline, from a mail
 attachment or an artifact store. Every value that came from a document (node names,
-versions, messages) goes through html.escape: a host name is input like any other.
+versions, messages) goes through html.escape (control characters shown visibly first,
+fwdoctor.escape.terminal): a host name is input like any other.
 
 Cells the documents do not fill show "n/a". An odd cell (a minority value, a figure far
 below its peers') has class "odd" and a title saying what the rest have.
@@ -16,6 +17,7 @@ from importlib import resources
 from typing import Iterator
 
 from fwdoctor import __version__
+from fwdoctor.escape import terminal
 from fwdoctor.findings import AREA_TITLES
 from fwdoctor.fleet import node as nd
 from fwdoctor.fleet.drift import listed
@@ -29,7 +31,9 @@ def _asset(name: str) -> str:
 
 
 def e(value: object) -> str:
-    return escape(str(value), quote=True)
+    """A document's value as HTML text: control characters shown as the terminal shows
+    them (HTML forbids them, and the page may be read with `cat`), then html.escape."""
+    return escape(terminal(value), quote=True)
 
 
 def render_html(report: FleetReport) -> Iterator[str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from fwdoctor import __version__
+from fwdoctor.escape import md_cell, md_code, terminal_lines
 from fwdoctor.findings import AREA_TITLES
 from fwdoctor.fleet import node as nd
 from fwdoctor.fleet.documents import BadInput, Document, documents
@@ -292,7 +293,9 @@ def render_text(report: FleetReport) -> str:
         out.append("Nothing to report: no facts, check or smoke document was read.")
     else:
         out.append("`fwdoctor explain ID` explains a finding; --format json|markdown|html for other views.")
-    return "\n".join(out) + "\n"
+    # A node's values (driver version, GPU name, smoke failure text, file names) reach the
+    # terminal with their control characters shown, one line each (fwdoctor.escape).
+    return terminal_lines(out) + "\n"
 
 
 def _status(findings: list[Finding]) -> str:
@@ -301,34 +304,32 @@ def _status(findings: list[Finding]) -> str:
 
 
 def md(text: Any) -> str:
-    """A value in a markdown table cell: pipes escaped, one line, no markup."""
-    value = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
-    for char in "`*_[]<>#":
-        value = value.replace(char, "\\" + char)
-    return value
+    """A value from the nodes' documents in markdown: an inline code span (fwdoctor.escape),
+    where GitHub renders no link, image, HTML or @mention; use `md_cell` in a table."""
+    return md_code(text)
 
 
 def render_markdown(report: FleetReport) -> str:
     n = report.max_listed
-    out = [f"## fwdoctor fleet report", "", f"fwdoctor {__version__}: {md(_summary(report))}", "",
+    out = [f"## fwdoctor fleet report", "", f"fwdoctor {__version__}: {_summary(report)}", "",
            f"### Drift: {report.alike} of {len(report.rows)} nodes alike", ""]
     differing = _differing(report)
     if differing:
         out += ["| check | odd nodes | the rest |", "|---|---|---|"]
         for column, found in differing:
-            odd = "; ".join(f"{md(listed(g.nodes, n))}: {md(g.value)}" for g in found.minorities[:n])
-            out.append(f"| {md(column.title)} | {odd} | {found.majority_count} x {md(found.majority)} |")
+            odd = "; ".join(f"{md_cell(listed(g.nodes, n))}: {md_cell(g.value)}" for g in found.minorities[:n])
+            out.append(f"| {column.title} | {odd} | {found.majority_count} x {md_cell(found.majority)} |")
     else:
         out.append("Nothing differs between the nodes.")
     same = _same(report)
     if same:
         out += ["", f"Same on every node that says: {md(', '.join(same))}"]
-    out += ["", f"### {md(AREA_TITLES['fleet'])}", ""]
+    out += ["", f"### {AREA_TITLES['fleet']}", ""]
     out += [f"- **{f.severity.value}** `{f.id}`: {md(f.message)}" for f in report.findings] or ["No finding."]
     out += [f"- not checked `{item.rule}`: {md(item.reason)}" for item in report.not_checked]
     out += ["", "### Each node's own checks", ""]
     groups = grouped_node_findings(report)
-    out += [f"- **{s}** `{i}`: {md(m)} ({len(nodes)} node(s): {md(listed(nodes, n))})" for (i, s, m), nodes in groups] or ["No finding."]
+    out += [f"- **{s}** {md(i)}: {md(m)} ({len(nodes)} node(s): {md(listed(nodes, n))})" for (i, s, m), nodes in groups] or ["No finding."]
     failed = [(r.name, text) for r in report.rows for text in r.smoke_failures]
     if failed:
         out += ["", "### Smoke tests that failed", ""] + [f"- {md(name)}: {md(text)}" for name, text in failed]

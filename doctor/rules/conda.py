@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 from fwdoctor import versions
 from fwdoctor.libraries import CUDNN, NCCL, Library
 from fwdoctor.model import Facts, FixRef, Severity
+from fwdoctor.quoting import comment
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 
 if TYPE_CHECKING:
@@ -201,7 +202,7 @@ def conda_libstdcxx_too_old(facts: Facts, kb: KB) -> Hit | None:
         fix=FixRef(
             recipe=None,
             options={"conda_update": list(gcc_names), "prefix": prefix, "needs": f"GLIBCXX_{worst['needs']}"},
-            commands=(f"conda update -p {sh(prefix)} -c conda-forge {' '.join(gcc_names)}   # to a GCC release that defines GLIBCXX_{worst['needs']}",),
+            commands=(f"conda update -p {sh(prefix)} -c conda-forge {' '.join(gcc_names)}   # to a GCC release that defines GLIBCXX_{comment(str(worst['needs']))}",),
             note=f"update conda's {gcc_names[0]} so PREFIX/lib/libstdc++.so.6 defines GLIBCXX_{worst['needs']}",
         ),
     )

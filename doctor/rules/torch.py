@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion, Version
 
 from fwdoctor import arch, selection
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.versions import parse_version
 
 if TYPE_CHECKING:
@@ -26,8 +26,10 @@ NO_KERNEL = "CUDA error: no kernel image is available for execution on the devic
 
 # --------------------------------------------------------------------------- helpers
 def _pip(facts: Facts) -> str:
+    """`PYTHON -m pip` with the interpreter quoted: a venv folder named `v;touch X;x` in an
+    inspected root is one word of the command a person pastes, never a command of its own."""
     python = facts.get("python.executable")
-    return f"{python} -m pip" if python else "python3 -m pip"
+    return f"{sh(python)} -m pip" if python else "python3 -m pip"
 
 
 def driver_runs(kb: KB, driver: str, cuda: str | None) -> bool | None:
@@ -50,7 +52,7 @@ def wheel_fix(facts: Facts, kb: KB, variant: TorchVariant, note: str) -> FixRef:
     return FixRef(
         recipe="torch-wheel",
         options={"torch": variant.torch, "variant": variant.variant, "python": facts.get("python.executable")},
-        commands=(f"{_pip(facts)} install --force-reinstall torch=={variant.torch} --index-url {variant.index_url}",),
+        commands=(f"{_pip(facts)} install --force-reinstall {sh(f'torch=={variant.torch}')} --index-url {sh(variant.index_url)}",),
         note=note,
     )
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from fwdoctor.smoke.diagnose import diagnose, first_error_line
+from fwdoctor.escape import terminal_lines
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
 
@@ -66,4 +67,6 @@ def render_text(results: Iterable[SmokeResult]) -> str:
             lines.append(f"      diagnosis: {r.diagnosis}   (fwdoctor explain {r.diagnosis})")
         if r.hint:
             lines.append(f"      try: {r.hint}")
-    return "\n".join(lines) + ("\n" if lines else "")
+    # The error text is the child's own output (a driver's, a library's): control characters
+    # in it are shown, not sent to the terminal (fwdoctor.escape).
+    return terminal_lines(lines) + ("\n" if lines else "")

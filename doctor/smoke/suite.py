@@ -53,6 +53,7 @@ from typing import Any, Callable
 from fwdoctor.model import Provenance
 from fwdoctor.schema import stamp
 from fwdoctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult
+from fwdoctor.escape import terminal_lines
 
 SCHEMA = "fwdoctor-smoke/1"
 
@@ -116,4 +117,4 @@ def render_summary(suite: SuiteResult) -> str:
     errors = [f for f in suite.check.get("findings", []) if f.get("severity") == "error"]
     for finding in errors:
         lines.append(f"    error {finding.get('id')}: {finding.get('message')}")
-    return "\n".join(lines) + "\n"
+    return terminal_lines(lines) + "\n"  # smoke and check texts shown inert (fwdoctor.escape)

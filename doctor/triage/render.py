@@ -5,6 +5,12 @@ JSON: kind "triage" (fwdoctor.schema stamp); every key of `check --json` (exit_c
 summary, facts, probe_failures, findings, not_checked) with the same meaning, plus
 "fragments": [{"kind", "lines": [first, last], "facts": {key: value}, "notes": [...]}].
 Each fact's "source" names the report lines it came from ("report line 12-14: collect_env").
+
+The markdown is posted by a bot on an issue whose text anyone can write: text from the report
+(values, messages, quoted lines, fix commands) goes only inside code spans and fenced blocks
+(fwdoctor.escape), where GitHub renders no link, image, HTML, @mention or cross-reference;
+fences are longer than any backtick run inside them. The text form goes through the terminal
+layer like `check`'s.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 from fwdoctor import __version__
 from fwdoctor import report as rep
+from fwdoctor.escape import md_block, md_cell, md_code, terminal_lines
 from fwdoctor.model import Facts, Finding
 from fwdoctor.triage import UNSHOWN
 from fwdoctor.triage.judge import Triage
@@ -33,7 +40,7 @@ def render_text(result: Triage, verbose: bool = False, color: bool = False) -> s
     head += [f"  line {f.start}-{f.end}  {f.kind}" + (f"  ({'; '.join(f.notes)})" if verbose and f.notes else "") for f in result.fragments]
     if not result.fragments:
         head.append("  (none: no collect_env, nvidia-smi, nvcc -V, pip list ... and no known error text)")
-    return "\n".join(head) + "\n\n" + rep.render_text(result.report, verbose=verbose, color=color)
+    return terminal_lines(head) + "\n\n" + rep.render_text(result.report, verbose=verbose, color=color)
 
 
 def _ranges(source: str) -> list[tuple[int, int]]:
@@ -58,11 +65,6 @@ def _evidence_ranges(finding: Finding, facts: Facts) -> list[tuple[int, int]]:
     return merged
 
 
-def _no_ping(text: str) -> str:
-    """A comment must not @-mention anyone or close a fence with text from the report."""
-    return text.replace("@", "&#64;").replace("|", "/")
-
-
 def render_markdown(result: Triage, text: str) -> str:
     report, facts = result.report, result.report.facts
     lines = Lines.of(text)
@@ -74,21 +76,23 @@ def render_markdown(result: Triage, text: str) -> str:
         kinds = ", ".join(f"{f.kind} (line {f.start}" + (f"-{f.end})" if f.end != f.start else ")") for f in result.fragments)
         out += [f"**{rep._summary_line(report)}** from what this report shows: {kinds}.", ""]
         out += ["| layer | as the report shows it |", "|---|---|"]
-        out += [f"| {layer} | {_no_ping(value)} |" for layer, value in _layers(facts)]
+        out += [f"| {layer} | {md_cell(rep.scrub(value))} |" for layer, value in _layers(facts)]
         out.append("")
     for finding in report.findings:
-        out += [f"#### {finding.severity.value}: `{finding.id}` ({finding.code})", "", _no_ping(finding.message), ""]
+        out += [f"#### {finding.severity.value}: `{finding.id}` ({finding.code})", "", *md_block([rep.scrub(finding.message)]), ""]
         quoted = []
         for start, end in _evidence_ranges(finding, facts)[:4]:
             quoted += [f"line {start}" + (f"-{end}" if end != start else "") + ":"]
-            quoted += [q for q in lines.quote(start, end, limit=8) if not q.lstrip().startswith(("```", "~~~"))]
+            quoted += [rep.scrub(q) for q in lines.quote(start, end, limit=8)]
         if quoted:
-            out += ["<details><summary>evidence from the report</summary>", "", "````text", *quoted, "````", "</details>", ""]
+            # The fence is longer than any backtick run in the quoted lines, so a report's own
+            # fences and `</details>` stay text inside the block.
+            out += ["<details><summary>evidence from the report</summary>", "", *md_block(quoted), "</details>", ""]
         if finding.fix is not None:
             if finding.fix.note:
-                out += [f"**Fix:** {_no_ping(finding.fix.note)}", ""]
+                out += [f"**Fix:** {md_code(rep.scrub(finding.fix.note))}", ""]
             if finding.fix.commands:
-                out += ["```sh", *finding.fix.commands, "```", ""]
+                out += [*md_block([rep.scrub(c) for c in finding.fix.commands], info="sh"), ""]
         out += [f"`fwdoctor explain {finding.id}` says more.", ""]
     missing = _missing(result)
     if missing:
@@ -96,7 +100,7 @@ def render_markdown(result: Triage, text: str) -> str:
         out += [f"- {what}: {', '.join(f'`{r}`' for r in rules)}" if rules else f"- {what}" for what, rules in missing]
         out += ["", "</details>", ""]
     out.append("_Read from the pasted text only; values the report does not state were not guessed._")
-    return rep.scrub("\n".join(out)) + "\n"
+    return "\n".join(out) + "\n"
 
 
 def _layers(facts: Facts) -> list[tuple[str, str]]:

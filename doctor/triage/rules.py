@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from fwdoctor import arch
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, Rule, rule
+from fwdoctor.rules.base import Hit, Rule, rule, sh
 from fwdoctor.versions import major
 
 if TYPE_CHECKING:
@@ -97,7 +97,8 @@ def unsupported_gnu(facts: Facts, kb: KB) -> Hit | None:
     return Hit(
         f"{have} is newer than this nvcc accepts (gcc <= {limit}): {_line(said[0])}",
         evidence={"report.errors": said, "compilers.gcc_default": gcc, "host_gcc_max": limit},
-        fix=FixRef(recipe="env", commands=(f"sudo apt-get install gcc-{limit} g++-{limit}", f"export CC=/usr/bin/gcc-{limit} CXX=/usr/bin/g++-{limit} CUDAHOSTCXX=/usr/bin/g++-{limit}"),
+        fix=FixRef(recipe="env", commands=(f"sudo apt-get install {sh(f'gcc-{limit}')} {sh(f'g++-{limit}')}",
+                                            f"export CC={sh(f'/usr/bin/gcc-{limit}')} CXX={sh(f'/usr/bin/g++-{limit}')} CUDAHOSTCXX={sh(f'/usr/bin/g++-{limit}')}"),
                    note="or install a newer CUDA toolkit (recipe cuda-toolkit)"),
     )
 
