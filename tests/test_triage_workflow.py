@@ -1,7 +1,9 @@
 """The GitHub Actions workflow of docs/examples/triage.yml, run here: its "Triage the report"
-step's script, extracted from the YAML and run by bash with a fake event payload (what
-GitHub writes to $GITHUB_EVENT_PATH), the real `fwdoctor` and a stand-in `gh` on PATH that
-records the comment instead of posting it (no network)."""
+and "Post the comment" steps' scripts, extracted from the YAML and run by bash one after the
+other in one folder (as the runner does), each with its own `env:` block, a fake event
+payload (what GitHub writes to $GITHUB_EVENT_PATH), the real `fwdoctor` and a stand-in `gh`
+on PATH that records the comment instead of posting it (no network). Only the posting step
+gets GH_TOKEN (issue 24): the step that parses the attacker's text runs without it."""
 
 from __future__ import annotations
 
@@ -30,8 +32,9 @@ def _step(name: str) -> dict:
 
 
 FAKE_GH = """#!/bin/sh
-# stands in for the GitHub CLI: records its arguments and the comment it would post
+# stands in for the GitHub CLI: records its arguments, the token it was given and the comment
 printf '%s\\n' "$@" > "$GH_LOG.args"
+printf '%s' "${GH_TOKEN-}" > "$GH_LOG.token"
 while [ $# -gt 0 ]; do
   if [ "$1" = "--body-file" ]; then cp "$2" "$GH_LOG.body"; fi
   shift
@@ -39,30 +42,44 @@ done
 """
 
 
+def _env(step: dict, event: dict) -> dict:
+    """A step's env: block, as the runner would set it."""
+    return {k: str(v).replace("${{ github.event.issue.number }}", str(event["issue"]["number"])).replace("${{ github.token }}", "t0ken")
+            for k, v in (step.get("env") or {}).items()}
+
+
 def run_step(tmp_path: Path, event: dict) -> tuple[subprocess.CompletedProcess, Path]:
-    step = _step("Triage the report")
+    """Both steps, in order, in one work folder; the result is the last one run (the
+    posting step is skipped, as the runner skips after a failure, when triage fails)."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     gh = bindir / "gh"
     gh.write_text(FAKE_GH)
     gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
     (tmp_path / "event.json").write_text(json.dumps(event))
-    script = tmp_path / "step.sh"
-    script.write_text(step["run"])
     work = tmp_path / "work"
     work.mkdir()
-    env = {
-        **os.environ,
+    base = {k: v for k, v in os.environ.items() if k != "GH_TOKEN"}
+    base.update({
         # fwdoctor and python from this venv, gh from the stand-in
         "PATH": os.pathsep.join([str(bindir), str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),
         "GITHUB_REPOSITORY": "octo/repo",
         "GH_LOG": str(tmp_path / "gh"),
-        # the step's env: block, as the runner would set it
-        **{k: str(v).replace("${{ github.event.issue.number }}", str(event["issue"]["number"])).replace("${{ github.token }}", "t0ken")
-           for k, v in step["env"].items()},
-    }
-    result = subprocess.run(["bash", "-e", str(script)], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    })
+    result = None
+    for name in ("Triage the report", "Post the comment"):
+        step = _step(name)
+        script = tmp_path / f"{name.replace(' ', '-')}.sh"
+        script.write_text(step["run"])
+        result = subprocess.run(["bash", "-e", str(script)], cwd=work, env={**base, **_env(step, event)},
+                                capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            break
+        if name == "Triage the report":
+            triaged = result
+    if result.returncode == 0:
+        result = subprocess.CompletedProcess(result.args, 0, triaged.stdout + result.stdout, triaged.stderr + result.stderr)
     return result, tmp_path / "gh"
 
 
@@ -77,6 +94,7 @@ def test_an_issue_with_an_environment_problem_gets_a_markdown_comment(tmp_path):
     assert result.returncode == 0, result.stderr
     args = Path(f"{log}.args").read_text().split("\n")
     assert args[:4] == ["issue", "comment", "17", "--repo"] and "octo/repo" in args
+    assert Path(f"{log}.token").read_text() == "t0ken"  # the posting step has the token
     comment = Path(f"{log}.body").read_text()
     assert comment.startswith("### fwdoctor") and "`driver-library-mismatch`" in comment
     assert "530.30.02" in comment and "535.54.03" in comment
@@ -139,3 +157,13 @@ def test_the_workflow_never_interpolates_event_text_into_a_script():
     for step in job["steps"]:
         assert "${{" not in step.get("run", ""), step.get("name")
     assert doc["permissions"] == {"contents": "read", "issues": "write"}
+
+
+def test_only_the_posting_step_has_the_token():
+    """The step that reads the issue text and runs fwdoctor on it has no GH_TOKEN (a parser
+    bug exploited by a hostile issue cannot reach the token); `gh` gets it in its own step."""
+    (job,) = yaml.safe_load(WORKFLOW.read_text())["jobs"].values()
+    triage, post = _step("Triage the report"), _step("Post the comment")
+    assert "GH_TOKEN" not in (triage.get("env") or {}) and "token" not in json.dumps(job.get("env") or {})
+    assert post["env"]["GH_TOKEN"] == "${{ github.token }}"
+    assert "fwdoctor" not in post["run"] and "report.md" not in post["run"] and "gh issue comment" in post["run"]
