@@ -132,7 +132,7 @@ def test_triage_text_shows_control_characters_visibly(cli, use_test_kb, tmp_path
     assert "driver-library-mismatch" in out
 
 
-def test_fleet_text_shows_a_nodes_control_characters_visibly(tmp_path, rule_errors_reported):
+def test_fleet_text_shows_a_nodes_control_characters_visibly(tmp_path):
     _fleet(tmp_path)
     code, out, _ = fleet_cli(str(tmp_path / "nodes"))
     no_raw_control(out)
@@ -214,13 +214,13 @@ def test_check_markdown_puts_fact_text_only_in_code(cli, use_test_kb, tmp_path):
     assert_markdown_inert(cli("check", "--format", "markdown", "--facts", str(path)).stdout)
 
 
-def test_fleet_markdown_puts_node_text_only_in_code(tmp_path, rule_errors_reported):
+def test_fleet_markdown_puts_node_text_only_in_code(tmp_path):
     _fleet(tmp_path)
     _, out, _ = fleet_cli(str(tmp_path / "nodes"), "--format", "markdown")
     assert_markdown_inert(out)
 
 
-def test_fleet_html_shows_hostile_values_as_text(tmp_path, rule_errors_reported):
+def test_fleet_html_shows_hostile_values_as_text(tmp_path):
     _fleet(tmp_path)
     _, out, _ = fleet_cli(str(tmp_path / "nodes"), "--format", "html")
     assert "<img src=x" not in out and "</details>" not in out.replace("</details>\n", "")  # escaped, not markup
@@ -239,8 +239,9 @@ def fleet_cli(*args: str):
 
 def _fleet(tmp_path: Path) -> None:
     """Three nodes: two alike, one whose driver version, GPU name and smoke failure text are
-    hostile (terminal escapes, markdown injection, @mentions). A driver version no rule can
-    parse is a rule error, reported as such (hence `rule_errors_reported` in these tests)."""
+    hostile (terminal escapes, markdown injection, @mentions). No rule may raise on the
+    driver version no version parser reads (the suite's switch turns a rule error into a
+    failure)."""
     base = json.loads((FLEET_DATA / "facts-h100x8-r580.json").read_text())
     nodes = tmp_path / "nodes"
     nodes.mkdir()
