@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from fwdoctor.cli.errors import fail
@@ -15,10 +17,26 @@ from fwdoctor.findings import BY_ID, FINDING_KINDS, FindingKind
 def list_findings(as_json: bool) -> None:
     """List every finding id with its code, default severity and area."""
     if as_json:
-        emit_json("finding-list", {"findings": [_kind_json(k) for k in FINDING_KINDS]})
+        emit_json("finding-list", finding_list())
         return
     for k in FINDING_KINDS:
         click.echo(f"{k.code}  {k.severity.value:<7}  {k.id:<32} {k.title}")
+
+
+def finding_list() -> dict[str, Any]:
+    """The body of `list --json` (also the MCP server's `list_findings` tool)."""
+    return {"findings": [_kind_json(k) for k in FINDING_KINDS]}
+
+
+def finding_entry(finding_id: str) -> dict[str, str]:
+    """The body of `explain ID --json` (also the MCP server's `explain` tool): the catalog
+    entry and its explanation; DoctorError for an unknown id or code."""
+    try:
+        text = explanation(finding_id)
+    except KeyError as exc:
+        fail(str(exc.args[0]))
+    kind = BY_ID.get(finding_id.strip()) or next(k for k in FINDING_KINDS if k.code.lower() == finding_id.strip().lower())
+    return {**_kind_json(kind), "explanation": text}
 
 
 def _kind_json(kind: FindingKind) -> dict[str, str]:
@@ -33,12 +51,8 @@ def explain(finding_id: str, as_json: bool) -> None:
 
     FINDING_ID is an id (`driver-too-old-for-torch`) or a code (`FWD104`).
     """
-    try:
-        text = explanation(finding_id)
-    except KeyError as exc:
-        fail(str(exc.args[0]))
+    entry = finding_entry(finding_id)
     if as_json:
-        kind = BY_ID.get(finding_id.strip()) or next(k for k in FINDING_KINDS if k.code.lower() == finding_id.strip().lower())
-        emit_json("finding", {**_kind_json(kind), "explanation": text})
+        emit_json("finding", entry)
         return
-    click.echo(text)
+    click.echo(entry["explanation"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Sequence
 
 import click
 
@@ -11,7 +12,7 @@ from fwdoctor import report as rep
 from fwdoctor.background import Background
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
 from fwdoctor.cli.output import emit_json, settings, use_color
-from fwdoctor.engine import judge
+from fwdoctor.engine import Report, judge
 from fwdoctor.findings import BY_ID
 from fwdoctor.rules import KB_AREAS, RULES
 from fwdoctor.sources import SourceRequest, utc_now
@@ -46,15 +47,7 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
     fwdoctor_version_info{component,version,source}, fwdoctor_check_not_run{rule,area},
     fwdoctor_check_timestamp_seconds (docs/monitoring.md).
     """
-    for finding_id in only:
-        if finding_id not in BY_ID:
-            fail(f"--only {finding_id}: unknown finding id (see `fwdoctor list`)")
-    # The KB parses while the probes read the host (and, with --deep, while torch imports
-    # in its child): neither waits for the other.
-    kb_loading = Background(load_kb, kb_dir, KB_AREAS)
-    facts = facts_from(source)
-    kb = kb_loading.result()
-    report = judge(facts, kb, RULES, only=only or None, on_rule_error=_show_rule_error)
+    report = check_report(source, only, kb_dir)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(rep.render_json(report, checked_at=utc_now()), nl=False)
@@ -67,6 +60,20 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
     if report.nothing_checked:
         click.echo("fwdoctor: error: nothing could be checked: no check had the facts it needs", err=True)
     sys.exit(report.exit_code)
+
+
+def check_report(source: SourceRequest, only: Sequence[str] = (), kb_dir: str | None = None) -> Report:
+    """The judged report `check` renders (also the MCP server's `check` tool); raises
+    DoctorError with the one-line reason when the facts or the KB cannot be had."""
+    for finding_id in only:
+        if finding_id not in BY_ID:
+            fail(f"--only {finding_id}: unknown finding id (see `fwdoctor list`)")
+    # The KB parses while the probes read the host (and, with --deep, while torch imports
+    # in its child): neither waits for the other.
+    kb_loading = Background(load_kb, kb_dir, KB_AREAS)
+    facts = facts_from(source)
+    kb = kb_loading.result()
+    return judge(facts, kb, RULES, only=tuple(only) or None, on_rule_error=_show_rule_error)
 
 
 def _show_rule_error(rule: object, exc: Exception) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 import click
 from packaging.version import InvalidVersion, Version
@@ -24,6 +24,8 @@ from fwdoctor.cli.output import emit_json, note
 from fwdoctor.engine import judge
 from fwdoctor.findings import BY_ID
 from fwdoctor.host import EnvFileError, load_env_file
+from fwdoctor.kb import KB
+from fwdoctor.model import Facts
 from fwdoctor.recipes import cuda_toolkit, framework_wheel, select_frameworks, torch_wheel
 from fwdoctor.recipes import fix as fixes
 from fwdoctor import selection as sel
@@ -126,15 +128,11 @@ def fix(ids: tuple[str, ...], source: SourceRequest, do_apply: bool, yes: bool, 
       fwdoctor fix driver-too-old-for-torch --apply
       fwdoctor fix --facts host.json          # what would be done there
     """
-    for finding_id in ids:
-        if finding_id not in BY_ID:
-            fail(f"{finding_id}: unknown finding id (see `fwdoctor list`)")
     if do_apply:
         live_only(source)
-    kb = load_kb(kb_dir)
-    facts = facts_from(source)
-    todo = fixes.group_findings(judge(facts, kb, RULES).findings, ids)
-    document: dict[str, Any] = {"plans": [], "manual": [], "still_present": None}
+    planned = plan_fixes(ids, source, kb_dir)
+    kb, facts, todo = planned.kb, planned.facts, planned.todo
+    document: dict[str, Any] = {"plans": [], "manual": planned.manual_json(), "still_present": None}
     collected: list[dict[str, Any]] | None = document["plans"] if as_json else None
 
     def finish(code: int) -> None:
@@ -149,18 +147,12 @@ def fix(ids: tuple[str, ...], source: SourceRequest, do_apply: bool, yes: bool, 
             return finish(0)
         click.echo(f"nothing to fix{named}: no current finding has a recipe")
         return
-    for finding in todo.manual:
-        commands = list(finding.fix.commands) if finding.fix else []
-        document["manual"].append({"id": finding.id, "commands": commands})
-        click.echo(f"# {finding.id}: no recipe; by hand:", err=True)
-        for command in commands:
+    for entry in document["manual"]:
+        click.echo(f"# {entry['id']}: no recipe; by hand:", err=True)
+        for command in entry["commands"]:
             click.echo(f"#   {command}", err=True)
     plans: list[Plan] = []
-    for group in todo.groups:
-        try:
-            plan = fixes.plan_group(group, facts, kb, _host_path(source.env_file), source.python)
-        except KeyError as exc:
-            fail(f"{', '.join(group.finding_ids)}: {exc.args[0]}")
+    for group, plan in zip(todo.groups, planned.plans):
         note(f"# plan for: {', '.join(sorted(set(group.finding_ids)))}")
         result = _run(plan, do_apply, yes, log_path, collected)
         plans.append(plan)
@@ -183,6 +175,38 @@ def fix(ids: tuple[str, ...], source: SourceRequest, do_apply: bool, yes: bool, 
         return finish(EXIT_FINDINGS)
     click.echo(f"fixed: {', '.join(sorted(targeted))}", err=True)
     finish(0)
+
+
+@dataclass(frozen=True)
+class FixPlans:
+    """What `fix` would do, planned and not applied: one plan per group of findings."""
+
+    facts: Facts
+    kb: KB
+    todo: fixes.FixPlan
+    plans: list[Plan]  # one per todo.groups, in its order
+
+    def manual_json(self) -> list[dict[str, Any]]:
+        """The findings with commands but no recipe: the user runs them by hand."""
+        return [{"id": f.id, "commands": list(f.fix.commands) if f.fix else []} for f in self.todo.manual]
+
+
+def plan_fixes(ids: Sequence[str], source: SourceRequest, kb_dir: str | None = None) -> FixPlans:
+    """Every plan `fix` prints for `ids` (all current findings when empty), none applied
+    (also the MCP server's `plan_fix` tool); DoctorError naming the input on failure."""
+    for finding_id in ids:
+        if finding_id not in BY_ID:
+            fail(f"{finding_id}: unknown finding id (see `fwdoctor list`)")
+    kb = load_kb(kb_dir)
+    facts = facts_from(source)
+    todo = fixes.group_findings(judge(facts, kb, RULES).findings, tuple(ids))
+    plans: list[Plan] = []
+    for group in todo.groups:
+        try:
+            plans.append(fixes.plan_group(group, facts, kb, _host_path(source.env_file), source.python))
+        except KeyError as exc:
+            fail(f"{', '.join(group.finding_ids)}: {exc.args[0]}")
+    return FixPlans(facts, kb, todo, plans)
 
 
 # ----------------------------------------------------------------------------- select
@@ -210,6 +234,15 @@ def _selection(source: SourceRequest, driver, gpus, torch_spec, cuda, kb_dir):
     except sel.SelectError as exc:
         fail(str(exc))
     return kb, facts, target, sel.select_torch(kb, target)
+
+
+def select_for(framework: str, source: SourceRequest, driver: str | None = None, gpus: Sequence[str] = (),
+               torch_spec: str = "", cuda: str | None = None, kb_dir: str | None = None) -> Any:
+    """The `select torch|jax|tensorflow` answer (also the MCP server's `select` tool): a
+    selection whose to_json() is the command's --json body; DoctorError on bad input."""
+    if framework == "torch":
+        return _selection(source, driver, tuple(gpus), torch_spec, cuda, kb_dir)[3]
+    return _framework_selection(framework, source, driver, tuple(gpus), kb_dir)[3]
 
 
 @select_group.command("torch")

@@ -9,7 +9,7 @@ import click
 from fwdoctor.cli.common import fail, kb_option, load_kb
 from fwdoctor.cli.output import emit_json, use_color
 from fwdoctor.rules import KB_AREAS
-from fwdoctor.triage.judge import run
+from fwdoctor.triage.judge import Triage, run
 from fwdoctor.triage.render import render_markdown, render_text, to_json
 
 # Bigger than any issue body GitHub accepts (65536 characters): a report, not a log dump.
@@ -38,11 +38,7 @@ def triage(report: click.utils.LazyFile, as_json: bool, fmt: str, verbose: bool,
       fwdoctor triage issue.md
       gh issue view 123 --json body -q .body | fwdoctor triage --format markdown -
     """
-    data = report.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        fail(f"{report.name}: more than {MAX_BYTES} bytes; pass the report, not a whole log")
-    text = data.decode("utf-8", errors="replace")
-    result = run(text, load_kb(kb_dir, KB_AREAS))
+    text, result = triage_text(report.read(MAX_BYTES + 1), getattr(report, "name", "-"), kb_dir)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         emit_json("triage", to_json(result))
@@ -51,3 +47,12 @@ def triage(report: click.utils.LazyFile, as_json: bool, fmt: str, verbose: bool,
     else:
         click.echo(render_text(result, verbose=verbose, color=use_color()), nl=False)
     sys.exit(result.report.exit_code)
+
+
+def triage_text(data: bytes, name: str, kb_dir: str | None = None) -> tuple[str, Triage]:
+    """The report's text and its judgement (also the MCP server's `triage` tool): the same
+    size cap as a file or stdin; DoctorError past it."""
+    if len(data) > MAX_BYTES:
+        fail(f"{name}: more than {MAX_BYTES} bytes; pass the report, not a whole log")
+    text = data.decode("utf-8", errors="replace")
+    return text, run(text, load_kb(kb_dir, KB_AREAS))
