@@ -63,10 +63,29 @@ def run_cli(*args: str, cwd: Path, raise_rule_errors: bool = True) -> subprocess
         pytest.fail(f"fwdoctor {' '.join(map(repr, args))} did not end within {CASE_DEADLINE_S} s")
 
 
-def assert_handled(done: subprocess.CompletedProcess, what: str) -> None:
+def assert_handled(done: subprocess.CompletedProcess, what: str, refusal_names: str | None = None) -> None:
+    """Ended in time with 0, 1 or 2, no traceback; a refusal (2) is one line that says what
+    was refused (naming `refusal_names` when given)."""
     output = (done.stdout + done.stderr).decode("utf-8", "replace")
     assert done.returncode in (0, 1, 2), f"{what}: exit {done.returncode}\n{output[-3000:]}"
     assert "Traceback" not in output and "internal error" not in output, f"{what}:\n{output[-3000:]}"
+    if done.returncode == 2:
+        # The message is the last "fwdoctor: ..." of stderr (a file name may hold a newline).
+        err = done.stderr.decode("utf-8", "replace")
+        assert "fwdoctor: " in err, f"{what}: exit 2 without saying why:\n{output[-3000:]}"
+        message = "fwdoctor: " + err.rsplit("fwdoctor: ", 1)[1]
+        if refusal_names is not None:
+            assert refusal_names in message, f"{what}: the refusal does not name {refusal_names!r}: {message}"
+
+
+def assert_judged(done: subprocess.CompletedProcess, what: str) -> dict:
+    """A judged run (exit 0 or 1) gives a whole JSON report whose exit code matches its findings."""
+    report = json.loads(done.stdout)
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    assert done.returncode == (1 if errors else 0), f"{what}: exit {done.returncode} with errors {[f['id'] for f in errors]}"
+    for failure in report["probe_failures"]:  # each probe failure is shown to the user
+        assert any(f["id"] == "probe-failed" and f["evidence"] == failure for f in report["findings"]), (what, failure)
+    return report
 
 
 def _name(rng: random.Random) -> str:
@@ -128,7 +147,7 @@ def test_a_damaged_root_is_judged_without_a_traceback(tmp_path, seed):
     assert_handled(result, f"{source.name} seed {seed}: {done}")
     assert not (tmp_path / "pwned").exists()
     if result.returncode in (0, 1):
-        json.loads(result.stdout)  # the JSON report is whole, odd names and all
+        assert_judged(result, f"{source.name} seed {seed}: {done}")  # the JSON report is whole, odd names and all
 
 
 def _mutate(value, rng: random.Random, depth: int = 0):
@@ -200,7 +219,7 @@ def test_a_damaged_facts_file_is_judged_or_refused_without_a_traceback(tmp_path,
             assert facts_file is path, result.stderr  # wrong-typed values are judged, not refused
             assert f"--facts {path}" in result.stderr.decode("utf-8", "replace"), result.stderr
             continue
-        report = json.loads(result.stdout)
+        report = assert_judged(result, f"facts seed {seed}: {facts_file.name}")
         crashed = sorted(n["rule"] for n in report["not_checked"] if "could not be evaluated" in n["reason"])
         if crashed:
             # The same rules on the undamaged facts, with the switch on: a rule that raises
@@ -226,8 +245,10 @@ def test_a_damaged_env_file_is_read_or_refused_without_a_traceback(tmp_path, see
     path = tmp_path / "fuzz.env"
     path.write_bytes(b"\n".join(lines) + rng.choice([b"", b"\n", b"\r\n"]))
     result = run_cli("check", "--json", "--root", str(ROOTS / "toolkit-torch-mismatch"), "--env-file", str(path), cwd=tmp_path)
-    assert_handled(result, f"env seed {seed}: {lines}")
+    assert_handled(result, f"env seed {seed}: {lines}", refusal_names=str(path))
     assert not (tmp_path / "pwned").exists()
+    if result.returncode in (0, 1):
+        assert_judged(result, f"env seed {seed}: {lines}")
 
 
 @pytest.mark.parametrize("seed", SEEDS)

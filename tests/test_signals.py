@@ -131,6 +131,8 @@ def test_sigterm_mid_allreduce_leaves_no_torchrun_or_worker() -> None:
     assert any("torchrun" in _cmdline(pid) or "torch.distributed.run" in _cmdline(pid) for pid in tree) or len(tree) >= 3
     assert returncode == 143, err
     assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]  # what the user is told
+    assert lines[-1] == "fwdoctor: stopped by SIGTERM; every process it started was ended", err
     _wait_for(lambda: not any(_alive(pid) for pid in tree), 10, "every process of the tree to end")
 
 
