@@ -92,6 +92,8 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-p2p-disabled-nvlink", "FWD704", W, "runtime", "NCCL peer-to-peer off between GPUs with NVLink"),
     FindingKind("nccl-socket-with-ib", "FWD705", W, "runtime", "NCCL used TCP sockets while InfiniBand/RoCE is up"),
     FindingKind("nccl-runtime-not-torch", "FWD706", W, "runtime", "the NCCL loaded at run time is not the one torch pins"),
+    # How old the knowledge is (rules/knowledge.py): what the KB has no row for is not judged.
+    FindingKind("newer-than-kb", "FWD707", I, "runtime", "a torch, CUDA minor or driver newer than the knowledge base"),
     # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.
     FindingKind("build-input-missing", "FWD801", E, "build", "a tool or input the build needs is absent"),
     FindingKind("build-python-unusable", "FWD802", E, "build", "the target interpreter cannot host the build"),

@@ -47,7 +47,7 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
         return _Escaped(f"\x1b[{code}m{text}\x1b[0m")
 
     out: list[str] = [f"fwdoctor {__version__}: {_summary_line(report)}", ""]
-    out += [f"  {layer:<8} {text}" for layer, text in summary(report.facts)]
+    out += [f"  {layer:<8} {text}" for layer, text in (*summary(report.facts), _kb_row())]
     by_area: dict[str, list[Finding]] = {}
     for finding in report.findings:
         by_area.setdefault(finding.area, []).append(finding)
@@ -82,6 +82,14 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
     # Every line through the terminal layer (painted ones already were, and hold no other
     # control character than the colour codes added after): one line each, nothing raw.
     return "\n".join(line if isinstance(line, _Escaped) else terminal(line) for line in out) + "\n"
+
+
+def _kb_row() -> tuple[str, str]:
+    """The summary row that says how old the knowledge behind the judgement is."""
+    from fwdoctor.kb import kb_refreshed
+
+    date = kb_refreshed()
+    return ("kb", f"knowledge base refreshed {date}" if date else "knowledge base date unknown")
 
 
 class _Escaped(str):
@@ -120,11 +128,18 @@ def to_json(report: Report, checked_at: str | None = None) -> dict[str, Any]:
         "not_run": report.not_run,
         "nothing_checked": report.nothing_checked,
         "summary": summary_json(report.facts),
+        "kb_refreshed": _kb_refreshed(),
         "facts": facts["facts"],
         "probe_failures": facts["probe_failures"],
         "findings": [f.to_json() for f in report.findings],
         "not_checked": [n.to_json() for n in report.not_checked],
     })
+
+
+def _kb_refreshed() -> str | None:
+    from fwdoctor.kb import kb_refreshed
+
+    return kb_refreshed()
 
 
 def render_json(report: Report, checked_at: str | None = None) -> str:
@@ -149,7 +164,7 @@ def render_markdown(report: Report) -> str:
     no folder or GPU name renders as a link, image, HTML or @mention on GitHub."""
     lines = [f"### fwdoctor {__version__} report", "", f"**{_summary_line(report)}**", ""]
     lines += ["| layer | version |", "|---|---|"]
-    lines += [f"| {layer} | {md_cell(scrub(text))} |" for layer, text in summary(report.facts)]
+    lines += [f"| {layer} | {md_cell(scrub(text))} |" for layer, text in (*summary(report.facts), _kb_row())]
     lines.append("")
     if report.findings:
         lines += ["| severity | id | message |", "|---|---|---|"]

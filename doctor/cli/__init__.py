@@ -108,8 +108,22 @@ def _interrupted() -> click.exceptions.Exit:
     return click.exceptions.Exit(130)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """--version: fwdoctor's version, then the day its knowledge base was last refreshed
+    (the KB in effect: $FWDOCTOR_KB or the bundled one)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from fwdoctor.kb import default_kb_dir, kb_refreshed
+
+    date = kb_refreshed()
+    click.echo(f"fwdoctor, version {__version__}")
+    click.echo(f"knowledge base: {default_kb_dir()}, refreshed {date}" if date else f"knowledge base: {default_kb_dir()}, date unknown (no `refreshed:` in its sources.yaml)")
+    ctx.exit()
+
+
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="fwdoctor")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and the date of the knowledge base, then exit.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Colour in text reports; auto: only on a terminal, and never when NO_COLOR is set.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or remarks on stderr (errors still show).")

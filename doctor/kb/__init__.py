@@ -12,6 +12,7 @@ them lazily so `fwdoctor explain` never pays for parsing the torch matrix.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from functools import cached_property
 from pathlib import Path
@@ -39,6 +40,23 @@ def default_kb_dir() -> Path:
     """$FWDOCTOR_KB when set and non-empty, else the bundled KB_DIR."""
     override = os.environ.get(KB_ENV)
     return Path(override) if override else KB_DIR
+
+
+_REFRESHED = re.compile(r"""^refreshed:\s*["']?(\d{4}-\d{2}-\d{2})["']?\s*(?:#.*)?$""", re.MULTILINE)
+
+
+def kb_refreshed(directory: str | os.PathLike[str] | None = None) -> str | None:
+    """The `refreshed:` date (YYYY-MM-DD) of a KB folder's sources.yaml, read without
+    parsing the YAML (`fwdoctor --version` and report headers ask it); None when absent or
+    unreadable. KB.refreshed validates the same field on load."""
+    path = Path(directory or default_kb_dir()) / "sources.yaml"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            head = handle.read(64 * 1024)
+    except OSError:
+        return None
+    match = _REFRESHED.search(head)
+    return match.group(1) if match else None
 
 
 class KBError(ValueError):
@@ -226,6 +244,23 @@ class KB:
             if not isinstance(value, str) or not value.strip():
                 raise KBError(f"sources.yaml: sources.{key}: expected a citation string")
         return dict(data["sources"])
+
+    @cached_property
+    def refreshed(self) -> str | None:
+        """The day this KB was last brought up to date (sources.yaml `refreshed:`), None when
+        it does not say (the frozen tests/kb, an old --kb folder)."""
+        import datetime
+
+        data = load_yaml(self.directory / "sources.yaml")
+        value = data.get("refreshed") if isinstance(data, Mapping) else None
+        if value is None:
+            return None
+        text = value.isoformat() if isinstance(value, datetime.date) else str(value)
+        try:
+            datetime.date.fromisoformat(text)
+        except ValueError:
+            raise KBError(f"sources.yaml: refreshed: expected a date like 2026-12-03, got {value!r}") from None
+        return text
 
     @cached_property
     def cuda(self) -> CudaKB:

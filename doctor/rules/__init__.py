@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwdoctor.rules import build, conda, driver, fabric, frameworks, libs, python, runtime, toolkit, torch
+from fwdoctor.rules import build, conda, driver, fabric, frameworks, knowledge, libs, python, runtime, toolkit, torch
 from fwdoctor.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
@@ -15,6 +15,8 @@ RULES: tuple[Rule, ...] = (
     *conda.RULES,
     *frameworks.RULES,
     *runtime.RULES,
+    # A torch, CUDA minor or driver branch newer than the KB: named, not judged.
+    *knowledge.RULES,
     # NVSwitch fabric manager, GPU health, NCCL transports (fabric.RUN_RULES: smoke allreduce).
     *fabric.RULES,
     # Source-build pre-flight: "not checked" unless the facts hold a build request
