@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from fwdoctor.imagefs import KEEP_BUDGET, ImageHost, ImageTree, TreeBuilder
+from fwdoctor.imagefs import KEEP_BUDGET, ImageHost, ImageTree, TreeBuilder, TreeLimitError, member_path
 
 # An export streams the whole rootfs; a chunked reader keeps memory flat.
 _CHUNK = 1 << 20
@@ -131,6 +131,10 @@ def inspect(tag: str, client: Any = None, plan: KeepPlan | None = None) -> Inspe
     # An export is a plain tar: read in tarfile's random-access mode over a forward-only
     # reader, so file data nobody reads is dropped, not copied (see ChunkReader).
     config = _export_stream(tag, client, lambda stream: builder.apply(stream, mode="r:"))
+    # The engine adds /.dockerenv to every container's filesystem, so the export has it and
+    # the image (its docker save) does not; read as the image, like /etc/hostname (the old
+    # lstrip("./") hid this: the export's file read as /dockerenv).
+    builder.tree.remove("/.dockerenv")
     return Inspected(builder.tree, parse_env(config.get("Env") or []), tuple(builder.skipped), config)
 
 
@@ -172,6 +176,8 @@ def _export_stream(tag: str, client: Any, consume: Callable[[IO[bytes]], None]) 
         raise ImageError(f"exporting {tag!r} failed: {api_message(exc)}") from None
     except tarfile.TarError as exc:
         raise ImageError(f"the export of {tag!r} is not a readable tar stream: {exc}") from None
+    except TreeLimitError as exc:
+        raise ImageError(f"the export of {tag!r} has {exc}") from None
     finally:
         if container is not None:
             try:
@@ -223,7 +229,7 @@ class Unpacker:
                 if why:
                     self.skipped.append(f"{member.name}: {why}")
                     continue
-                rel = posixpath.normpath(member.name.lstrip("./") or ".")
+                rel = member_path(member.name)[1:] or "."
                 self._member(archive, member, rel)
 
     # ------------------------------------------------------------------ members
@@ -264,7 +270,7 @@ class Unpacker:
             self.skipped.append(f"{member.name}: {exc.strerror or exc}")
 
     def _hardlink(self, member: tarfile.TarInfo, rel: str, target: str, parent: str) -> None:
-        source_rel = posixpath.normpath(member.linkname.lstrip("./"))
+        source_rel = member_path(member.linkname)[1:] or "."
         source = os.path.join(self.dest, source_rel)
         if not _inside_real(self.dest, source) or not os.path.isfile(source) or os.path.islink(source):
             self.skipped.append(f"{member.name}: hard link to {member.linkname} outside the unpacked files")

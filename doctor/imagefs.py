@@ -32,9 +32,29 @@ _CHUNK = 1 << 20
 # of a real image come to a few MB (dpkg status, headers, dist-info METADATA, libc's first
 # 4 MB, NCCL's first ~3 MB); past this a file keeps only its name, and the skip list says so.
 KEEP_BUDGET = 80 * 1024 * 1024
+# Deeper member paths are refused (one skip-list row each): Linux's PATH_MAX of 4096 bytes
+# allows at most ~2,048 components; no real image comes near 256, and a 3,000-deep path once
+# ran the folder creation past Python's recursion limit ("internal error").
+MAX_PATH_DEPTH = 256
+# Members of one image, all layers together: a CUDA + torch image has ~200,000; past this
+# the tree (~300 bytes a node) is refused instead of growing without bound.
+MAX_MEMBERS = 2_000_000
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
 _NOT_KEPT = "content not kept from the image (no probe declares reading it: fwdoctor.probes.READS)"
+
+
+class TreeLimitError(RuntimeError):
+    """The stream is past a limit of the tree (members); the message names the limit."""
+
+
+def member_path(name: str) -> str:
+    """A tar member's name as an absolute image path. Only a leading "./" goes (as tar
+    writes names): `lstrip("./")` also ate the dots of top-level names, so a top-level
+    whiteout `.wh.opt` was ignored and `/.venv` read as `/venv`."""
+    while name.startswith("./"):
+        name = name[2:]
+    return posixpath.normpath("/" + name)
 
 
 class Node:
@@ -63,16 +83,20 @@ class ImageTree:
 
     def ensure_folder(self, path: str) -> bool:
         """Create missing folders up to `path` (like makedirs); False when a component
-        is a file or a symlink (nothing is ever put "through" a link)."""
+        is a file or a symlink (nothing is ever put "through" a link). A loop, not
+        recursion: the depth is the member's."""
+        missing: list[str] = []
         node = self.nodes.get(path)
-        if node is not None:
-            return node.kind == "d"
-        parent = posixpath.dirname(path)
-        if not self.ensure_folder(parent):
+        while node is None:
+            missing.append(path)
+            path = posixpath.dirname(path)
+            node = self.nodes.get(path)
+        if node.kind != "d":
             return False
-        self.nodes[path] = Node("d", 0o755)
-        self.children[path] = set()
-        self.children[parent].add(posixpath.basename(path))
+        for folder in reversed(missing):
+            self.nodes[folder] = Node("d", 0o755)
+            self.children[folder] = set()
+            self.children[posixpath.dirname(folder)].add(posixpath.basename(folder))
         return True
 
     def put(self, path: str, node: Node) -> None:
@@ -89,15 +113,15 @@ class ImageTree:
         self.children[posixpath.dirname(path)].add(posixpath.basename(path))
 
     def remove(self, path: str) -> None:
-        node = self.nodes.pop(path, None)
-        if node is None or path == "/":
-            if path == "/" and node is not None:
-                self.nodes["/"] = node
+        if path == "/" or path not in self.nodes:
             return
-        if node.kind == "d":
-            for name in self.children.pop(path, set()):
-                self.remove(posixpath.join(path, name))
         self.children.get(posixpath.dirname(path), set()).discard(posixpath.basename(path))
+        stack = [path]  # a loop, not recursion (see ensure_folder)
+        while stack:
+            here = stack.pop()
+            node = self.nodes.pop(here, None)
+            if node is not None and node.kind == "d":
+                stack.extend(posixpath.join(here, name) for name in self.children.pop(here, set()))
 
     def kept_bytes(self) -> int:
         return sum(len(n.data) for n in self.nodes.values() if n.data)
@@ -114,6 +138,7 @@ class TreeBuilder:
         self.kept = 0
         self.skipped: list[str] = []
         self._layer_paths: set[str] = set()
+        self.members = 0
 
     def apply(self, stream: IO[bytes], layer: bool = False, mode: str = "r|*") -> None:
         """Read one tar. `mode` "r:" (uncompressed, and `stream` seeks forward) skips file
@@ -129,7 +154,13 @@ class TreeBuilder:
                 if why:
                     self.skipped.append(f"{member.name}: {why}")
                     continue
-                path = posixpath.normpath("/" + member.name.lstrip("./"))
+                path = member_path(member.name)
+                if path.count("/") > MAX_PATH_DEPTH:
+                    self.skipped.append(f"{member.name[:200]}...: deeper than {MAX_PATH_DEPTH} folders (the limit)")
+                    continue
+                self.members += 1
+                if self.members > MAX_MEMBERS:
+                    raise TreeLimitError(f"more than {MAX_MEMBERS:,} members (the limit)")
                 base = posixpath.basename(path)
                 if layer and base.startswith(WHITEOUT):
                     self._whiteout(member.name, path, base)
@@ -150,7 +181,7 @@ class TreeBuilder:
         elif member.issym():
             self.tree.put(path, Node("l", 0o777, len(member.linkname), member.linkname))
         elif member.islnk():
-            source = self.tree.get(posixpath.normpath("/" + member.linkname.lstrip("./")))
+            source = self.tree.get(member_path(member.linkname))
             if source is None or source.kind != "f":
                 self.skipped.append(f"{member.name}: hard link to {member.linkname} outside the unpacked files")
                 return
