@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,3 +19,11 @@ def torch_python() -> str | None:
     if Path("/tmp/venv-torch/bin/python").exists():
         return "/tmp/venv-torch/bin/python"
     return None
+
+
+def run(argv: list[str], cwd: Path, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `argv`; an AssertionError with the end of its output unless it exits 0."""
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    if proc.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc

@@ -20,6 +20,7 @@ from helpers import REPO
 
 CORE = REPO / "doctor"
 CLI = CORE / "cli"
+MCP = CORE / "mcp"  # a front end beside the CLI (`fwdoctor mcp`), not core
 RECIPES = REPO / "recipes"
 
 
@@ -59,8 +60,17 @@ def _violations(files: list[Path], forbidden: tuple[str, ...]) -> list[str]:
 
 def test_the_core_imports_nothing_from_the_recipes_or_the_cli():
     # fwdoctor/__main__.py (`python -m fwdoctor`) is the command line's entry point, not core.
-    core = [p for p in _files(CORE, exclude=CLI) if p.name != "__main__.py"]
+    core = [p for p in _files(CORE, exclude=CLI) if p.name != "__main__.py" and not p.is_relative_to(MCP)]
     assert _violations(core, ("fwdoctor.cli", "fwdoctor.recipes")) == []
+
+
+def test_only_the_mcp_command_reaches_the_mcp_front_end_and_only_it_the_sdk():
+    """fwdoctor.mcp sits on top, beside the CLI: only `fwdoctor mcp` imports it, and the MCP
+    SDK (the optional extra) is imported by fwdoctor.mcp.server alone."""
+    others = [p for p in [*_files(CORE, exclude=MCP), *_files(RECIPES)] if p != CLI / "mcp.py"]
+    assert _violations(others, ("fwdoctor.mcp", "mcp", "mcp_types")) == []
+    plain = [p for p in _files(MCP) if p.name != "server.py"]
+    assert _violations(plain, ("mcp", "mcp_types")) == []
 
 
 def test_the_recipes_import_nothing_from_the_cli():

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -21,38 +20,13 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO
+from helpers import run as _run
 
-pytestmark = pytest.mark.slow
+# The installed-wheel tests download fwdoctor's dependencies and PyPI's `doctor` and `torchtune`.
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 
-PIP_TIMEOUT = 600
-# The versions the bug was reproduced with (issue: "One fwdoctor package").
-CLASHING = ("doctor==3.13.7", "torchtune==0.6.1")
-
-
-def _run(argv: list[str], cwd: Path, timeout: float = PIP_TIMEOUT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The wheel of this checkout, built as `pip wheel .` builds it (no editable magic)."""
-    out = tmp_path_factory.mktemp("wheel")
-    # Built from a copy of the checkout's files (tracked and new, not ignored): setuptools
-    # builds in the source tree's build/, where files deleted since an earlier build linger
-    # and would end up in the wheel.
-    tree = tmp_path_factory.mktemp("tree")
-    listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO, timeout=60).stdout
-    for name in filter(None, listed.split("\0")):
-        source = REPO / name
-        if source.is_file() and not source.is_symlink():
-            (tree / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, tree / name)
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(tree)], cwd=out)
-    (built,) = out.glob("fwdoctor-*.whl")
-    return built
+# The shared wheel and venv (built once per run): tests/wheel_helpers.py.
+pytest_plugins = ("wheel_helpers",)
 
 
 def _source_files() -> set[str]:
@@ -78,17 +52,6 @@ def test_the_wheel_holds_one_import_package_and_every_module_and_data_file(wheel
     metadata = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
     assert "License-Expression: Apache-2.0" in metadata
     assert any(name.endswith("/licenses/LICENSE") for name in names if name.startswith(info))
-
-
-@pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory) -> Path:
-    """A fresh venv with the wheel, then PyPI's `doctor` and `torchtune` on top (no deps)."""
-    venv = tmp_path_factory.mktemp("venv") / "v"
-    _run([sys.executable, "-m", "venv", str(venv)], cwd=venv.parent)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    _run([*pip, str(wheel)], cwd=venv.parent)
-    _run([*pip, "--no-deps", *CLASHING], cwd=venv.parent)
-    return venv
 
 
 def _outside(tmp_path: Path) -> dict[str, str]:

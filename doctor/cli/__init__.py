@@ -36,6 +36,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("docker", "stack", "docker_group"),
     ("build", "build", "build_group"),
     ("fleet", "fleet", "fleet_group"),
+    ("mcp", "mcp", "mcp"),
 )
 
 
@@ -142,6 +143,7 @@ def main(ctx: click.Context, color: str, quiet: bool, debug: bool) -> None:
       fwdoctor lock / docker         freeze a stack: hash-pinned lock, Dockerfile, image
       fwdoctor build torch           a PyTorch source build with an explicit CUDA/NCCL/Python
       fwdoctor fleet report DIR      many nodes' facts: what differs, node by node
+      fwdoctor mcp                   the read-only answers above, for a coding assistant
 
     Exit codes: 0 healthy, 1 error findings (or a refused/failed action), 2 fwdoctor
     itself failed (bad input), always with a one-line reason.
