@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 CPU_TORCH_WHEELS ?= /opt/wheels
 STACKS := $(wildcard stacks/*.yaml)
 
-.PHONY: doctor test test-fast venv test-venv bench gpu-check dockerfiles lockfiles docs clean
+.PHONY: doctor test test-fast venv test-venv bench gpu-check dockerfiles lockfiles docs kb-refresh clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,11 @@ lockfiles: venv
 ## dockerfiles: regenerate dockerfiles/<stack>/Dockerfile from the stacks and their locks
 dockerfiles: venv
 	for stack in $(STACKS); do $(BIN)/fwdoctor docker generate $$stack || exit 1; done
+
+## kb-refresh: ask PyPI which releases are newer than the KB and which cited wheels moved;
+## writes a proposed change to kb-refresh.yaml (tools/kb_refresh.py; review before editing doctor/kb)
+kb-refresh: venv
+	$(BIN)/python tools/kb_refresh.py --out kb-refresh.yaml
 
 ## docs: regenerate docs/findings.md from the finding catalog and rule docstrings
 docs: venv
