@@ -25,8 +25,10 @@ Which solver makes it
 `lock --check` re-reads every record: the header's body digest and stack digest, the
 channels/platforms, environment.yml and virtual-packages.yml, conda-lock's content_hash, each
 URL's file name against name-version-build; then it re-solves (whatever solver is here now)
-and compares record by record, and hashes every package file of a local channel (file://,
-127.0.0.1, localhost) against the lock's md5 and sha256 (`--verify`: every channel's files).
+and compares record by record; `--verify` also hashes every package file against the lock's
+md5 and sha256, reading only what FetchPolicy allows (https; http from a loopback channel the
+lock names; file: inside the lock's folder; a byte cap per file and one deadline) and never a
+record already found inconsistent. Without --verify no package file is fetched, local or not.
 A channel it cannot reach leaves those steps "not verified", never "fresh".
 """
 
@@ -35,10 +37,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import ipaddress
 import os
+import stat
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -56,6 +61,9 @@ DEFAULT_CHANNELS = ("conda-forge",)
 DEFAULT_PLATFORMS = ("linux-64",)
 SOLVE_TIMEOUT_S = 900.0
 FETCH_TIMEOUT_S = 60.0
+# `lock --verify` hashes every package file of the lock within this, all together (a CUDA
+# pytorch environment is ~5 GB; a server dripping a byte at a time ends here, issue 24).
+VERIFY_DEADLINE_S = 1800.0
 LINUX_KERNEL = "5.10"  # conda-lock's default-virtual-packages.yaml value for __linux
 BODY_DIGEST_PREFIX = "# body-sha256: "
 STACK_DIGEST_PREFIX = "# stack-digest: sha256:"
@@ -442,37 +450,143 @@ def compare_records(locked: Sequence[CondaRecord], solved: Sequence[CondaRecord]
 
 def is_local_url(url: str) -> bool:
     parsed = urlparse(url)
-    return parsed.scheme == "file" or (parsed.scheme in ("http", "https") and parsed.hostname in ("127.0.0.1", "localhost", "::1"))
+    return parsed.scheme == "file" or (parsed.scheme in ("http", "https") and is_loopback_host(parsed.hostname))
 
 
-def file_hashes(url: str, timeout: float = FETCH_TIMEOUT_S) -> tuple[str, str]:
-    """(md5, sha256) of the file at url (file:// or http(s)). OSError/ValueError when unreadable."""
+def is_loopback_host(host: str | None) -> bool:
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    parsed = urlparse(url)
+    try:
+        return (parsed.scheme, (parsed.hostname or "").lower(), parsed.port)
+    except ValueError:  # a port that is not a number
+        return None
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    """What `lock --verify` may read for a lock (issue 24): https anywhere; http only from a
+    loopback channel the lock itself names in metadata.channels (a lock made against a local
+    test channel says so); file: only inside the lock's folder, regular files only (never a
+    device: file:///dev/zero never ends); each file at most `max_bytes`, all of them within
+    `deadline_s`."""
+
+    base: Path | None = None  # the lock's folder
+    loopback: frozenset[tuple[str, str, int | None]] = frozenset()  # http origins the lock names
+    deadline_s: float = 1800.0
+    max_bytes: int = 8 << 30  # conda's largest packages (pytorch's CUDA builds) are ~2 GB
+    timeout: float = 60.0  # one socket operation
+
+    @classmethod
+    def for_lock(cls, lock_dir: Path, channel_urls: Iterable[str], **kwargs: Any) -> "FetchPolicy":
+        loopback = frozenset(o for o in (_origin(u) for u in channel_urls if "://" in u)
+                             if o is not None and o[0] == "http" and is_loopback_host(o[1]))
+        return cls(base=lock_dir, loopback=loopback, **kwargs)
+
+    def refusal(self, url: str) -> str | None:
+        """Why `url` is not read under this policy; None when it may be."""
+        parsed = urlparse(url)
+        if parsed.scheme == "https":
+            return None
+        if parsed.scheme == "http":
+            if is_loopback_host(parsed.hostname) and _origin(url) in self.loopback:
+                return None
+            return "plain http is read only from a loopback channel the lock names (https otherwise)"
+        if parsed.scheme == "file":
+            if self.base is None or parsed.netloc not in ("", "localhost"):
+                return "a file: URL is read only inside the lock's folder"
+            root = os.path.realpath(self.base)
+            if not os.path.realpath(unquote(parsed.path)).startswith(root + os.sep):
+                return f"a file: URL outside the lock's folder {self.base} is never read"
+            return None
+        return f"a {parsed.scheme or 'scheme-less'} URL is never fetched"
+
+
+DEFAULT_POLICY = FetchPolicy()
+
+
+class FetchDeadline(OSError):
+    """The overall deadline passed while a file was being read."""
+
+
+def file_hashes(url: str, timeout: float = FETCH_TIMEOUT_S, policy: FetchPolicy | None = None,
+                deadline: float | None = None) -> tuple[str, str]:
+    """(md5, sha256) of the file at url, read as `policy` allows (a file: URL a regular file
+    inside its base, http(s) through urlopen), at most policy.max_bytes, before `deadline`
+    (time.monotonic()). OSError/ValueError when unreadable or refused; FetchDeadline when
+    the deadline passes."""
     from urllib.request import urlopen
 
+    policy = policy or FetchPolicy(timeout=timeout)
+    why = policy.refusal(url)
+    if why is not None:
+        raise ValueError(why)
+    deadline = deadline if deadline is not None else time.monotonic() + policy.deadline_s
     parsed = urlparse(url)
     md5, sha = hashlib.md5(), hashlib.sha256()
     if parsed.scheme == "file":
-        handle = open(unquote(parsed.path), "rb")
-    elif parsed.scheme in ("http", "https"):
-        handle = urlopen(url, timeout=timeout)  # noqa: S310 (scheme checked)
+        # O_NONBLOCK: a FIFO put in its place would block the open itself.
+        fd = os.open(os.path.realpath(unquote(parsed.path)), os.O_RDONLY | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ValueError("not a regular file (a device or FIFO is never read)")
+        handle: Any = os.fdopen(fd, "rb")
+        read = handle.read
     else:
-        raise ValueError(f"cannot fetch {url}")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise FetchDeadline("the deadline passed before it was asked for")
+        # Each socket operation waits at most what is left; read1 returns what has arrived,
+        # so a server dripping a byte at a time still meets the deadline below.
+        handle = urlopen(url, timeout=max(0.5, min(policy.timeout, left)))  # noqa: S310 (scheme checked)
+        read = getattr(handle, "read1", handle.read)
+    total = 0
     with handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
+        while True:
+            if time.monotonic() > deadline:
+                raise FetchDeadline(f"not read within the {policy.deadline_s:g} s deadline ({total:,} bytes came)")
+            block = read(1 << 20)
+            if not block:
+                break
+            total += len(block)
+            if total > policy.max_bytes:
+                raise ValueError(f"larger than {policy.max_bytes >> 20} MiB (the limit for one package file)")
             md5.update(block)
             sha.update(block)
     return md5.hexdigest(), sha.hexdigest()
 
 
-def verify_files(records: Sequence[CondaRecord], everything: bool = False) -> tuple[list[str], list[str]]:
-    """(problems, not verified): each package file's md5/sha256 against the lock. Only local
-    channels' files unless `everything` (those of conda-forge are gigabytes)."""
+def verify_files(records: Sequence[CondaRecord], everything: bool = False,
+                 policy: FetchPolicy | None = None) -> tuple[list[str], list[str]]:
+    """(problems, not verified): each package file's md5/sha256 against the lock, read as
+    `policy` allows, all within its deadline. Only local channels' files unless `everything`
+    (those of conda-forge are gigabytes)."""
+    policy = policy or DEFAULT_POLICY
+    deadline = time.monotonic() + policy.deadline_s
     problems, unverified = [], []
-    for record in records:
+    for index, record in enumerate(records):
         if not everything and not is_local_url(record.url):
             continue
+        why = policy.refusal(record.url)
+        if why is not None:
+            problems.append(f"{record.platform}/{record.name}: {record.url} not fetched: {why}")
+            continue
         try:
-            md5, sha = file_hashes(record.url)
+            md5, sha = file_hashes(record.url, policy=policy, deadline=deadline)
+        except FetchDeadline as exc:
+            left = len(records) - index - 1
+            unverified.append(f"{record.platform}/{record.name}: {record.url}: {exc}"
+                              + (f"; {left} more record(s) not hashed" if left else ""))
+            break
         except (FileNotFoundError, HTTPError) as exc:
             # The channel answers, and has no such file: the lock names a file that is not there.
             problems.append(f"{record.platform}/{record.name}: {record.url} is not on the channel ({getattr(exc, 'code', None) or exc.strerror or exc})")
@@ -545,14 +659,18 @@ def check(stack: ResolvedStack, lock_dir: str | Path, resolve: bool = True, veri
         problems.append(f"{path}: metadata.platforms is {meta.get('platforms')}, the stack's are {list(platforms(stack))}")
     if not problems:
         problems += _content_hash_problems(stack, lock_dir, path, meta)
+    inconsistent: set[tuple[str, str]] = set()  # records never hashed (issue 24): already wrong
     for record in records:
         stem = f"{record.name}-{record.version}-{record.build}"
+        before = len(problems)
         if record.filename not in (f"{stem}.conda", f"{stem}.tar.bz2"):
             problems.append(f"{path}: {record.platform}/{record.name}: url {record.url} is not the file of {stem}")
         elif record.platform not in platforms(stack):
             problems.append(f"{path}: {record.platform}/{record.name}: platform {record.platform} is not one of the stack's")
         elif not record.md5 or not record.sha256:
             problems.append(f"{path}: {record.platform}/{record.name}: no {'md5' if not record.md5 else 'sha256'} hash")
+        if len(problems) > before:
+            inconsistent.add(_key(record))
     unverified: list[str] = []
     if resolve:
         why = _unreachable(channels(stack))
@@ -571,10 +689,23 @@ def check(stack: ResolvedStack, lock_dir: str | Path, resolve: bool = True, veri
                 problems.append(f"{path}: re-solving failed: {exc}")
             else:
                 problems += [f"{path}: {p} (re-solved with {solver.describe()})" for p in compare_records(records, solved)[:1]]
-        bad, missing = verify_files(records, everything=verify_all)
-        problems += [f"{path}: {p}" for p in bad[:1]]
-        unverified += missing
+                inconsistent |= _differing(records, solved)
+        if verify_all:
+            # Only with --verify, and only records nothing is wrong with yet: a URL the lock
+            # was edited to (file:///dev/zero, any local file, a stalling server) is a
+            # problem above and never read. The channels the lock names say which loopback
+            # http origins it was made against.
+            policy = FetchPolicy.for_lock(lock_dir, lock_channels, deadline_s=VERIFY_DEADLINE_S)
+            bad, missing = verify_files([r for r in records if _key(r) not in inconsistent], everything=True, policy=policy)
+            problems += [f"{path}: {p}" for p in bad[:1]]
+            unverified += [f"{path}: {m}" for m in missing]
     return problems, unverified
+
+
+def _differing(locked: Sequence[CondaRecord], solved: Sequence[CondaRecord]) -> set[tuple[str, str]]:
+    """The keys of records a fresh solve does not give exactly as locked."""
+    want = {_key(r): _fields(r) for r in solved}
+    return {_key(r) for r in locked if want.get(_key(r)) != _fields(r)}
 
 
 def _content_hash_problems(stack: ResolvedStack, lock_dir: Path, path: Path, meta: Mapping[str, Any]) -> list[str]:

@@ -535,8 +535,9 @@ def check(stack: ResolvedStack, lock_dir: str | Path, conda_solve: bool = False,
     `lock` would write from what the lock states (its stack file, indexes, pins and hashes)
     compared line by line, naming the first line that differs. A stack with conda packages
     has its conda-lock.yml checked too (conda_lock.check): offline always; with `conda_solve`
-    re-solved record by record and its local package files hashed (`conda_verify_all`: every
-    channel's files); what could not be checked is appended to `unverified`."""
+    re-solved record by record; with `conda_verify_all` (--verify) every package file hashed
+    as conda_lock.FetchPolicy allows (none without it); what could not be checked is
+    appended to `unverified`."""
     problems = _check_pip(stack, lock_dir)
     if stack.conda:
         conda_problems, not_checked = conda_lock.check(stack, lock_dir, resolve=conda_solve, verify_all=conda_verify_all, progress=progress)
@@ -599,51 +600,82 @@ def _check_pip(stack: ResolvedStack, lock_dir: str | Path) -> list[str]:
 
 
 # --------------------------------------------------------------------------- lock --verify
-VERIFY_TIMEOUT_S = 30.0
+VERIFY_TIMEOUT_S = 30.0  # one socket operation
+VERIFY_DEADLINE_S = 900.0  # every page and find-links file of one lock together (issue 24)
 _PAGE_LIMIT = 64 << 20  # pypi.org's largest project pages are a few MiB
 _SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 
 
-def published_hashes(index_url: str, name: str, timeout: float = VERIFY_TIMEOUT_S) -> set[str]:
-    """Every sha256 the index publishes for project `name`: a PEP 691 JSON page's `hashes`,
-    or the `#sha256=` fragments of a PEP 503 HTML page. OSError/ValueError when unreadable."""
+def _http_refusal(url: str) -> str | None:
+    """Why `lock --verify` does not ask `url` (issue 24): https anywhere, plain http only on a
+    loopback address (a lock made against a local index names it on its own lines)."""
+    parsed = urlparse(url)
+    if parsed.scheme == "https" or (parsed.scheme == "http" and conda_lock.is_loopback_host(parsed.hostname)):
+        return None
+    if parsed.scheme == "http":
+        return f"{url} is plain http to another machine (https only, or a loopback address)"
+    return f"{url} is not an http(s) index"
+
+
+def _read_page(url: str, headers: Mapping[str, str], timeout: float, deadline: float | None) -> tuple[bytes, str]:
+    """(body, content type) of one index page: at most _PAGE_LIMIT bytes, read as it arrives
+    and given up at `deadline` (time.monotonic()); OSError/ValueError otherwise."""
     from urllib.request import Request, urlopen
 
-    url = f"{index_url.rstrip('/')}/{canonicalize_name(name)}/"
-    if urlparse(url).scheme not in ("http", "https"):
-        raise ValueError(f"{index_url} is not an http(s) index")
-    request = Request(url, headers={"Accept": f"{_SIMPLE_JSON}, text/html;q=0.1"})
-    with urlopen(request, timeout=timeout) as response:  # noqa: S310 (scheme checked above)
-        body = response.read(_PAGE_LIMIT + 1)
+    why = _http_refusal(url)
+    if why is not None:
+        raise ValueError(why)
+    left = (deadline - time.monotonic()) if deadline is not None else timeout
+    if left <= 0:
+        raise OSError(f"{url}: the --verify deadline passed before it was asked")
+    parts: list[bytes] = []
+    size = 0
+    with urlopen(Request(url, headers=dict(headers)), timeout=max(0.5, min(timeout, left))) as response:  # noqa: S310 (scheme checked above)
+        read = getattr(response, "read1", response.read)
+        while True:
+            if deadline is not None and time.monotonic() > deadline:
+                raise OSError(f"{url}: not read within the --verify deadline ({size:,} bytes came)")
+            block = read(1 << 20)
+            if not block:
+                break
+            size += len(block)
+            if size > _PAGE_LIMIT:
+                raise ValueError(f"{url}: page larger than {_PAGE_LIMIT >> 20} MiB")
+            parts.append(block)
         kind = response.headers.get_content_type()
-    if len(body) > _PAGE_LIMIT:
-        raise ValueError(f"{url}: page larger than {_PAGE_LIMIT >> 20} MiB")
+    return b"".join(parts), kind
+
+
+def published_hashes(index_url: str, name: str, timeout: float = VERIFY_TIMEOUT_S, deadline: float | None = None) -> set[str]:
+    """Every sha256 the index publishes for project `name`: a PEP 691 JSON page's `hashes`,
+    or the `#sha256=` fragments of a PEP 503 HTML page. OSError/ValueError when unreadable."""
+    url = f"{index_url.rstrip('/')}/{canonicalize_name(name)}/"
+    body, kind = _read_page(url, {"Accept": f"{_SIMPLE_JSON}, text/html;q=0.1"}, timeout, deadline)
     if kind == _SIMPLE_JSON:
-        files = json.loads(body).get("files") or []
-        return {str((f.get("hashes") or {}).get("sha256", "")).lower() for f in files if isinstance(f, dict)} - {""}
+        page = json.loads(body)
+        files = page.get("files") if isinstance(page, dict) else None
+        return {str((f.get("hashes") or {}).get("sha256", "")).lower() for f in files or [] if isinstance(f, dict) and isinstance(f.get("hashes") or {}, dict)} - {""}
     return {h.lower() for h in re.findall(r"#sha256=([0-9a-fA-F]{64})", body.decode("utf-8", "replace"))}
 
 
-def find_links_hashes(link: str, name: str, version: str, base: Path | None, timeout: float = VERIFY_TIMEOUT_S) -> set[str]:
+def find_links_hashes(link: str, name: str, version: str, base: Path | None, timeout: float = VERIFY_TIMEOUT_S,
+                      deadline: float | None = None) -> set[str]:
     """The sha256 of every file a --find-links entry offers for `name` `version`: a folder's
-    files (relative links are read from `base`, the lock's folder, as pip does), hashed;
-    an http(s) page's `#sha256=` fragments. OSError/ValueError when unreadable."""
+    regular files (relative links are read from `base`, the lock's folder, as pip does),
+    hashed; an http(s) page's `#sha256=` fragments (https, or http on a loopback address).
+    OSError/ValueError when unreadable or refused."""
     if "://" in link:
-        from urllib.request import urlopen
-
-        if urlparse(link).scheme not in ("http", "https"):
-            raise ValueError(f"{link} is not an http(s) page or a folder")
-        with urlopen(link, timeout=timeout) as response:  # noqa: S310 (scheme checked above)
-            body = response.read(_PAGE_LIMIT + 1)
-        if len(body) > _PAGE_LIMIT:
-            raise ValueError(f"{link}: page larger than {_PAGE_LIMIT >> 20} MiB")
+        body, _ = _read_page(link, {}, timeout, deadline)
         return {h.lower() for h in re.findall(r"#sha256=([0-9a-fA-F]{64})", body.decode("utf-8", "replace"))}
     folder = Path(link) if os.path.isabs(link) or base is None else base / link
     want = (canonicalize_name(name), Version(version))
     found: set[str] = set()
     for entry in sorted(os.listdir(folder)):
         path = folder / entry
+        # is_file: a regular file (a link to /dev/zero or a FIFO is neither read nor hashed).
         if _file_project(entry) == want and path.is_file():
+            if deadline is not None and time.monotonic() > deadline:
+                raise OSError(f"{link}: not hashed within the --verify deadline")
             found.add(_sha256_file(str(path)))
     return found
 
@@ -675,19 +707,20 @@ def verify(text: str, timeout: float = VERIFY_TIMEOUT_S, base: Path | None = Non
     indexes = [sources.index_url, *sources.extra_index_urls]
     problems: list[str] = []
     unverified: list[str] = []
+    deadline = time.monotonic() + VERIFY_DEADLINE_S
     for pin in read_hashed_pins(text):
         published: set[str] = set()
         asked: list[str] = []
         errors: list[str] = []
         for index in indexes:
             try:
-                published |= published_hashes(index, pin.name, timeout)
+                published |= published_hashes(index, pin.name, timeout, deadline)
                 asked.append(index)
             except (OSError, ValueError) as exc:
                 errors.append(f"{index}: {getattr(exc, 'reason', None) or exc}")
         for link in sources.find_links:
             try:
-                published |= find_links_hashes(link, pin.name, pin.version, base, timeout)
+                published |= find_links_hashes(link, pin.name, pin.version, base, timeout, deadline)
                 asked.append(f"--find-links {link}")
             except (OSError, ValueError, InvalidVersion) as exc:
                 errors.append(f"--find-links {link}: {getattr(exc, 'reason', None) or getattr(exc, 'strerror', None) or exc}")

@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import require_module
 import yaml
 
 from fwdoctor.recipes import conda_lock as cl
@@ -30,8 +32,8 @@ from fwdoctor.recipes import lockfile
 from fwdoctor.recipes.stack import ResolvedStack
 from tests import condachannel as cc
 
-pytest.importorskip("rattler")
-pytest.importorskip("conda_lock")
+require_module("rattler", "pip install 'fwdoctor[conda]'")
+require_module("conda_lock", "pip install 'fwdoctor[conda]'")
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = "conda-cu126-local"
@@ -218,8 +220,10 @@ def test_a_fresh_lock_checks_clean_over_http_with_every_file_hashed(channel: Pat
     stack = make_stack(served)
     lock_into(stack, tmp_path)
     assert all(r.url.startswith(served) for r in cl.read_conda_lock(tmp_path / cl.CONDA_LOCK_NAME))
-    assert cl.check(stack, tmp_path) == ([], [])
-    assert cl.verify_files(cl.read_conda_lock(tmp_path / cl.CONDA_LOCK_NAME)) == ([], [])
+    assert cl.check(stack, tmp_path, verify_all=True) == ([], [])
+    # The lock names this loopback channel, so --verify may read it over plain http.
+    policy = cl.FetchPolicy.for_lock(tmp_path, [served])
+    assert cl.verify_files(cl.read_conda_lock(tmp_path / cl.CONDA_LOCK_NAME), policy=policy) == ([], [])
 
 
 def _restamp(text: str) -> str:
@@ -275,7 +279,8 @@ def test_check_names_the_tampered_record(channel: Path, served: str, tmp_path: P
 
 
 def test_a_package_file_changed_on_the_channel_is_named(channel: Path, tmp_path: Path) -> None:
-    copy = tmp_path / "channel"
+    # Inside the lock's folder: --verify reads file: URLs nowhere else (issue 24).
+    copy = tmp_path / "lock" / "channel"
     shutil.copytree(channel, copy)
     stack = make_stack(cc.file_url(copy))
     lock_into(stack, tmp_path / "lock")
@@ -284,12 +289,13 @@ def test_a_package_file_changed_on_the_channel_is_named(channel: Path, tmp_path:
     data = bytearray(target.read_bytes())
     data[-1] ^= 0xFF
     target.write_bytes(bytes(data))
-    problems, _ = cl.check(stack, tmp_path / "lock")
+    assert cl.check(stack, tmp_path / "lock") == ([], [])  # without --verify no file is read
+    problems, _ = cl.check(stack, tmp_path / "lock", verify_all=True)
     assert problems == [f"{tmp_path / 'lock' / cl.CONDA_LOCK_NAME}: linux-64/nccl: {target.name} has sha256 "
                         f"{hashlib.sha256(bytes(data)).hexdigest()}, the lock states {next(r.sha256 for r in cl.read_conda_lock(tmp_path / 'lock' / cl.CONDA_LOCK_NAME) if r.name == 'nccl')}"]
     # Re-indexed: the re-solve names it first.
     cc.index_channel(copy)
-    problems, _ = cl.check(stack, tmp_path / "lock")
+    problems, _ = cl.check(stack, tmp_path / "lock", verify_all=True)
     assert re.search(r"linux-64/nccl: md5 is '\w+' in the lock, '\w+' in the solve \(re-solved with py-rattler 0\.28\.0", problems[0]), problems
 
 
@@ -368,7 +374,7 @@ def test_cli_lock_then_check_a_conda_stack(cli, channel: Path, served: str, tmp_
 
 def test_committed_conda_lock_is_fresh_against_its_channel(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """lockfiles/conda-cu126-local: re-solved against the committed channel served where the
-    stack says, record by record, every package file hashed."""
+    stack says, record by record (`lock --check` hashes no package file: --verify does)."""
     import time
 
     monkeypatch.chdir(REPO)
