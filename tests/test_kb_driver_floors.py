@@ -140,3 +140,27 @@ def test_every_turing_or_later_gpu_row_with_a_pci_id_has_a_floor_or_predates_the
             missing.append(model.name)
     assert not missing, f"GPU rows with PCI ids but no driver floor: {missing}"
 
+
+
+NVIDIA_SMI_GB10_575 = """\
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 575.64.05              Driver Version: 575.64.05      CUDA Version: 12.9     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|                                         |                        |               MIG M. |
+|=========================================+========================+======================|
+|   0  NVIDIA GB10                    On  |   0000000F:01:00.0 Off |                  N/A |
+| N/A   40C    P0             10W /  N/A  |      Not Supported     |      0%      Default |
++-----------------------------------------+------------------------+----------------------+
+"""
+
+
+def test_triage_of_a_pasted_nvidia_smi_names_the_first_listing_and_every_branch(cli, tmp_path):
+    path = tmp_path / "issue.txt"
+    path.write_text(NVIDIA_SMI_GB10_575)
+    report = json.loads(cli("triage", "--json", "--kb", str(KB_DIR), str(path)).output)
+    report = report.get("check", report)
+    [hit] = [f for f in report["findings"] if f["id"] == "driver-gpu-unsupported"]
+    assert "first listed by driver 580.94.13 (R580)" in hit["message"]
+    assert "R580 from 580.94.13, R590 from 590.48.01" in hit["fix"]["note"]

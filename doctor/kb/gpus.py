@@ -115,6 +115,7 @@ class DriverProblem:
     branch: int | None
     release: str | None
     support: DriverSupport
+    floor: "DriverFloor | None" = None  # the product's own first listings, when they decided
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,7 @@ class GpuKB:
                 return DriverProblem(
                     "too-old",
                     f"{label} is first listed{modules} by driver {floor.first[0]} (R{driver_branch(floor.first[0])}){nearer} in NVIDIA's compatible-GPU tables; driver {driver} (R{branch}) predates it",
-                    driver_branch(upgrade), upgrade, support,
+                    driver_branch(upgrade), upgrade, support, floor,
                 )
         if fam.first_branch is not None and branch < fam.first_branch:
             return DriverProblem(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from fwdoctor.kb.gpus import normalize_slot
+from fwdoctor.kb.gpus import driver_branch, normalize_slot
 from fwdoctor.model import Facts, FixRef
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.versions import equal
@@ -293,7 +293,11 @@ def driver_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
         },
         fix=FixRef(
             commands=(*commands, "sudo reboot"),
-            note=f"Driver branches that run {first.support.family.family}: {first.support.branches}; open kernel modules: {first.support.open_modules}. fwdoctor does not install drivers.",
+            note=(f"Driver releases whose compatible-GPU tables list {first.floor.gpu}: "
+                  + ", ".join(f"R{driver_branch(r)} from {r}" for r in first.floor.first)
+                  + f" (and newer branches); open kernel modules: {first.support.open_modules}. fwdoctor does not install drivers."
+                  if first.floor is not None else
+                  f"Driver branches that run {first.support.family.family}: {first.support.branches}; open kernel modules: {first.support.open_modules}. fwdoctor does not install drivers."),
         ),
     )
 
