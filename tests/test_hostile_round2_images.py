@@ -316,3 +316,19 @@ def test_a_mutated_archive_on_the_cli_is_exit_2_naming_it(tmp_path):
             refused += 1
             assert result.output.startswith(f"fwdoctor: error: --image-archive {path}: ") and result.output.count("\n") == 1
     assert refused > 0
+
+
+def test_zstd_layers_in_several_frames_read_whole_and_a_zstd_bomb_is_refused(tmp_path):
+    import zstandard  # a dev extra (pyproject.toml)
+    layer = small_layer()
+    half = len(layer) // 1024 * 512
+    packed = zstandard.ZstdCompressor().compress(layer[:half]) + zstandard.ZstdCompressor().compress(layer[half:])
+    path = docker_save(tmp_path, [packed], diff_ids=["sha256:" + hashlib.sha256(layer).hexdigest()], name="z.tar")
+    assert image_archive.load(str(path)).host().read_text("/etc/os-release").startswith("ID=debian")
+    zeros = zstandard.ZstdCompressor(level=19).compress(b"\0" * (64 << 20))
+    bomb = zstandard.ZstdCompressor().compress(bomb_header(16 * (64 << 20))) + zeros * 16
+    path = docker_save(tmp_path, [bomb], diff_ids=["sha256:" + "0" * 64], name="zb.tar")
+    started = time.monotonic()
+    with pytest.raises(ImageError, match=r"layer l0/layer.tar expands past \d+ MiB"):
+        image_archive.load(str(path))
+    assert time.monotonic() - started < GUARD_S
