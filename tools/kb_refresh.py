@@ -159,6 +159,9 @@ def known_versions(kb: Any) -> dict[str, set[Version]]:
             add(f"nvidia-cudnn-cu{major}", v.cudnn)
         if major and v.nccl:
             add(f"nvidia-nccl-cu{major}", v.nccl)
+    for row in kb.libs.pip_packages:  # libs.yaml: the first and last wheel of each nvidia-* package
+        add(row.package, row.first)
+        add(row.package, row.last)
     for framework in ("jax", "tensorflow", "paddle"):
         for release in kb.frameworks.releases(framework):
             names = {"jax": ["jax", "jaxlib"], "tensorflow": ["tensorflow"], "paddle": []}[framework]
