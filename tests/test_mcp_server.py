@@ -148,6 +148,13 @@ def test_every_tool_answers_fixture_roots_and_recorded_reports_with_schema_valid
     assert plan["apply_command"] == "fwdoctor fix driver-too-old-for-torch --apply"
     assert [f["id"] for f in triaged["findings"]] == ["driver-too-old-for-torch"] and triaged["fragments"]
     assert fleet["summary"]["nodes"] == 3 and fleet["summary"]["unreadable"] == 0
+    # The new schemas are not "anything goes": one wrong field in each real document fails.
+    wrong = [({**triaged, "fragments": [{"kind": "nvidia-smi"}]}, "fragments"), ({**k80, "choice": 5}, "choice"),
+             ({**explained, "code": "104"}, "code"), ({**listed, "findings": [{"id": "x"}]}, "findings"),
+             ({**plan, "plans": [{"plan": {**entry["plan"], "steps": "pip install torch"}, "applied": None}]}, "plans"),
+             ({**fleet, "summary": {**fleet["summary"], "nodes": -1}}, "summary")]
+    for document, field in wrong:
+        assert any(error.startswith(f"['{field}'") for error in schema_errors(document)), field
 
 
 def test_paths_outside_the_allowed_roots_and_links_out_of_them_are_refused(server_venv, tmp_path):
