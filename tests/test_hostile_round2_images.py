@@ -332,3 +332,22 @@ def test_zstd_layers_in_several_frames_read_whole_and_a_zstd_bomb_is_refused(tmp
     with pytest.raises(ImageError, match=r"layer l0/layer.tar expands past \d+ MiB"):
         image_archive.load(str(path))
     assert time.monotonic() - started < GUARD_S
+
+
+@pytest.mark.parametrize("members, message", [
+    ([(member("manifest.json", tarfile.SYMTYPE, linkname="manifest.json"), None)], "manifest.json is a link to nothing in the archive (or a loop of links)"),
+    ([(member("a", tarfile.SYMTYPE, linkname="b"), None), (member("b", tarfile.SYMTYPE, linkname="a"), None),
+      (member("manifest.json", tarfile.SYMTYPE, linkname="a"), None)], "manifest.json is a link to nothing in the archive (or a loop of links)"),
+    ([(member("manifest.json", tarfile.SYMTYPE, linkname="nothing"), None)], "manifest.json is a link to nothing in the archive"),
+    ([(member("cfg.json"), b'{"config": {}}'), (member("l/layer.tar", tarfile.SYMTYPE, linkname="l/layer.tar"), None),
+      (member("manifest.json"), b'[{"Config": "cfg.json", "Layers": ["l/layer.tar"]}]')], "l/layer.tar is a link to nothing in the archive"),
+    ([(member("cfg.json"), b'{"rootfs": {"diff_ids": "x"}}'), (member("manifest.json"), b'[{"Config": "cfg.json", "Layers": []}]')],
+     "cfg.json states no list of diff_ids for 0 layers"),
+], ids=["self-loop", "two-loop", "dangling", "layer-loop", "diff-ids-not-a-list"])
+def test_links_and_odd_fields_in_the_archive_itself_are_one_line_refusals(tmp_path, members, message):
+    path = tmp_path / "odd.tar"
+    path.write_bytes(tar_bytes(members))
+    result = run_cli("check", "--image-archive", str(path))
+    assert result.exit_code == 2 and "internal error" not in result.output
+    assert result.output == f"fwdoctor: error: --image-archive {path}: {message}" + result.output.split(message, 1)[1]
+    assert result.output.count("\n") == 1
