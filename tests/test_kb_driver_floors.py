@@ -164,3 +164,12 @@ def test_triage_of_a_pasted_nvidia_smi_names_the_first_listing_and_every_branch(
     [hit] = [f for f in report["findings"] if f["id"] == "driver-gpu-unsupported"]
     assert "first listed by driver 580.94.13 (R580)" in hit["message"]
     assert "R580 from 580.94.13, R590 from 590.48.01" in hit["fix"]["note"]
+
+
+@pytest.mark.parametrize("name, desktop_first, laptop_first", [
+    ("GeForce RTX 5070", "570.123.07", "570.153.02"), ("GeForce RTX 5060", "570.158.01", "570.158.01"),
+])
+def test_rtx_50_laptop_parts_have_their_own_first_listing(gpus, name, desktop_first, laptop_first):
+    assert gpus.floors[name].first[0] == desktop_first
+    assert gpus.floors[f"{name} Laptop GPU"].first[0] == laptop_first
+    assert gpus.model_for_name(f"NVIDIA {name} Laptop GPU").name == f"{name} Laptop GPU"
