@@ -36,10 +36,11 @@ doctor: venv
 test: test-venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-## test-fast: the suite without Docker and without the torch download (minutes, not tens of
-## minutes): the tests that need a torch venv or an engine are skipped and say so
+## test-fast: the suite without Docker, downloads or the torch download (minutes, not tens of
+## minutes): the tests that need a torch venv or an engine are skipped and say so; slow ones
+## (gpuhost, conda end to end, Slurm, fuzzing) and network ones (PyPI) are left out
 test-fast: venv
-	$(BIN)/python -m pytest -m "not docker and not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not docker and not slow and not network" $(PYTEST_ARGS)
 
 ## bench: speed figures (printed, not asserted)
 bench: test-venv

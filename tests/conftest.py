@@ -108,19 +108,82 @@ def finding_ids(report: dict) -> set[str]:
     return {f["id"] for f in report["findings"]}
 
 
-# In CI (.ci/run sets FWDOCTOR_STRICT=1) a test may skip only for lack of a GPU: every
-# other skip (no nvcc, no torch venv, no Docker engine) means the CI machine was not set
-# up, and a green run would hide it.
-_GPU_WORDS = ("gpu", "driver", "nvml", "nvidia-smi")
+# In CI (.ci/run sets FWDOCTOR_STRICT=1) a test may skip only for the hardware: a test
+# marked `requires_gpu` (needs a GPU: CI has none) or `requires_no_gpu` (a no-GPU path,
+# skipped where a GPU answers). Every other skip (no nvcc, no torch venv, no Docker engine,
+# an optional module missing, no registry) means the CI machine was not set up, and a green
+# run would hide it. The marker decides, not words in the reason: an apt error naming the
+# `nvidia-smi` package once passed for a missing GPU.
+HARDWARE_MARKERS = ("requires_gpu", "requires_no_gpu")
+
+
+def strict() -> bool:
+    return os.environ.get("FWDOCTOR_STRICT") == "1"
+
+
+def require_module(module: str, install: str):
+    """Import an optional module, or skip saying how to install it (strict CI fails the skip).
+    `install` is the command, e.g. "pip install 'fwdoctor[conda]'"."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        pytest.skip(f"needs the optional module {module} ({exc}): {install}", allow_module_level=True)
+
+
+# Tests that download from the package registry carry the `network` marker: offline they
+# skip naming it (and strict CI fails that skip: CI must run them).
+_REGISTRY: dict[str, str | None] = {}
+
+
+def registry_unreachable() -> str | None:
+    """Why the package registry (PIP_INDEX_URL's host, else pypi.org) cannot be reached, or None."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
+    if url not in _REGISTRY:
+        parts = urlsplit(url)
+        try:
+            socket.create_connection((parts.hostname or "pypi.org", parts.port or (443 if parts.scheme == "https" else 80)), timeout=5).close()
+            _REGISTRY[url] = None
+        except OSError as exc:
+            _REGISTRY[url] = f"downloads from the package registry {url}, which is not reachable from here ({exc})"
+    return _REGISTRY[url]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before any fixture runs: the session fixtures of a network test (a venv, a wheel) download.
+    if item.get_closest_marker("network") is not None and (why := registry_unreachable()):
+        pytest.skip(why)
+
+
+def _strict_failure(reason: str) -> str:
+    return (f"skipped in strict CI mode (FWDOCTOR_STRICT=1), and not a test marked {' or '.join(HARDWARE_MARKERS)}: "
+            f"{reason}")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if not report.skipped or os.environ.get("FWDOCTOR_STRICT") != "1":
+    if not report.skipped or hasattr(report, "wasxfail") or not strict():
         return
-    reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr).lower()
-    if not any(word in reason for word in _GPU_WORDS):
+    if any(item.get_closest_marker(name) is not None for name in HARDWARE_MARKERS):
+        return
+    reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = _strict_failure(reason)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    # A whole module skipped at import (an optional module missing) fails strict CI too.
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and strict():
+        reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr)
         report.outcome = "failed"
-        report.longrepr = f"skipped in strict CI mode (FWDOCTOR_STRICT=1) for a reason other than a missing GPU: {reason}"
+        report.longrepr = _strict_failure(reason)

@@ -202,7 +202,7 @@ def test_the_printed_runfile_plan_runs_by_hand_with_sh_even_with_quotes_and_spac
     assert snippet == cuda_toolkit.env_snippet(str(weird / "cuda 13.0"), "13.0")
 
 
-@pytest.mark.gpu
+@pytest.mark.requires_gpu
 def test_on_a_gpu_host_the_pip_toolkit_compiles_for_the_host_arch_and_the_kernel_runs(cli, index, isolated):
     if not Path("/proc/driver/nvidia/version").exists():
         pytest.skip("no NVIDIA driver loaded on this host")

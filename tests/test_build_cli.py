@@ -98,7 +98,7 @@ def _gpu_ccs() -> list[str]:
     return [line.strip() for line in res.stdout.splitlines() if line.strip()] if res.ok else []
 
 
-@pytest.mark.gpu
+@pytest.mark.requires_gpu
 def test_arch_auto_on_a_gpu_host_builds_for_exactly_its_gpus():
     ccs = _gpu_ccs()
     if not ccs:

@@ -159,7 +159,7 @@ def test_the_proof_script_refuses_to_run_without_the_request(tmp_path):
     assert res.returncode == 2 and "--cuda" in res.stderr
 
 
-@pytest.mark.gpu
+@pytest.mark.requires_gpu
 @pytest.mark.slow
 def test_the_proof_script_runs_its_gpu_smoke_tests_where_a_gpu_exists(tmp_path):
     from fwdoctor import runner

@@ -15,10 +15,15 @@ TESTS = Path(__file__).resolve().parent
 ROOTS = TESTS / "roots"
 pytestmark = pytest.mark.usefixtures("use_test_kb")  # every command and probe reads the frozen tests/kb
 # The fake nvidia-smi on PATH is only asked where NVML does not answer first.
-smi_is_run = pytest.mark.skipif(
+_smi_skip = pytest.mark.skipif(
     (lambda s: s is not None and s.source == "nvml")(nvml_snapshot(Host.live_host())),
     reason="NVML answers on this host, so nvidia-smi is never run",
 )
+
+
+def smi_is_run(test):
+    """A no-GPU path (requires_no_gpu: strict CI forgives its skip where a GPU answers)."""
+    return pytest.mark.requires_no_gpu(_smi_skip(test))
 MINE = {"driver-missing", "nouveau-loaded", "driver-library-mismatch", "no-gpu", "shm-too-small"}
 
 

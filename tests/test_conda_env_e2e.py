@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOTS
+from conftest import ROOTS, require_module
 from tests import condachannel as cc
 
-rattler = pytest.importorskip("rattler")
-pytestmark = pytest.mark.usefixtures("use_test_kb")
+rattler = require_module("rattler", "pip install 'fwdoctor[conda]'")
+pytestmark = [pytest.mark.usefixtures("use_test_kb"), pytest.mark.slow]  # conda installs end to end: not in `make test-fast`
 
 OURS = ("conda-cpu-pytorch-on-gpu-host", "conda-pip-torch-over-conda", "conda-libstdcxx-too-old", "conda-user-site-leak", "conda-cuda-libs-mismatch")
 SPECS = ["python=3.11", "pytorch=2.5.1", "cuda-version=12.6", "cudnn", "nccl", "cuda-nvcc"]

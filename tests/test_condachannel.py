@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_module
+
 from tests import condachannel as cc
 
-rattler = pytest.importorskip("rattler")
+rattler = require_module("rattler", "pip install 'fwdoctor[conda]'")
 
 SPECS = ["python=3.11", "pytorch=2.5.1", "cuda-version=12.6", "cudnn", "nccl", "cuda-nvcc"]
 

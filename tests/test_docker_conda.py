@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_module
+
 import localindex
 from image_helpers import required_engine
 from image_helpers import unavailable as _unavailable
@@ -39,7 +41,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def engine():
-    pytest.importorskip("rattler")
+    require_module("rattler", "pip install 'fwdoctor[conda]'")
     return required_engine()
 
 

@@ -21,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
-rattler = pytest.importorskip("rattler")
-pytest.importorskip("conda_lock")
+from conftest import require_module
+
+rattler = require_module("rattler", "pip install 'fwdoctor[conda]'")
+require_module("conda_lock", "pip install 'fwdoctor[conda]'")
 
 from tests import condachannel as cc  # noqa: E402
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_module
+
 from fwdoctor import image
 from image_helpers import member, tar_bytes
 
@@ -116,7 +118,7 @@ class FakeClient:
 
 
 def test_export_unpacks_a_created_never_started_container_and_removes_it():
-    pytest.importorskip("docker")
+    require_module("docker", "pip install 'fwdoctor[docker]'")
     payload = tar_bytes([(member("etc", tarfile.DIRTYPE, 0o755), None), (member("etc/os-release"), b'ID=ubuntu\nVERSION_ID="24.04"\n')])
     client = FakeClient(payload, ["CUDA_VERSION=13.0.2", "PATH=/usr/local/nvidia/bin:/usr/bin"])
     exported = image.export("demo:1", client=client)
@@ -126,13 +128,13 @@ def test_export_unpacks_a_created_never_started_container_and_removes_it():
 
 
 def test_export_of_a_missing_image_is_an_image_error():
-    pytest.importorskip("docker")
+    require_module("docker", "pip install 'fwdoctor[docker]'")
     with pytest.raises(image.ImageError, match="no image 'nope:1' in the local engine"):
         image.export("nope:1", client=FakeClient(b"", []))
 
 
 def test_export_of_a_corrupt_stream_is_an_image_error():
-    pytest.importorskip("docker")
+    require_module("docker", "pip install 'fwdoctor[docker]'")
     client = FakeClient(b"this is not a tar stream at all" * 40, [])
     with pytest.raises(image.ImageError, match="not a readable tar stream"):
         image.export("demo:1", client=client)
@@ -140,7 +142,7 @@ def test_export_of_a_corrupt_stream_is_an_image_error():
 
 
 def test_check_image_without_an_engine_is_a_one_line_error(cli, monkeypatch):
-    pytest.importorskip("docker")
+    require_module("docker", "pip install 'fwdoctor[docker]'")
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     result = cli("check", "--image", "anything:1")
     assert result.exit_code == 2

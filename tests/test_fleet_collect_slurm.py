@@ -20,6 +20,9 @@ import pytest
 from fwdoctor.fleet import collect as fc
 from fwdoctor.fleet import documents
 
+# A real slurmctld/slurmd/munge (.ci/setup-slurm.sh): not part of `make test-fast`.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 FWDOCTOR = Path(sys.executable).parent / "fwdoctor"  # the console script of this test's venv
 

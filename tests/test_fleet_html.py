@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_module
+
 from test_fleet_report import facts_doc, fleet_cli, gen, write
 
 CHROMIUM = "/usr/bin/chromium"
@@ -118,7 +120,7 @@ def test_odd_cells_are_marked_with_what_the_rest_have(page):
 def browser():
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"no {CHROMIUM} (.ci/setup-chromium.sh installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (dev extras) is not installed")
+    sync_api = require_module("playwright.sync_api", "pip install -e '.[dev]'")
     return sync_api.sync_playwright()
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("use_test_kb")]
+pytestmark = [pytest.mark.slow, pytest.mark.network, pytest.mark.usefixtures("use_test_kb")]  # network: jax, tensorflow, paddle from PyPI
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("FWDOCTOR_TEST_CACHE") or Path.home() / ".cache" / "fwdoctor-tests") / "frameworks"

@@ -50,6 +50,7 @@ def test_figures_quote_the_kernel_and_amp_numbers():
     assert fig["max_rel_error"] == r.details["max_rel_error"]
 
 
+@pytest.mark.requires_no_gpu  # a no-GPU path: skipped where a GPU answers
 @pytest.mark.slow  # check --deep and the CPU kernel worker for real: ~40 s on two cores
 @pytest.mark.skipif(torch_python() is None, reason="no interpreter with torch")
 def test_on_this_machine_a_clear_no_gpu_report(tmp_path):

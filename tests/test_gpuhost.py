@@ -27,6 +27,10 @@ from gpuhost import world
 from gpuhost.build import build_library
 from helpers import REPO
 
+# Whole checks inside simulated GPU hosts (namespaces, a compiled NVML stand-in, a torch venv):
+# not part of `make test-fast`.
+pytestmark = pytest.mark.slow
+
 TEST_KB = REPO / "tests" / "kb"
 NVML_CHILD = REPO / "doctor" / "probes" / "nvml_child.py"
 RUN_TIMEOUT_S = 120.0

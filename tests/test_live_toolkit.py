@@ -85,7 +85,7 @@ def test_a_live_check_evaluates_every_toolkit_rule_that_has_its_facts(check_json
         assert rule_id not in skipped, skipped.get(rule_id)
 
 
-@pytest.mark.gpu
+@pytest.mark.requires_gpu
 def test_on_a_gpu_host_the_driver_and_arch_rules_run(check_json):
     if shutil.which("nvidia-smi") is None or subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=60).returncode != 0:
         pytest.skip("no working NVIDIA GPU and driver on this machine")

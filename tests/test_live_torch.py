@@ -78,6 +78,7 @@ def test_deep_agrees_with_the_kb_row_for_this_wheel(deep_report):
     assert deep["cudnn_version"] == cudnn[0] * 10000 + cudnn[1] * 100 + cudnn[2]
 
 
+@pytest.mark.requires_no_gpu  # a no-GPU path: skipped where a GPU answers
 def test_without_a_gpu_deep_reports_cuda_unavailable_and_no_devices(deep_report):
     deep = deep_report["facts"]["torch.deep"]["value"]
     if deep["device_count"]:
@@ -86,7 +87,7 @@ def test_without_a_gpu_deep_reports_cuda_unavailable_and_no_devices(deep_report)
     assert not {"torch-not-installed", "probe-failed"} & {f["id"] for f in deep_report["findings"]}
 
 
-@pytest.mark.gpu
+@pytest.mark.requires_gpu
 def test_on_a_gpu_host_deep_sees_the_devices(deep_report):
     deep = deep_report["facts"]["torch.deep"]["value"]
     if not deep["device_count"]:

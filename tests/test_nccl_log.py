@@ -142,6 +142,7 @@ def test_rank_files_named_as_nccl_names_them_are_read_and_summarized(tmp_path):
     assert failed.message == "rank 0 failed" and failed.details["nccl_transport"].startswith("no NCCL_DEBUG output captured")
 
 
+@pytest.mark.requires_no_gpu  # a no-GPU path: skipped where a GPU answers
 @pytest.mark.slow  # torchrun with two ranks importing torch: ~20 s on two cores
 def test_an_nccl_run_without_a_gpu_fails_and_says_no_nccl_log_was_captured():
     """The real launch path with backend nccl on this CPU-only machine: torchrun starts,

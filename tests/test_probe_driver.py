@@ -311,6 +311,7 @@ def test_a_healthy_nvidia_smi_gives_gpus_driver_and_cuda_version():
     ]
 
 
+@pytest.mark.requires_no_gpu  # a no-GPU path: skipped where a GPU answers
 @pytest.mark.skipif(nvml_works(), reason="NVML answers on this host, so nvidia-smi is never consulted")
 def test_without_nvml_the_probes_fall_back_to_a_hung_nvidia_smi_and_still_finish():
     facts = collect(fake_smi_host("hang", timeout=0.5), driver.PROBES)
@@ -318,7 +319,7 @@ def test_without_nvml_the_probes_fall_back_to_a_hung_nvidia_smi_and_still_finish
     assert facts.known("driver.loaded")  # the file-based facts still came out
 
 
-@pytest.mark.gpu
+@pytest.mark.requires_gpu
 def test_on_a_gpu_host_nvml_reports_the_driver_and_each_gpu():
     snap = nvml_snapshot(Host.live_host())
     if snap is None or snap.source != "nvml":

@@ -117,6 +117,7 @@ def test_unparseable_sysfs_ids_are_a_probe_failure(tmp_path):
     assert any(f.probe == "pci" and "unparseable output" in f.reason for f in facts.failures)
 
 
+@pytest.mark.requires_no_gpu  # a no-GPU path: skipped where a GPU answers
 def test_a_live_host_answered_by_nvidia_smi_lists_its_gpus():
     from fwdoctor.probes.driver import nvml_snapshot
 
@@ -253,7 +254,7 @@ def test_the_shm_floor_is_read_from_the_kb():
         load(gpus_yaml(runtime={"shm_min_mib": 0, "source": "S-FWD-SHM"}))
 
 
-@pytest.mark.gpu
+@pytest.mark.requires_gpu
 def test_on_a_gpu_host_the_kb_agrees_with_nvml_about_every_known_gpu():
     from fwdoctor.probes.driver import nvml_snapshot
 

@@ -198,7 +198,7 @@ def test_streaming_runner_reports_a_missing_program_without_raising():
     assert result.error == "not found" and not result.ok
 
 
-@pytest.mark.gpu
+@pytest.mark.requires_gpu
 def test_nccl_over_every_visible_gpu_is_exact_and_reports_the_loaded_nccl(cli):
     from fwdoctor.smoke.allreduce import gpu_count
 

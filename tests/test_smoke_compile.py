@@ -53,6 +53,7 @@ def test_a_ptx_target_is_compiled_as_ptx():
     assert "arch=compute_80,code=compute_80" in results[0].details["argv"]
 
 
+@pytest.mark.requires_no_gpu  # a no-GPU path: skipped where a GPU answers
 def test_compile_only_without_gpus_or_arch_is_skipped_and_says_what_to_pass(cli):
     if _gpus():
         pytest.skip("this host has GPUs: their architectures are the default")
@@ -117,7 +118,7 @@ def test_nvidia_smi_query_lines_become_gpus():
     ]
 
 
-@pytest.mark.gpu
+@pytest.mark.requires_gpu
 def test_compiled_kernel_runs_on_this_hosts_gpus_with_exact_results(cli):
     gpus = _gpus()
     if not gpus or NVCC is None or shutil.which("nvidia-smi") is None:

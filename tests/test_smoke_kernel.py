@@ -29,6 +29,7 @@ NO_GPU = (False, "no /dev/nvidia0")
 HAS_ONE = (True, "/dev/nvidia0 exists")
 
 
+@pytest.mark.requires_no_gpu  # a no-GPU path: skipped where a GPU answers
 @pytest.mark.skipif(TORCH_PY is None, reason="no interpreter with torch (make test-venv)")
 def test_without_a_gpu_the_kernel_test_is_skipped_and_exits_0(cli):
     if HAS_GPU:
@@ -187,7 +188,7 @@ def test_an_empty_root_expects_no_gpu(tmp_path):
     assert kernel.gpu_expected(Host.at_root(tmp_path))[0] is False
 
 
-@pytest.mark.gpu
+@pytest.mark.requires_gpu
 @pytest.mark.skipif(TORCH_PY is None, reason="no interpreter with torch")
 def test_every_gpu_passes_real_kernels_within_tolerance(cli):
     if not HAS_GPU:

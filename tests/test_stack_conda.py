@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import TEST_KB_DIR
+from conftest import TEST_KB_DIR, require_module
 from fwdoctor.kb import KB, KB_DIR
 from fwdoctor.recipes import stack as stack_mod
 
@@ -128,8 +128,8 @@ SPECS = ["python 3.11", "python=3.11", "python==3.11", "python 3.11.*", "cuda-ve
 
 
 def test_the_fallback_pattern_reads_plain_specs_as_py_rattler_does(monkeypatch):
-    cs = pytest.importorskip("fwdoctor.recipes.conda_spec")
-    pytest.importorskip("rattler")
+    from fwdoctor.recipes import conda_spec as cs
+    require_module("rattler", "pip install 'fwdoctor[conda]'")
     by_rattler = [cs.parse_spec(s) for s in SPECS]
     monkeypatch.setattr(cs, "USE_RATTLER", False)
     assert [cs.parse_spec(s) for s in SPECS] == by_rattler

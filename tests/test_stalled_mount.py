@@ -29,7 +29,7 @@ def _fuse_missing() -> str | None:
     try:
         import mfusepy  # noqa: F401
     except ImportError:
-        return "mfusepy is not installed (dev extra)"
+        return "needs the optional module mfusepy: pip install -e '.[dev]'"
     return None
 
 
