@@ -419,6 +419,8 @@ def _apply_layer(builder: TreeBuilder, raw: IO[bytes], layer: _Layer, size: int,
 
     head = read(262)
     kind = "tar" if head[257:262] == b"ustar" else next((k for k, magic in _MAGIC.items() if head.startswith(magic)), "tar")
+    if kind == "tar" and blob_hash is not None and layer.digest == layer.diff_id:
+        tar_hash = None  # an uncompressed blob (Docker 25+'s docker save) is its own diff_id: hashed once
 
     def counted() -> Iterator[bytes]:
         out = 0
