@@ -75,7 +75,7 @@ def test_a_new_torch_is_proposed_with_its_pins_pythons_and_source(index):
     assert row["requires_python"] == ">=3.11"
     assert row["requires"]['nvidia-cudnn-cu13 ; platform_system == "Linux"'] == "==9.99.0.1"
     assert row["source"].startswith(f"{index}/files/torch-2.99.0-cp312-cp312-manylinux_2_28_x86_64.whl.metadata (PEP 658; sha256 ")
-    assert row["arch_list"] is None and "TODO" in row["arch_note"]
+    assert row["arch_list"] is None and "--fatbin" in row["arch_note"]
     assert report["newest_known"]["torch"] == "2.15.0"
 
 
@@ -112,3 +112,52 @@ def test_a_package_the_index_lacks_is_listed_not_fatal(index):
     tool = _tool()
     report = tool.refresh(tool.Index(index), KB_DIR, ["jax"], check_sources=False)
     assert report["unknown_packages"] == ["jax"] and report["new_releases"] == []
+
+
+# ----------------------------------------------------------------------------- fatbins
+FATBIN_LIB = REPO / "tests" / "data" / "fatbin" / "libk.so"
+
+
+def test_the_fatbin_reader_lists_cubins_and_ptx_of_a_real_library():
+    tool = _tool()
+    section = tool.elf_section(FATBIN_LIB.read_bytes(), ".nv_fatbin")
+    assert tool.fatbin_targets(section) == ["sm_90", "sm_100", "compute_120"]
+    assert tool.elf_section(b"not an elf", ".nv_fatbin") is None
+
+
+def test_with_fatbin_a_plugin_s_arch_list_is_read_from_its_library(tmp_path):
+    tool = _tool()
+    files = tmp_path / "files"
+    files.mkdir()
+    name = "jax_cuda13_plugin-0.99.0-cp312-cp312-manylinux_2_27_x86_64.whl"
+    path = wheel(files, name, "Metadata-Version: 2.1\nName: jax-cuda13-plugin\nVersion: 0.99.0\nRequires-Python: >=3.11\n")
+    import zipfile
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.write(FATBIN_LIB, "jax_cuda13_plugin/libk.so")
+    with serve(files, {"jax-cuda13-plugin": {"0.99.0": [name]}}) as url:
+        without = tool.refresh(tool.Index(url), KB_DIR, ["jax-cuda13-plugin"], check_sources=False)
+        with_ = tool.refresh(tool.Index(url), KB_DIR, ["jax-cuda13-plugin"], check_sources=False, fatbin=True)
+    assert without["new_releases"][0]["arch_list"] is None and "--fatbin" in without["new_releases"][0]["arch_note"]
+    row = with_["new_releases"][0]
+    assert row["arch_list"] == ["sm_90", "sm_100", "compute_120"]
+    assert "jax_cuda13_plugin/libk.so (sha256 " in row["arch_source"]
+
+
+LIBTORCH_CUDA = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages" / "torch" / "lib" / "libtorch_cuda.so"
+
+
+@pytest.mark.slow  # reads the 500 MB library
+@pytest.mark.skipif(not LIBTORCH_CUDA.is_file(), reason="no CUDA torch in this venv (make test-venv installs torch 2.14.1+cu130)")
+def test_the_fatbin_of_the_test_venv_s_torch_agrees_with_the_kb_row():
+    """Two sources for one row: the wheel's own kernels and torch.yaml (S-WHEEL2141)."""
+    import torch
+
+    from fwdoctor.kb import KB
+
+    tool = _tool()
+    section = tool.elf_section(LIBTORCH_CUDA.read_bytes(), ".nv_fatbin")
+    version, variant = torch.__version__.split("+")
+    row = next(v for v in KB(KB_DIR).torch.variants() if v.torch == version and v.variant == variant)
+    kb = [f"sm_{a.replace('.', '').removesuffix('+PTX')}" for a in row.arch_list]
+    kb += [f"compute_{a.replace('.', '').removesuffix('+PTX')}" for a in row.arch_list if a.endswith("+PTX")]
+    assert sorted(tool.fatbin_targets(section)) == sorted(kb)

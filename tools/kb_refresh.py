@@ -16,11 +16,12 @@ wheel), and writes a proposed KB change:
 
     python tools/kb_refresh.py [--index https://pypi.org] [--kb doctor/kb] [--out FILE]
 
-Not done yet (TODO): arch lists of torch and the JAX CUDA plugins. They live in the CUDA
-libraries' fatbins (the .nv_fatbin ELF section of libtorch_cuda.so, 1-2 GB wheels): reading
-them by range means finding that one member and inflating it whole (hundreds of MB), so the
-tool leaves `arch_list: null` with the reason, and a maintainer measures it as torch.yaml's
-S-PYPIWHEELS describes.
+Arch lists of torch and the JAX CUDA plugins live in their CUDA libraries' fatbins (the
+.nv_fatbin ELF section: containers of cubins, each tagged sm_NN, and PTX, compute_NN). With
+--fatbin the tool reads those members by range and lists them (`fatbin_arch_list`); each
+member is compressed in the wheel, so it is fetched whole (tens to hundreds of MB: torch's
+libtorch_cuda.so is most of a 1-2 GB wheel), hence off by default and `arch_list: null` with
+the reason.
 """
 
 from __future__ import annotations
@@ -58,6 +59,13 @@ PACKAGES = (
     "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu13",
     "nvidia-cuda-nvcc", "nvidia-cuda-runtime",
 )
+# CUDA libraries whose fatbins carry a wheel's kernels (read only with --fatbin).
+FATBIN_MEMBERS = {
+    "torch": re.compile(r"^torch/lib/libtorch_cuda\.so$"),
+    "jax-cuda12-plugin": re.compile(r"^jax_cuda12_plugin/.*\.so$"),
+    "jax-cuda13-plugin": re.compile(r"^jax_cuda13_plugin/.*\.so$"),
+}
+FATBIN_MAGIC = 0xBA55ED50
 WHEEL_SOURCE = re.compile(r"(https?://\S+?/([^/\s]+\.whl))\s*\(wheel sha256 ([0-9a-f]{64})\)")
 BUILD_INFO = "tensorflow/python/platform/build_info.py"
 
@@ -135,6 +143,102 @@ class _RangeFile(io.RawIOBase):
         buffer[: len(data)] = data
         self.pos += len(data)
         return len(data)
+
+
+# ----------------------------------------------------------------------------- fatbins
+def elf_section(data: bytes, wanted: str) -> bytes | None:
+    """The contents of section `wanted` of a little-endian ELF64 file; None when absent
+    or when `data` is not such a file. Pure."""
+    import struct
+
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    if not shoff or shstrndx >= shnum or shoff + shnum * shentsize > len(data):
+        return None
+
+    def header(i: int) -> tuple[int, int, int]:
+        name, _type = struct.unpack_from("<II", data, shoff + i * shentsize)
+        offset, size = struct.unpack_from("<QQ", data, shoff + i * shentsize + 0x18)
+        return name, offset, size
+
+    _, str_off, str_size = header(shstrndx)
+    names = data[str_off:str_off + str_size]
+    for i in range(shnum):
+        name, offset, size = header(i)
+        end = names.find(b"\0", name)
+        if names[name:end].decode("ascii", "replace") == wanted:
+            return data[offset:offset + size]
+    return None
+
+
+def fatbin_counts(blob: bytes) -> tuple[int, dict[str, int]]:
+    """(number of fatbin containers in `blob`, an .nv_fatbin section; for each target the
+    number of containers holding it): "sm_90" for a cubin (kind 2), "compute_120" for PTX
+    (kind 1). Layout: container {u32 magic 0xBA55ED50, u16 version, u16 header size, u64
+    size}, then entries {u16 kind, u16, u32 header size, u64 size, ..., u32 arch at 0x1C}.
+    Pure."""
+    import struct
+
+    counts: dict[str, int] = {}
+    containers = 0
+    pos = 0
+    while pos + 16 <= len(blob):
+        magic, _version, head, size = struct.unpack_from("<IHHQ", blob, pos)
+        if magic != FATBIN_MAGIC:
+            pos += 8  # containers are 8-byte aligned; skip padding
+            continue
+        containers += 1
+        entry, end = pos + head, min(pos + head + size, len(blob))
+        seen: set[str] = set()
+        while entry + 0x20 <= end:
+            kind, _u, ehead, esize = struct.unpack_from("<HHIQ", blob, entry)
+            arch, = struct.unpack_from("<I", blob, entry + 0x1C)
+            if kind in (1, 2):
+                seen.add(f"{'sm' if kind == 2 else 'compute'}_{arch}")
+            if ehead == 0:
+                break
+            entry += ehead + esize
+        for target in seen:
+            counts[target] = counts.get(target, 0) + 1
+        pos = (end + 7) // 8 * 8
+    return containers, counts
+
+
+def _target_order(target: str) -> tuple[int, bool]:
+    return int(target.split("_")[1]), target.startswith("compute")
+
+
+def fatbin_targets(blob: bytes) -> list[str]:
+    """The targets every fatbin container in `blob` holds: the library's arch list (what
+    TORCH_CUDA_ARCH_LIST gave every kernel). A target only some containers hold is a few
+    kernels built for more (libtorch_cuda.so 2.14.1+cu130: sm_75 80 86 90 100 120 in all 475
+    containers, sm_103 in 59, sm_89 and sm_121 in one). Pure."""
+    containers, counts = fatbin_counts(blob)
+    return sorted((t for t, n in counts.items() if n == containers), key=_target_order)
+
+
+def fatbin_arch_list(index: "Index", package: str, wheel_url: str) -> tuple[list[str] | None, str]:
+    """The targets in the fatbins of the wheel's CUDA libraries, and what was read."""
+    pattern = FATBIN_MEMBERS[package]
+    remote = _RangeFile(index, index.url(wheel_url))
+    targets: set[str] | None = None
+    read = []
+    with zipfile.ZipFile(io.BufferedReader(remote, buffer_size=1 << 20)) as archive:
+        for info in archive.infolist():
+            if not pattern.match(info.filename):
+                continue
+            data = archive.read(info)
+            section = elf_section(data, ".nv_fatbin")
+            if not section:
+                continue  # a library without device code
+            found = set(fatbin_targets(section))
+            read.append(f"{info.filename} (sha256 {hashlib.sha256(data).hexdigest()}: {' '.join(sorted(found, key=_target_order))})")
+            targets = found if targets is None else targets & found
+    if targets is None:
+        return None, f"no member matching {pattern.pattern} has an .nv_fatbin section"
+    return sorted(targets, key=_target_order), f"{index.url(wheel_url)}: the targets every fatbin container holds, in the .nv_fatbin of " + ", ".join(read)
 
 
 # ----------------------------------------------------------------------------- the KB
@@ -241,7 +345,7 @@ def _metadata(index: Index, wheel: dict[str, Any]) -> tuple[str | None, str]:
     return data.decode("utf-8", "replace"), f"{index.url(wheel['url'])} (wheel sha256 {wheel['digests']['sha256']}): member {member} by HTTP range, sha256 {hashlib.sha256(data).hexdigest()}"
 
 
-def propose(index: Index, package: str, version: str, files: list[dict[str, Any]]) -> dict[str, Any]:
+def propose(index: Index, package: str, version: str, files: list[dict[str, Any]], fatbin: bool = False) -> dict[str, Any]:
     """What a KB row for this release needs, with the source to cite."""
     row: dict[str, Any] = {"package": package, "version": version, "pythons": _pythons(files)}
     wheel = _pick_wheel(files)
@@ -270,13 +374,16 @@ def propose(index: Index, package: str, version: str, files: list[dict[str, Any]
             match = re.search(r"\('cuda_compute_capabilities', \[([^\]]*)\]\)", info.decode("utf-8", "replace"))
             row["arch_list"] = re.findall(r"'([\w]+)'", match.group(1)) if match else None
             row["arch_source"] = f"{row['wheel']['url']} (wheel sha256 {row['wheel']['sha256']}): member {BUILD_INFO} by HTTP range, sha256 {hashlib.sha256(info).hexdigest()}"
-    elif package in ("torch", "jax-cuda12-plugin", "jax-cuda13-plugin"):
-        row["arch_list"] = None
-        row["arch_note"] = "TODO: read from the CUDA libraries' fatbin (not done by this tool); measure before adding a row"
+    elif package in FATBIN_MEMBERS:
+        if fatbin:
+            row["arch_list"], row["arch_source"] = fatbin_arch_list(index, package, wheel["url"])
+        else:
+            row["arch_list"] = None
+            row["arch_note"] = "in the CUDA libraries' fatbins: run with --fatbin to read them (whole members, large)"
     return row
 
 
-def refresh(index: Index, kb_dir: Path, packages: Iterable[str] = PACKAGES, max_new: int = 5, check_sources: bool = True) -> dict[str, Any]:
+def refresh(index: Index, kb_dir: Path, packages: Iterable[str] = PACKAGES, max_new: int = 5, check_sources: bool = True, fatbin: bool = False) -> dict[str, Any]:
     from fwdoctor.kb import KB
 
     kb = KB.load(kb_dir)
@@ -308,7 +415,7 @@ def refresh(index: Index, kb_dir: Path, packages: Iterable[str] = PACKAGES, max_
                 releases.append((version, text, files))
         releases.sort(reverse=True)
         for version, text, files in releases[:max_new]:
-            report["new_releases"].append(propose(index, package, text, files))
+            report["new_releases"].append(propose(index, package, text, files, fatbin))
         if len(releases) > max_new:
             report["new_releases"].append({"package": package, "note": f"{len(releases) - max_new} older new releases left out: {', '.join(t for _, t, _ in releases[max_new:])}"})
     if check_sources:
@@ -365,10 +472,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--package", action="append", help="only these packages (repeatable)")
     parser.add_argument("--max-new", type=int, default=5, help="read at most this many new releases per package")
     parser.add_argument("--no-sources", action="store_true", help="skip the check of cited wheels")
+    parser.add_argument("--fatbin", action="store_true", help="read torch's and the JAX plugins' arch lists from their CUDA libraries (large downloads)")
     args = parser.parse_args(argv)
     import yaml
 
-    report = refresh(Index(args.index), args.kb, args.package or PACKAGES, args.max_new, not args.no_sources)
+    report = refresh(Index(args.index), args.kb, args.package or PACKAGES, args.max_new, not args.no_sources, args.fatbin)
     args.out.write_text("# Proposed KB change from tools/kb_refresh.py; review each row before editing doctor/kb.\n"
                         + yaml.safe_dump(report, sort_keys=False, width=200))
     sys.stdout.write(summary(report))
