@@ -5,6 +5,10 @@ tests/data/kb-sources/ holds verbatim excerpts of the documents some KB rows wer
 each with a header naming the source and the date it was read. This test parses the value
 out of each excerpt and compares it with the KB row that cites it, so a row edited to
 disagree with its quoted source fails here (the last tests prove that on an edited copy).
+The quotes inside the KB's own `sources:` maps are read the same way: a GPU row's compute
+capability against the nvidia-smi/torch output its source quotes, a torch arch list against
+the wheel measurements quoted for it; every arch list is audited or named in NOT_AUDITED
+with the reason no source here states it.
 """
 
 from __future__ import annotations
@@ -359,3 +363,188 @@ def test_a_cudnn_floor_edited_to_keep_volta_fails_the_audit(tmp_path):
     matrix_bad, wheel_bad = audit_cudnn_matrices(kb), audit_cudnn_wheels(kb)
     assert any("cuDNN 9.17.0 CUDA 12: KB min_cc 7.0" in b for b in matrix_bad)
     assert any("cuDNN 9.11.0.98 CUDA 12: KB min_cc 7.0" in b for b in wheel_bad)
+
+
+# ----------------------------------------------------------------------------- quoted compute capabilities
+# A GPU row's compute capability against the output its source quotes (gpus.yaml `sources:`):
+# nvidia-smi's name/compute_cap CSV, torch's "X with CUDA capability sm_NN" warning,
+# get_device_properties' major/minor, get_device_capability's tuple, collect_env's "GPU 0: X"
+# with "Compute Capability". Each (name, cc) the quote gives is matched to a row the way a
+# reported name is (KB.gpus.model_for_name), so a row whose cc disagrees with its quote fails.
+_SM = re.compile(r"(?:NVIDIA )?([A-Za-z][\w -]*?) with CUDA capability sm_(\d+)(\d)\b")
+_PROPS = re.compile(r"name='(?:NVIDIA )?([^']+)', major=(\d+), minor=(\d+)")
+_CSV = re.compile(r'"([^"]*NVIDIA [^"]*)"')
+_LIST = re.compile(r"compute_cap on [^:]*?\) (.*)")
+_LIST_ITEM = re.compile(r"^([A-Z][\w -]*?) (\d{1,2}\.\d)\b")
+_CAPABILITY = re.compile(r'Jetson (?:AGX )?(\w+) "torch\.cuda\.get_device_capability\(\) returns \((\d+), (\d+)\)"')
+_COLLECT_ENV = re.compile(r'"GPU 0: (?:NVIDIA )?(\w+)", "GPU 0 Compute Capability: (\d+\.\d+)"')
+_SM_FROM = re.compile(r'"GPU 0: NVIDIA (\w+)"; sm_(\d+)(\d) from CUDA')
+
+
+def quoted_ccs(text: str) -> list[tuple[str, str]]:
+    """(product name, compute capability) pairs a source's quoted output states."""
+    found = [(m.group(1), f"{m.group(2)}.{m.group(3)}") for m in _SM.finditer(text)]
+    found += [(m.group(1), f"{m.group(2)}.{m.group(3)}") for m in _PROPS.finditer(text)]
+    for m in _CSV.finditer(text):  # nvidia-smi --query-gpu=...,name,compute_cap: "a, NVIDIA X, 8.9"
+        fields = [f.strip() for f in m.group(1).split(",")]
+        names = [f for f in fields if f.startswith("NVIDIA ")]
+        ccs = [f for f in fields if re.fullmatch(r"\d{1,2}\.\d", f)]
+        if len(names) == 1 and len(ccs) == 1:
+            found.append((names[0], ccs[0]))
+    for m in _LIST.finditer(text):  # "... compute_cap on rented (Modal) B300 SXM6 AC 10.3, B200 10.0, ..."
+        for item in m.group(1).split(", "):
+            if one := _LIST_ITEM.match(item):
+                found.append((one.group(1), one.group(2)))
+    found += [(m.group(1), f"{m.group(2)}.{m.group(3)}") for m in _CAPABILITY.finditer(text)]
+    found += [(m.group(1), m.group(2)) for m in _COLLECT_ENV.finditer(text)]
+    found += [(m.group(1), f"{m.group(2)}.{m.group(3)}") for m in _SM_FROM.finditer(text)]
+    return found
+
+
+def _gpu_sources() -> dict[str, str]:
+    import yaml
+
+    return yaml.safe_load((KB_DIR / "gpus.yaml").read_text())["sources"]
+
+
+def audit_quoted_ccs(kb: KB, sources: dict[str, str]) -> list[str]:
+    bad = []
+    for key, text in sorted(sources.items()):
+        if not key.startswith("S-FX-"):
+            continue
+        pairs = quoted_ccs(text)
+        if not pairs:
+            bad.append(f"{key}: no (product, compute capability) could be read from its quote")
+        for name, cc in pairs:
+            model = kb.gpus.model_for_name(name)
+            if model is not None:
+                if model.cc != cc:
+                    bad.append(f"{model.name}: cc {model.cc}, but {key} quotes {name} at {cc}")
+                continue
+            family = [f for f in kb.gpus.families if key in f.source]
+            if not family or cc not in family[0].ccs:
+                bad.append(f"{key}: quotes {name} at {cc}, which no GPU row or family citing it holds")
+    for model in kb.gpus.models:
+        for key in model.source:
+            if key.startswith("S-FX-") and not any(kb.gpus.model_for_name(n) == model for n, _ in quoted_ccs(sources.get(key, ""))):
+                bad.append(f"{model.name}: cites {key}, whose quote does not name it")
+    return bad
+
+
+def test_the_quote_parser_reads_each_form_of_quoted_output():
+    sources = _gpu_sources()
+    assert quoted_ccs(sources["S-FX-H20"]) == [("H20", "9.0")]
+    assert quoted_ccs(sources["S-FX-L20"]) == [("L20", "8.9")]
+    assert quoted_ccs(sources["S-FX-B300"]) == [("NVIDIA B300 SXM6 AC", "10.3")]
+    assert ("A100-SXM4-80GB", "8.0") in quoted_ccs(sources["S-FX-MODAL"]) and len(quoted_ccs(sources["S-FX-MODAL"])) == 6
+    assert quoted_ccs(sources["S-FX-XAVIER"]) == [("Xavier", "7.2")]
+    assert quoted_ccs(sources["S-FX-ORIN"]) == [("Orin", "8.7")]
+    assert quoted_ccs(sources["S-FX-THOR"]) == [("Thor", "11.0")]
+
+
+def test_gpu_compute_capabilities_agree_with_their_quoted_output():
+    assert audit_quoted_ccs(KB.load(), _gpu_sources()) == []
+
+
+def test_a_compute_capability_edited_away_from_its_quote_fails_the_audit(tmp_path):
+    kb = _edited_kb(tmp_path, "gpus.yaml", '{name: H20, cc: "9.0"', '{name: H20, cc: "8.9"')
+    assert any(b.startswith("H20: cc 8.9, but S-FX-H20 quotes H20 at 9.0") for b in audit_quoted_ccs(kb, _gpu_sources()))
+
+
+# ----------------------------------------------------------------------------- every arch list
+# Arch lists quoted as measured from the wheels themselves (torch.yaml `sources:`): the
+# -gencode list in libtorch_cuda.so per wheel, and torch.cuda.get_arch_list() outputs.
+_WHEEL_GENCODE = re.compile(r"(\d+\.\d+\.\d+\+cu\d+)(?: git [0-9a-f]+)?: sm_(\d+(?: \d+)*)(, no PTX)?")
+_GET_ARCH_LIST = re.compile(r"torch (\d+\.\d+\.\d+)((?:,? CUDA \d+\.\d \[[^\]]*\])+)")
+_GET_ARCH_LIST_CUDA = re.compile(r"CUDA (\d+)\.(\d) \[([^\]]*)\]")
+_WHEEL_FILE = re.compile(r"says (\S+\+cu\d+) / cuda [\d.]+; torch\.cuda\.get_arch_list\(\) = ((?:sm_\d+ ?)+)\(no compute_\*\)")
+
+
+def _cc(sm: str) -> Version:
+    return Version(f"{sm[:-1]}.{sm[-1]}")
+
+
+def quoted_wheel_arch_lists(sources: dict[str, str]) -> list[tuple[str, str, set[Version], set[Version] | None]]:
+    """(torch version+variant, source key, SASS archs, PTX archs or None when the quote does not say)."""
+    found = []
+    for key, text in sorted(sources.items()):
+        for m in _WHEEL_GENCODE.finditer(text):
+            found.append((m.group(1), key, {_cc(n) for n in m.group(2).split()}, set() if m.group(3) else None))
+        for m in _GET_ARCH_LIST.finditer(text):  # "torch 2.7.1 CUDA 12.6 ['sm_50', ...], CUDA 12.8 [...]"
+            for case in _GET_ARCH_LIST_CUDA.finditer(m.group(2)):
+                items = re.findall(r"'(sm|compute)_(\d+)'", case.group(3))
+                found.append((f"{m.group(1)}+cu{case.group(1)}{case.group(2)}", key, {_cc(n) for kind, n in items if kind == "sm"},
+                              {_cc(n) for kind, n in items if kind == "compute"}))
+        for m in _WHEEL_FILE.finditer(text):
+            found.append((m.group(1), key, {_cc(n) for n in re.findall(r"sm_(\d+)", m.group(2))}, set()))
+    return found
+
+
+def _torch_sources() -> dict[str, str]:
+    import yaml
+
+    return yaml.safe_load((KB_DIR / "torch.yaml").read_text())["sources"]
+
+
+def audit_wheel_arch_lists(kb: KB, sources: dict[str, str]) -> list[str]:
+    bad = []
+    for version, key, q_sass, q_ptx in quoted_wheel_arch_lists(sources):
+        row = kb.torch.variant_for(version)
+        if row is None or row.arch_list is None:
+            bad.append(f"{version}: {key} quotes its arch list, the KB has {'no row' if row is None else 'none'}")
+            continue
+        if key not in row.source:
+            bad.append(f"{version}: {key} quotes its arch list, but the row does not cite it")
+        k_sass, k_ptx = _targets(row.arch_list)
+        if k_sass != q_sass or (q_ptx is not None and k_ptx != q_ptx):
+            bad.append(f"{version}: KB {';'.join(row.arch_list)} != {key}: SASS {sorted(map(str, q_sass))} PTX {q_ptx}")
+    return bad
+
+
+def test_the_wheel_quote_parser_reads_each_form():
+    sources = _torch_sources()
+    quoted = {(v, k): (s, p) for v, k, s, p in quoted_wheel_arch_lists(sources)}
+    assert quoted[("2.14.1+cu130", "S-WHEEL2141")] == ({Version(x) for x in ("7.5", "8.0", "8.6", "9.0", "10.0", "12.0")}, set())
+    assert quoted[("2.7.1+cu128", "S-CORRIDORKEY141")][1] == {Version("12.0")}
+    assert quoted[("2.8.0+cu128", "S-PYPIWHEELS")] == ({Version(x) for x in ("7.0", "7.5", "8.0", "8.6", "9.0", "10.0", "12.0")}, set())
+
+
+def test_torch_arch_lists_agree_with_the_quoted_wheel_measurements():
+    assert audit_wheel_arch_lists(KB.load(), _torch_sources()) == []
+
+
+def test_an_arch_list_edited_away_from_its_wheel_fails_the_audit(tmp_path):
+    kb = _edited_kb(tmp_path, "torch.yaml", 'arch_list: "7.5;8.0;8.6;9.0;10.0;12.0", cudnn: "9.24.0.43"',
+                    'arch_list: "8.0;8.6;9.0;10.0;12.0", cudnn: "9.24.0.43"')
+    assert any(b.startswith("2.14.1+cu130: KB") for b in audit_wheel_arch_lists(kb, _torch_sources()))
+
+
+# Arch lists no source readable here states, each with the reason. The coverage test fails
+# on a list that is neither audited nor named here, and on a name here that is audited.
+_OLD = "read from RELEASE.md's matrix and pytorch/builder's scripts (S-RELMD, S-BUILDER), cited but not excerpted in tests/data/kb-sources"
+_PR = "read from pytorch/pytorch#164471's tables (S-PT164471), cited but not excerpted; no wheel of this variant was measured"
+_LATE = "a non-default variant (download.pytorch.org only): its list is from the release matrix (S-RELMD/S-PYPIMETA), not excerpted; only the PyPI default wheels were measured"
+NOT_AUDITED = {
+    **dict.fromkeys(["1.13.0+cu116", "1.13.0+cu117", "1.13.1+cu116", "1.13.1+cu117", "2.0.0+cu117", "2.0.0+cu118",
+                     "2.0.1+cu117", "2.0.1+cu118", "2.1.0+cu118", "2.1.0+cu121", "2.1.1+cu118", "2.1.1+cu121",
+                     "2.1.2+cu118", "2.1.2+cu121", "2.2.0+cu118", "2.2.0+cu121", "2.2.1+cu118", "2.2.1+cu121",
+                     "2.2.2+cu118", "2.2.2+cu121", "2.3.0+cu118", "2.3.0+cu121", "2.3.1+cu118", "2.3.1+cu121",
+                     "2.4.0+cu118", "2.4.0+cu121", "2.4.0+cu124", "2.4.1+cu118", "2.4.1+cu121", "2.4.1+cu124",
+                     "2.5.0+cu118", "2.5.0+cu121", "2.5.0+cu124", "2.5.1+cu118", "2.5.1+cu121", "2.5.1+cu124"], _OLD),
+    "2.7.0+cu128": "the 2.7 excerpt is a fork's pre-release script whose 12.8 case the release changed (pytorch/pytorch#147607); the measured wheel (S-CORRIDORKEY141) is 2.7.1+cu128",
+    "2.9.0+cu128": "S-PYPIWHEELS measured 2.9.1+cu128, not 2.9.0; " + _PR,
+    **dict.fromkeys(["2.9.0+cu126", "2.9.0+cu130", "2.9.1+cu126", "2.9.1+cu130", "2.10.0+cu126", "2.10.0+cu130"], _PR),
+    "2.13.0+cu129": "S-PT188443's excerpt gives release/2.12's 12.9 case (audited for 2.12.1+cu129) and 2.13's table as a Python set the script parser does not read",
+    **dict.fromkeys(["2.12.0+cu126", "2.12.0+cu132", "2.12.1+cu126", "2.12.1+cu132", "2.13.0+cu126", "2.13.0+cu132",
+                     "2.14.0+cu126", "2.14.0+cu132", "2.14.1+cu126", "2.14.1+cu132"], _LATE),
+}
+
+
+def test_every_arch_list_is_audited_or_named_with_the_reason_it_cannot_be():
+    kb = KB.load()
+    audited = {v for versions in ARCH_ROWS.values() for v in versions} | {v for v, *_ in quoted_wheel_arch_lists(_torch_sources())}
+    lists = {f"{v.torch}+{v.variant}" for v in kb.torch.variants() if v.arch_list}
+    assert sorted(lists - audited - set(NOT_AUDITED)) == [], "arch lists neither audited nor named in NOT_AUDITED"
+    assert sorted(set(NOT_AUDITED) & audited) == [], "named as not auditable, but audited"
+    assert sorted(set(NOT_AUDITED) - lists) == [], "named, but no such arch list in the KB"
+    print(f"\narch lists: {len(lists & audited)} of {len(lists)} audited against a quoted source; {len(NOT_AUDITED)} named")
