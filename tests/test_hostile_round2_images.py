@@ -18,6 +18,7 @@ import random
 import struct
 import tarfile
 import time
+import tracemalloc
 import zlib
 from pathlib import Path
 
@@ -289,12 +290,24 @@ def _mutations(data: bytes, rng: random.Random, count: int):
 
 
 def _load_or_refuse(path: Path) -> None:
+    """Loaded, or refused in one line; within the hang guard and 64 MiB of Python memory."""
     started = time.monotonic()
+    tracemalloc.start()
     try:
         image_archive.load(str(path))
     except ImageError as exc:
         assert "\n" not in str(exc)
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
     assert time.monotonic() - started < GUARD_S
+    assert peak < 64 << 20, peak
+
+
+def test_the_deadline_for_one_image_is_a_refusal_naming_it(tmp_path):
+    path = docker_save(tmp_path, [small_layer()])
+    with pytest.raises(ImageError, match=r"layer l0/layer.tar: not read within 0 s \(the limit for one image\)"):
+        image_archive.load(str(path), limits=image_archive.Limits(deadline_s=0))
 
 
 def test_random_mutations_of_a_docker_save_tarball_load_or_are_refused(tmp_path):
