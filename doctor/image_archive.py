@@ -6,11 +6,17 @@ tar file or as the unpacked folder. The layers are applied in order into one in-
 tree by fwdoctor.imagefs's TreeBuilder, with the same safety rules and the same "keep only
 what the probes read" plan as an export, and with whiteouts honoured: `.wh.NAME` deletes
 NAME from the layers below, `.wh..wh..opq` empties its folder of them. Nothing is written
-to disk. A plain-tar layer is read where it lies, seeking over file data nobody reads (so
-a `docker save` tarball costs its headers, not its size); gzip, bzip2 and xz layers stream
-through tarfile, zstd through the `zstandard` module when it is installed.
+to disk. Each layer blob is read once, front to back: gzip, bzip2 and xz through the
+standard decompressor objects, zstd through the `zstandard` module when it is installed,
+each call capped in what it hands back, into tarfile's plain mode over a forward-only reader
+(linear in the layer; file data nobody reads is hashed and dropped chunk by chunk).
 
-Every failure is an ImageError whose message names the file at fault.
+Every reader has a budget (`Limits`, issue 24): a layer's tar may expand to 64 MiB plus 50x
+its compressed size, an image gets 600 s, at most 127 layers (Docker's own limit), JSON
+files 8 MiB and 64 levels, member paths 256 folders. Digests are compared while the bytes
+stream: each OCI descriptor's (index -> manifest -> config and layers), blob names of the
+form blobs/sha256/HEX, and the config's rootfs.diff_ids against each uncompressed tar. Every
+failure is an ImageError whose one-line message names the file at fault (and the limit).
 """
 
 from __future__ import annotations
