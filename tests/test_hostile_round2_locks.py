@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import require_module
 
 from fwdoctor.recipes import conda_lock as cl
 from tests import condachannel as cc
 from tests.test_conda_lock import _edit, _package, lock_into, make_stack
 
-pytest.importorskip("rattler")
-pytest.importorskip("conda_lock")
+require_module("rattler", "pip install 'fwdoctor[conda]'")
+require_module("conda_lock", "pip install 'fwdoctor[conda]'")
 
 GUARD_S = 30.0  # a hang guard only
 
