@@ -38,7 +38,7 @@ def _fix_lines(finding: Finding) -> list[str]:
     return lines
 
 
-def render_text(report: Report, verbose: bool = False, color: bool = False) -> str:
+def render_text(report: Report, verbose: bool = False, color: bool = False, kb_dir: str | None = None) -> str:
     def paint(text: str, severity: Severity | None) -> str:
         text = terminal(text)  # escaped before fwdoctor's own colour codes go around it
         if not color or severity is None:
@@ -47,7 +47,7 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
         return _Escaped(f"\x1b[{code}m{text}\x1b[0m")
 
     out: list[str] = [f"fwdoctor {__version__}: {_summary_line(report)}", ""]
-    out += [f"  {layer:<8} {text}" for layer, text in (*summary(report.facts), _kb_row())]
+    out += [f"  {layer:<8} {text}" for layer, text in (*summary(report.facts), _kb_row(kb_dir))]
     by_area: dict[str, list[Finding]] = {}
     for finding in report.findings:
         by_area.setdefault(finding.area, []).append(finding)
@@ -84,11 +84,10 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
     return "\n".join(line if isinstance(line, _Escaped) else terminal(line) for line in out) + "\n"
 
 
-def _kb_row() -> tuple[str, str]:
-    """The summary row that says how old the knowledge behind the judgement is."""
-    from fwdoctor.kb import kb_refreshed
-
-    date = kb_refreshed()
+def _kb_row(kb_dir: str | None = None) -> tuple[str, str]:
+    """The summary row that says how old the knowledge behind the judgement is (`kb_dir`:
+    the --kb folder the report was judged with; None: $FWDOCTOR_KB or the bundled KB)."""
+    date = _kb_refreshed(kb_dir)
     return ("kb", f"knowledge base refreshed {date}" if date else "knowledge base date unknown")
 
 
@@ -114,7 +113,7 @@ def _short(value: Any, limit: int = 300) -> str:
 NOT_RECORDED = Provenance(None, "not recorded", None)
 
 
-def to_json(report: Report, checked_at: str | None = None) -> dict[str, Any]:
+def to_json(report: Report, checked_at: str | None = None, kb_dir: str | None = None) -> dict[str, Any]:
     """The check document. `host` and `collected_at` are the facts' own (`check --facts`
     keeps the file's: whose facts, and when they were collected, not when they were
     judged); `checked_at` (UTC, default now) is when they were judged."""
@@ -128,7 +127,7 @@ def to_json(report: Report, checked_at: str | None = None) -> dict[str, Any]:
         "not_run": report.not_run,
         "nothing_checked": report.nothing_checked,
         "summary": summary_json(report.facts),
-        "kb_refreshed": _kb_refreshed(),
+        "kb_refreshed": _kb_refreshed(kb_dir),
         "facts": facts["facts"],
         "probe_failures": facts["probe_failures"],
         "findings": [f.to_json() for f in report.findings],
@@ -136,14 +135,14 @@ def to_json(report: Report, checked_at: str | None = None) -> dict[str, Any]:
     })
 
 
-def _kb_refreshed() -> str | None:
+def _kb_refreshed(kb_dir: str | None = None) -> str | None:
     from fwdoctor.kb import kb_refreshed
 
-    return kb_refreshed()
+    return kb_refreshed(kb_dir)
 
 
-def render_json(report: Report, checked_at: str | None = None) -> str:
-    return json.dumps(to_json(report, checked_at), indent=2, sort_keys=False, default=str) + "\n"
+def render_json(report: Report, checked_at: str | None = None, kb_dir: str | None = None) -> str:
+    return json.dumps(to_json(report, checked_at, kb_dir), indent=2, sort_keys=False, default=str) + "\n"
 
 
 _UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b|\b[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
@@ -159,12 +158,12 @@ def scrub(text: str) -> str:
     return re.sub(r"/root(?=/)", "~", text)
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: Report, kb_dir: str | None = None) -> str:
     """A bug-report comment: values from the host only inside code (fwdoctor.escape), so
     no folder or GPU name renders as a link, image, HTML or @mention on GitHub."""
     lines = [f"### fwdoctor {__version__} report", "", f"**{_summary_line(report)}**", ""]
     lines += ["| layer | version |", "|---|---|"]
-    lines += [f"| {layer} | {md_cell(scrub(text))} |" for layer, text in (*summary(report.facts), _kb_row())]
+    lines += [f"| {layer} | {md_cell(scrub(text))} |" for layer, text in (*summary(report.facts), _kb_row(kb_dir))]
     lines.append("")
     if report.findings:
         lines += ["| severity | id | message |", "|---|---|---|"]

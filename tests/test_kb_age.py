@@ -93,3 +93,14 @@ def test_the_text_and_markdown_reports_show_the_kb_date(cli, tmp_path):
     date = kb_refreshed()
     assert f"knowledge base refreshed {date}" in cli("check", "--facts", str(path)).output
     assert f"| kb | `knowledge base refreshed {date}` |" in cli("check", "--format", "markdown", "--facts", str(path)).output
+
+
+def test_a_report_judged_with_another_kb_shows_that_kb_s_date(cli, tmp_path):
+    folder = tmp_path / "kb"
+    shutil.copytree(KB_DIR, folder)
+    text = (folder / "sources.yaml").read_text()
+    (folder / "sources.yaml").write_text(text.replace(f'refreshed: "{kb_refreshed(KB_DIR)}"', 'refreshed: "2031-01-02"', 1))
+    path = tmp_path / "host.json"
+    path.write_text(json.dumps({"facts": {"driver.version": {"value": "580.95.05", "source": "test"}}, "probe_failures": []}))
+    assert json.loads(cli("check", "--json", "--facts", str(path), "--kb", str(folder)).output)["kb_refreshed"] == "2031-01-02"
+    assert "knowledge base refreshed 2031-01-02" in cli("check", "--facts", str(path), "--kb", str(folder)).output

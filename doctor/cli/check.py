@@ -50,13 +50,13 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
     report = check_report(source, only, kb_dir)
     fmt = "json" if as_json else fmt
     if fmt == "json":
-        click.echo(rep.render_json(report, checked_at=utc_now()), nl=False)
+        click.echo(rep.render_json(report, checked_at=utc_now(), kb_dir=kb_dir), nl=False)
     elif fmt == "prometheus":
         click.echo(prometheus.render(report, checked_at=utc_now()), nl=False)
     elif fmt == "markdown":
-        click.echo(rep.render_markdown(report), nl=False)
+        click.echo(rep.render_markdown(report, kb_dir=kb_dir), nl=False)
     else:
-        click.echo(rep.render_text(report, verbose=verbose, color=use_color()), nl=False)
+        click.echo(rep.render_text(report, verbose=verbose, color=use_color(), kb_dir=kb_dir), nl=False)
     if report.nothing_checked:
         click.echo("fwdoctor: error: nothing could be checked: no check had the facts it needs", err=True)
     sys.exit(report.exit_code)
