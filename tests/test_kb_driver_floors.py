@@ -173,3 +173,10 @@ def test_rtx_50_laptop_parts_have_their_own_first_listing(gpus, name, desktop_fi
     assert gpus.floors[name].first[0] == desktop_first
     assert gpus.floors[f"{name} Laptop GPU"].first[0] == laptop_first
     assert gpus.model_for_name(f"NVIDIA {name} Laptop GPU").name == f"{name} Laptop GPU"
+
+
+def test_an_hgx_b200_known_by_its_pci_id_needs_r570(gpus):
+    model = gpus.model_for_pci_id("0x2909")  # pci.ids "GB100 [HGX B200 168GB]"
+    assert model.name == "B200"
+    assert "570.86.15" in gpus.driver_problem(model.cc, model.name, "565.77").message
+    assert gpus.driver_problem(model.cc, model.name, "570.86.15", "open") is None
