@@ -26,6 +26,7 @@ Fix
 def explanation(finding_id: str) -> str:
     # The rules (every rule module) are imported here, not at the top: `fwdoctor list`
     # shares this module and needs only the catalog.
+    from fwdoctor.rules.hardware import GATE_RULES  # judged by `fwdoctor gate` only
     from fwdoctor.rules import RULES
     from fwdoctor.rules.build import RULES as BUILD_RULES
     from fwdoctor.rules.fabric import RUN_RULES  # judged by `smoke allreduce`, not by check
@@ -43,6 +44,7 @@ def explanation(finding_id: str) -> str:
     # The build pre-flight checks some of `check`'s ids on the build's own choices.
     before_build = [r.doc for r in BUILD_RULES if r.id == kind.id and r.doc and r.doc not in docs]
     if not docs and not before_build:
+    docs += [r.doc for r in GATE_RULES if r.id == kind.id and r.doc and r.doc not in docs]
         return header + "\n(no rule implements this id yet)\n"
     parts = docs[:1] + [f"Before a source build (`fwdoctor build torch`)\n\n{doc}" for doc in before_build]
     return header + "\n" + "\n\n".join(parts) + "\n"

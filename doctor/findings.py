@@ -53,6 +53,17 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("gpu-xid-errors", "FWD113", W, "driver", "the kernel log has NVIDIA Xid errors"),
     FindingKind("gpu-mig-enabled", "FWD114", I, "driver", "MIG mode is on for a GPU"),
     FindingKind("toolkit-missing", "FWD201", I, "toolkit", "CUDA torch installed but no nvcc anywhere"),
+    # Hardware health (rules/hardware.py): what ends in slow or hung training, read without a workload.
+    FindingKind("pcie-link-degraded", "FWD115", W, "driver", "a GPU's PCIe link trained below its capability"),
+    FindingKind("iommu-translation", "FWD116", W, "driver", "the IOMMU translates the GPUs' DMA (not passthrough)"),
+    FindingKind("pcie-acs-redirect", "FWD117", W, "driver", "ACS redirects peer-to-peer traffic on a bridge between GPUs"),
+    FindingKind("gpu-ecc-uncorrected", "FWD118", W, "driver", "a GPU counted uncorrectable ECC errors"),
+    FindingKind("nvlink-down", "FWD119", E, "driver", "NVLink links of a GPU are down"),
+    FindingKind("gpu-clocks-throttled", "FWD120", W, "driver", "a GPU's clocks are held down by a thermal or power slowdown"),
+    FindingKind("gpu-persistence-off", "FWD121", I, "driver", "persistence mode is off for a GPU"),
+    # Judged by `fwdoctor gate` only: against the node's expected shape (its policy or --baseline).
+    FindingKind("gpu-count-low", "FWD122", E, "driver", "fewer working GPUs than the node type has"),
+    FindingKind("node-differs-from-type", "FWD123", W, "driver", "a node's GPUs or links differ from its node type's normal"),
     FindingKind("multiple-toolkits", "FWD202", I, "toolkit", "several CUDA toolkits installed"),
     FindingKind("cuda-path-inconsistent", "FWD203", W, "toolkit", "PATH, CUDA_HOME, the link and LD_LIBRARY_PATH disagree"),
     FindingKind("torch-toolkit-mismatch", "FWD204", E, "toolkit", "active toolkit's CUDA differs from torch's"),

@@ -323,6 +323,32 @@ def test_a_lost_gpu_is_reported_and_the_others_still_listed(fakehost, tmp_path):
     assert gpus[5]["name"] is None and all(g["name"] == "NVIDIA H100 80GB HBM3" for i, g in enumerate(gpus) if i != 5)
 
 
+def test_a_degraded_8x_h100_reports_each_hardware_fault_from_nvml_and_sysfs(fakehost, tmp_path):
+    """Issue 27: the scenario's health fields reach fwdoctor through the real binding (ECC,
+    remapped rows, NVLink states, clock event reasons) and the sysfs link files."""
+    code, report = check(scenario("h100x8-r580-degraded"), tmp_path)
+    assert code == 1
+    found = sorted((f["id"], f["severity"], f["message"]) for f in report["findings"] if f["id"] not in TOOLKIT_IDS)
+    assert found == [
+        ("gpu-clocks-throttled", "warning", "GPU 6 (00000000:B8:00.0): clocks held down by hw thermal slowdown"),
+        ("gpu-ecc-uncorrected", "warning", "GPU 3 (00000000:43:00.0): 2 uncorrectable ECC errors since the driver loaded (5 over its life)"),
+        ("gpu-memory-repair-pending", "error", "GPU 3 (00000000:43:00.0): row remapping failed (no spare rows left); reset the GPU before running jobs on it"),
+        ("gpu-memory-repair-pending", "warning", "GPU 2 (00000000:3A:00.0): remapped rows pending; reset the GPU before running jobs on it"),
+        ("nvlink-down", "error", "GPU 4: 2 of 18 NVLink links down"),
+        ("pcie-link-degraded", "warning", "GPU 0000:18:00.0: PCIe link at x8 2.5 GT/s (Gen1), capable of x16 32 GT/s (Gen5)"),
+    ]
+    health = value(report, "gpus.health")
+    assert (health[3]["remapped_rows_uncorrectable"], health[3]["ecc_uncorrected_aggregate"]) == (8, 5)
+    assert source(report, "gpus.clocks_event_reasons") == "nvml"
+
+
+def test_the_healthy_8x_h100_has_no_hardware_findings_and_no_health_answers(fakehost, tmp_path):
+    """Without the health fields the stand-in says NOT_SUPPORTED, as before Ampere."""
+    _code, report = check(scenario("h100x8-r580"), tmp_path)
+    assert not ids(report) & {"pcie-link-degraded", "gpu-ecc-uncorrected", "nvlink-down", "gpu-clocks-throttled", "gpu-memory-repair-pending"}
+    assert value(report, "gpus.health")[0]["ecc_uncorrected_volatile"] is None
+
+
 def test_smoke_kernel_refuses_to_pass_without_a_usable_gpu(fakehost, tmp_path):
     """torch counts the GPUs through NVML, but the fake host has no libcuda: every GPU
     fails with torch's own error, none is reported as passing or skipped."""
@@ -366,6 +392,8 @@ def test_the_library_exports_what_the_binding_looks_up(fakehost):
         "nvmlSystemGetCudaDriverVersion", "nvmlSystemGetCudaDriverVersion_v2", "nvmlDeviceGetCount_v2",
         "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo_v3",
         "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetMigMode", "nvmlDeviceGetPersistenceMode",
+        "nvmlDeviceGetRemappedRows", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetNvLinkState",
+        "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons",
     }
     assert needed <= names, needed - names
 
@@ -433,6 +461,13 @@ def test_a_scenario_typo_is_an_error_not_a_default():
         gpuhost.parse({"driver": "580.95.05", "cuda_driver_version": 13000, "not_supported": ["memory"]})
     with pytest.raises(gpuhost.ScenarioError, match="lost_gpus"):
         gpuhost.parse({"driver": "580.95.05", "cuda_driver_version": 13000, "lost_gpus": [0]})
+    gpu = json.loads((gpuhost.SCENARIOS / "h100x8-r580.json").read_text())["gpus"][0]
+    with pytest.raises(gpuhost.ScenarioError, match="pcie.speed"):
+        gpuhost.parse({"driver": "580.95.05", "cuda_driver_version": 13000, "gpus": [{**gpu, "pcie": {"width": 8, "max_width": 16, "speed": "Gen1", "max_speed": "32.0 GT/s PCIe"}}]})
+    with pytest.raises(gpuhost.ScenarioError, match="nvlinks_down"):
+        gpuhost.parse({"driver": "580.95.05", "cuda_driver_version": 13000, "gpus": [{**gpu, "nvlinks": 4, "nvlinks_down": [4]}]})
+    with pytest.raises(gpuhost.ScenarioError, match="clocks_event_reasons"):
+        gpuhost.parse({"driver": "580.95.05", "cuda_driver_version": 13000, "gpus": [{**gpu, "clocks_event_reasons": ["too_hot"]}]})
 
 
 def test_the_nvml_file_numbers_only_the_gpus_the_module_took():
@@ -444,12 +479,12 @@ def test_the_nvml_file_numbers_only_the_gpus_the_module_took():
 
 
 def test_the_gpu_marked_nvml_tests_pass_on_the_fake_host(fakehost, tmp_path):
-    """The suite's own @gpu NVML checks, which skip on a machine without a GPU, run here."""
+    """The suite's own requires_gpu NVML checks, which skip on a machine without a GPU, run here."""
     tests = [
         "tests/test_probe_driver.py::test_on_a_gpu_host_nvml_reports_the_driver_and_each_gpu",
         "tests/test_probe_gpus.py::test_on_a_gpu_host_the_kb_agrees_with_nvml_about_every_known_gpu",
     ]
-    argv = [str(VENV / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", *tests]
+    argv = [str(VENV / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "requires_gpu", *tests]
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     with gpuhost.started(scenario("mixed-h100-v100-r580"), argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
         out, _ = proc.communicate(timeout=RUN_TIMEOUT_S)

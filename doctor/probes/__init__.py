@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwdoctor.probes import compilers, conda, cuda, cudnn, driver, framework_deep, frameworks, gpus, ldpath, nccl, python, system, topology, torch, torch_deep
+from fwdoctor.probes import compilers, conda, cuda, cudnn, driver, framework_deep, frameworks, gpus, hardware, ldpath, nccl, python, system, topology, torch, torch_deep
 from fwdoctor.probes.base import Probe, Read
 
 PROBES: tuple[Probe, ...] = (
@@ -28,6 +28,8 @@ PROBES: tuple[Probe, ...] = (
     *nccl.PROBES,
     # NVLink, InfiniBand, NVSwitch/fabric manager, GPU health: read gpus.list's NVML answer.
     *topology.PROBES,
+    # PCIe links, IOMMU mode, ACS on bridges between GPUs, NVML clock event reasons.
+    *hardware.PROBES,
 )
 
 # Not here: the source-build pre-flight's probes (fwdoctor.probes.build.BUILD_PROBES). They
@@ -49,4 +51,5 @@ READS: tuple[Read, ...] = (
     *cudnn.READS,
     *nccl.READS,
     *topology.READS,
+    *hardware.READS,
 )

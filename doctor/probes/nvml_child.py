@@ -12,7 +12,10 @@ Output (always one JSON object on stdout, exit status 0 when it could print it):
                "bus_id": "00000000:62:00.0", "mig": false, "persistence": true,
                "nvlink": {"links": 18, "active": 18} or null,
                "health": {"retired_pages_pending": false, "remapped_rows_pending": false,
-                          "remapping_failed": false} (each null where not supported)}]}
+                          "remapping_failed": false, "remapped_rows_correctable": 0,
+                          "remapped_rows_uncorrectable": 0, "ecc_uncorrected_volatile": 0,
+                          "ecc_uncorrected_aggregate": 0} (each null where not supported),
+               "clocks_event_reasons": 0 (nvmlClocksEventReason* bits) or null}]}
     {"ok": false, "kind": "no-pynvml" | "no-library" | "init-failed", "error": "..."}
 A field NVML cannot answer for one GPU is null (like nvidia-smi's "N/A"), never an error.
 """
@@ -66,11 +69,30 @@ def _health(pynvml: Any, handle: Any) -> dict[str, bool | None]:
     (before Ampere) and row remapping (Ampere and later); None where not supported."""
     pending = _field(lambda: pynvml.nvmlDeviceGetRetiredPagesPendingStatus(handle))
     rows = _field(lambda: pynvml.nvmlDeviceGetRemappedRows(handle))  # (corr, unc, pending, failed)
+    rows_ok = isinstance(rows, tuple) and len(rows) == 4
+    # nvml.h: NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1; NVML_VOLATILE_ECC = 0 (since the last
+    # driver load), NVML_AGGREGATE_ECC = 1 (the GPU's lifetime).
+    volatile = _field(lambda: pynvml.nvmlDeviceGetTotalEccErrors(handle, 1, 0))
+    aggregate = _field(lambda: pynvml.nvmlDeviceGetTotalEccErrors(handle, 1, 1))
     return {
         "retired_pages_pending": bool(pending) if isinstance(pending, int) else None,
-        "remapped_rows_pending": bool(rows[2]) if isinstance(rows, tuple) and len(rows) == 4 else None,
-        "remapping_failed": bool(rows[3]) if isinstance(rows, tuple) and len(rows) == 4 else None,
+        "remapped_rows_pending": bool(rows[2]) if rows_ok else None,
+        "remapping_failed": bool(rows[3]) if rows_ok else None,
+        "remapped_rows_correctable": int(rows[0]) if rows_ok else None,
+        "remapped_rows_uncorrectable": int(rows[1]) if rows_ok else None,
+        "ecc_uncorrected_volatile": int(volatile) if isinstance(volatile, int) else None,
+        "ecc_uncorrected_aggregate": int(aggregate) if isinstance(aggregate, int) else None,
     }
+
+
+def _clock_events(pynvml: Any, handle: Any) -> int | None:
+    """Why the clocks are held down now (a bit mask); the older name before driver 535."""
+    for name in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+        func = getattr(pynvml, name, None)
+        value = _field(lambda: func(handle)) if func else None
+        if isinstance(value, int):
+            return value
+    return None
 
 
 def _gpu(pynvml: Any, index: int) -> dict[str, Any]:
@@ -93,6 +115,7 @@ def _gpu(pynvml: Any, index: int) -> dict[str, Any]:
         "persistence": bool(persistence) if isinstance(persistence, int) else None,
         "nvlink": _nvlink(pynvml, handle),
         "health": _health(pynvml, handle),
+        "clocks_event_reasons": _clock_events(pynvml, handle),
     }
 
 
@@ -117,6 +140,7 @@ def query() -> dict[str, Any]:
             except Exception as exc:  # noqa: BLE001 - one bad GPU must not hide the others
                 gpus.append({"index": index, "name": None, "cc": None, "memory_mib": None, "uuid": None,
                              "bus_id": None, "mig": None, "persistence": None, "nvlink": None, "health": None,
+                             "clocks_event_reasons": None,
                              "error": _text(exc)})
         return {"ok": True, "driver_version": driver, "cuda_driver_version": _cuda_version(pynvml), "gpus": gpus}
     except Exception as exc:  # noqa: BLE001

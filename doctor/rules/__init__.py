@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwdoctor.rules import build, conda, driver, fabric, frameworks, knowledge, libs, python, runtime, toolkit, torch
+from fwdoctor.rules import build, conda, driver, fabric, frameworks, hardware, knowledge, libs, python, runtime, toolkit, torch
 from fwdoctor.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
@@ -19,6 +19,8 @@ RULES: tuple[Rule, ...] = (
     *knowledge.RULES,
     # NVSwitch fabric manager, GPU health, NCCL transports (fabric.RUN_RULES: smoke allreduce).
     *fabric.RULES,
+    # PCIe links, IOMMU, ACS, ECC, NVLink, clocks, persistence (hardware.GATE_RULES: `gate` only).
+    *hardware.RULES,
     # Source-build pre-flight: "not checked" unless the facts hold a build request
     # (`fwdoctor build torch` judges all of build.RULES).
     *build.CHECK_RULES,

@@ -20,6 +20,10 @@
  *   gpus=N
  *   gpu.I.name= uuid= bus_id= pci_device_id= (0xDDDDVVVV) cc=9.0 memory_total=BYTES
  *   gpu.I.mig=0|1 persistence=0|1 lost=0|1 not_supported=name,uuid,bus_id,memory_total,cc,mig,persistence
+ *   gpu.I.remapped_rows=CORR,UNC,PENDING,FAILED   (absent: NVML_ERROR_NOT_SUPPORTED, as before Ampere)
+ *   gpu.I.ecc=VOLATILE,AGGREGATE                  uncorrected counts (absent: not supported)
+ *   gpu.I.nvlinks=N nvlink_down=MASK              links 0..N-1, those in MASK inactive
+ *   gpu.I.clocks_event_reasons=MASK               nvmlClocksEventReason* bits (absent: not supported)
  */
 
 #include <signal.h>
@@ -105,6 +109,11 @@ struct gpu {
     unsigned int pci_device_id;
     int cc_major, cc_minor, mig, persistence, lost;
     unsigned long long memory_total;
+    int has_rows, has_ecc, has_clocks;
+    unsigned int rows[4]; /* correctable, uncorrectable, pending, failed */
+    unsigned long long ecc_volatile, ecc_aggregate, clocks_reasons;
+    unsigned int nvlinks;
+    unsigned long long nvlink_down;
 };
 
 static struct {
@@ -133,6 +142,12 @@ static void set_gpu(struct gpu *g, const char *key, const char *value) {
     else if (!strcmp(key, "mig")) g->mig = atoi(value);
     else if (!strcmp(key, "persistence")) g->persistence = atoi(value);
     else if (!strcmp(key, "lost")) g->lost = atoi(value);
+    else if (!strcmp(key, "remapped_rows"))
+        g->has_rows = sscanf(value, "%u,%u,%u,%u", &g->rows[0], &g->rows[1], &g->rows[2], &g->rows[3]) == 4;
+    else if (!strcmp(key, "ecc")) g->has_ecc = sscanf(value, "%llu,%llu", &g->ecc_volatile, &g->ecc_aggregate) == 2;
+    else if (!strcmp(key, "nvlinks")) g->nvlinks = (unsigned int)atoi(value);
+    else if (!strcmp(key, "nvlink_down")) g->nvlink_down = strtoull(value, NULL, 0);
+    else if (!strcmp(key, "clocks_event_reasons")) { g->has_clocks = 1; g->clocks_reasons = strtoull(value, NULL, 0); }
 }
 
 static int load_scenario(void) {
@@ -397,4 +412,66 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index) {
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber) {
     /* /dev/nvidiaN: the runner numbers device nodes by index */
     return nvmlDeviceGetIndex(device, minorNumber);
+}
+
+/* ---------------------------------------------------------------- health (nvml.h 13.0.87) */
+typedef enum nvmlMemoryErrorType_enum {
+    NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+    NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+} nvmlMemoryErrorType_t;
+
+typedef enum nvmlEccCounterType_enum {
+    NVML_VOLATILE_ECC = 0,
+    NVML_AGGREGATE_ECC = 1
+} nvmlEccCounterType_t;
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
+                                       unsigned int *isPending, unsigned int *failureOccurred) {
+    nvmlReturn_t ret;
+    const struct gpu *g = gpu_of(device, &ret);
+    if (!g) return ret;
+    if (!corrRows || !uncRows || !isPending || !failureOccurred) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!g->has_rows) return NVML_ERROR_NOT_SUPPORTED;
+    *corrRows = g->rows[0];
+    *uncRows = g->rows[1];
+    *isPending = g->rows[2];
+    *failureOccurred = g->rows[3];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                         nvmlEccCounterType_t counterType, unsigned long long *eccCounts) {
+    nvmlReturn_t ret;
+    const struct gpu *g = gpu_of(device, &ret);
+    if (!g) return ret;
+    if (!eccCounts || errorType > NVML_MEMORY_ERROR_TYPE_UNCORRECTED || counterType > NVML_AGGREGATE_ECC) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!g->has_ecc) return NVML_ERROR_NOT_SUPPORTED;
+    /* only uncorrected errors are described by a scenario; corrected ones read as 0 */
+    *eccCounts = errorType == NVML_MEMORY_ERROR_TYPE_CORRECTED ? 0 : counterType == NVML_VOLATILE_ECC ? g->ecc_volatile : g->ecc_aggregate;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive) {
+    nvmlReturn_t ret;
+    const struct gpu *g = gpu_of(device, &ret);
+    if (!g) return ret;
+    if (!isActive) return NVML_ERROR_INVALID_ARGUMENT;
+    if (g->nvlinks == 0) return NVML_ERROR_NOT_SUPPORTED;
+    if (link >= g->nvlinks) return NVML_ERROR_INVALID_ARGUMENT;
+    *isActive = (g->nvlink_down >> link) & 1 ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *clocksEventReasons) {
+    nvmlReturn_t ret;
+    const struct gpu *g = gpu_of(device, &ret);
+    if (!g) return ret;
+    if (!clocksEventReasons) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!g->has_clocks) return NVML_ERROR_NOT_SUPPORTED;
+    *clocksEventReasons = g->clocks_reasons;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *clocksThrottleReasons) {
+    return nvmlDeviceGetCurrentClocksEventReasons(device, clocksThrottleReasons);
 }

@@ -17,6 +17,11 @@ FAILS = (None, "driver_not_loaded", "version_mismatch", "hang_init", "crash_init
 MODULES = ("open", "proprietary")
 # Per-GPU NVML answers that can be made NVML_ERROR_NOT_SUPPORTED.
 FIELDS = ("name", "uuid", "bus_id", "memory_total", "cc", "mig", "persistence")
+# nvml.h nvmlClocksEventReason* bits, by the names the scenario uses.
+CLOCK_REASONS = {"gpu_idle": 0x1, "applications_clocks_setting": 0x2, "sw_power_cap": 0x4, "hw_slowdown": 0x8,
+                 "sync_boost": 0x10, "sw_thermal_slowdown": 0x20, "hw_thermal_slowdown": 0x40,
+                 "hw_power_brake_slowdown": 0x80, "display_clock_setting": 0x100}
+_SPEED = re.compile(r"^\d+(\.\d+)? GT/s( PCIe)?$")
 
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 _BUS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -42,6 +47,21 @@ class Gpu:
     pci_class: str = "0x030200"  # 3D controller; GeForce cards are VGA, 0x030000
     not_supported: tuple[str, ...] = ()
     claimed: bool = True  # False: on the PCI bus, but the kernel module did not take it
+    # Hardware health (README.md, "Health"); None: the host has no such answer.
+    pcie: "Pcie | None" = None  # sysfs {current,max}_link_{speed,width}
+    remapped_rows: tuple[int, int, bool, bool] | None = None  # correctable, uncorrectable, pending, failed
+    ecc_uncorrected: tuple[int, int] | None = None  # volatile, aggregate
+    nvlinks: int = 0
+    nvlinks_down: tuple[int, ...] = ()
+    clocks_event_reasons: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Pcie:
+    width: int
+    max_width: int
+    speed: str  # as sysfs prints it: "32.0 GT/s PCIe"
+    max_speed: str
 
 
 @dataclass(frozen=True)
@@ -103,7 +123,8 @@ def _gpu(data: Any, index: int) -> Gpu:
     where = f"gpus[{index}]"
     if not isinstance(data, dict):
         raise ScenarioError(f"{where}: must be an object")
-    known = {"name", "uuid", "bus_id", "pci_device_id", "cc", "memory_total", "mig", "persistence", "pci_class", "not_supported", "claimed"}
+    known = {"name", "uuid", "bus_id", "pci_device_id", "cc", "memory_total", "mig", "persistence", "pci_class", "not_supported", "claimed",
+             "pcie", "remapped_rows", "ecc_uncorrected", "nvlinks", "nvlinks_down", "clocks_event_reasons"}
     unknown = set(data) - known
     if unknown:
         raise ScenarioError(f"{where}: unknown keys {sorted(unknown)}")
@@ -139,7 +160,51 @@ def _gpu(data: Any, index: int) -> Gpu:
         pci_class=klass,
         not_supported=_fields(data.get("not_supported", []), where),
         claimed=data.get("claimed", True),
+        **_health(data, where),
     )
+
+
+def _count(value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ScenarioError(f"{what} must be a count (an integer >= 0), not {value!r}")
+    return value
+
+
+def _health(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """The per-GPU health fields, checked: each absent one stays 'no answer'."""
+    out: dict[str, Any] = {}
+    if "pcie" in data:
+        link = data["pcie"]
+        if not isinstance(link, dict) or set(link) != {"width", "max_width", "speed", "max_speed"}:
+            raise ScenarioError(f"{where}: pcie must be {{width, max_width, speed, max_speed}}")
+        for key in ("speed", "max_speed"):
+            if not isinstance(link[key], str) or not _SPEED.match(link[key]):
+                raise ScenarioError(f"{where}: pcie.{key} {link[key]!r} is not sysfs's '16.0 GT/s PCIe'")
+        out["pcie"] = Pcie(_count(link["width"], f"{where}: pcie.width"), _count(link["max_width"], f"{where}: pcie.max_width"),
+                           link["speed"], link["max_speed"])
+    if "remapped_rows" in data:
+        rows = data["remapped_rows"]
+        if not isinstance(rows, dict) or set(rows) != {"correctable", "uncorrectable", "pending", "failed"} \
+                or not isinstance(rows["pending"], bool) or not isinstance(rows["failed"], bool):
+            raise ScenarioError(f"{where}: remapped_rows must be {{correctable, uncorrectable, pending: bool, failed: bool}}")
+        out["remapped_rows"] = (_count(rows["correctable"], where), _count(rows["uncorrectable"], where), rows["pending"], rows["failed"])
+    if "ecc_uncorrected" in data:
+        ecc = data["ecc_uncorrected"]
+        if not isinstance(ecc, dict) or set(ecc) != {"volatile", "aggregate"}:
+            raise ScenarioError(f"{where}: ecc_uncorrected must be {{volatile, aggregate}}")
+        out["ecc_uncorrected"] = (_count(ecc["volatile"], where), _count(ecc["aggregate"], where))
+    if "nvlinks" in data:
+        out["nvlinks"] = _count(data["nvlinks"], f"{where}: nvlinks")
+    down = data.get("nvlinks_down", [])
+    if not isinstance(down, list) or any(_count(i, f"{where}: nvlinks_down") >= out.get("nvlinks", 0) for i in down):
+        raise ScenarioError(f"{where}: nvlinks_down must list link numbers below nvlinks")
+    out["nvlinks_down"] = tuple(down)
+    if "clocks_event_reasons" in data:
+        reasons = data["clocks_event_reasons"]
+        if not isinstance(reasons, list) or any(r not in CLOCK_REASONS for r in reasons):
+            raise ScenarioError(f"{where}: clocks_event_reasons must list names among {', '.join(CLOCK_REASONS)}")
+        out["clocks_event_reasons"] = tuple(reasons)
+    return out
 
 
 def parse(raw: Any, where: str = "scenario") -> Scenario:

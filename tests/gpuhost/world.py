@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .scenario import Gpu, Scenario
+from .scenario import CLOCK_REASONS, Gpu, Scenario
 
 LIB_DIR = "/usr/lib/x86_64-linux-gnu"
 SYS_MODULE = "/sys/module"
@@ -99,6 +99,15 @@ def nvml_conf(scenario: Scenario) -> str:
             "lost": "1" if number in scenario.lost_gpus else "0",
             "not_supported": ",".join(_unsupported(scenario, number, gpu)),
         }
+        if gpu.remapped_rows is not None:
+            values["remapped_rows"] = ",".join(str(int(v)) for v in gpu.remapped_rows)
+        if gpu.ecc_uncorrected is not None:
+            values["ecc"] = ",".join(str(v) for v in gpu.ecc_uncorrected)
+        if gpu.nvlinks:
+            values["nvlinks"] = str(gpu.nvlinks)
+            values["nvlink_down"] = str(sum(1 << link for link in gpu.nvlinks_down))
+        if gpu.clocks_event_reasons is not None:
+            values["clocks_event_reasons"] = str(sum(CLOCK_REASONS[r] for r in gpu.clocks_event_reasons))
         lines += [f"gpu.{index}.{key}={value}" for key, value in values.items()]
     return "\n".join(lines) + "\n"
 
@@ -196,6 +205,11 @@ def build(scenario: Scenario, world: Path, library: Path) -> dict[str, Any]:
         _write(pci / gpu.bus_id / "vendor", "0x10de\n")
         _write(pci / gpu.bus_id / "device", f"{gpu.pci_device_id}\n")
         _write(pci / gpu.bus_id / "class", f"{gpu.pci_class}\n")
+        if gpu.pcie is not None:  # as drivers/pci/pci-sysfs.c prints them
+            _write(pci / gpu.bus_id / "current_link_width", f"{gpu.pcie.width}\n")
+            _write(pci / gpu.bus_id / "max_link_width", f"{gpu.pcie.max_width}\n")
+            _write(pci / gpu.bus_id / "current_link_speed", f"{gpu.pcie.speed}\n")
+            _write(pci / gpu.bus_id / "max_link_speed", f"{gpu.pcie.max_speed}\n")
     real_nvidia = [n for n in _listdir(PCI_DEVICES) if (_read(f"{PCI_DEVICES}/{n}/vendor") or "").strip() == "0x10de"]
     _hide_below(pci, PCI_DEVICES, {g.bus_id for g in scenario.gpus}, real_nvidia)
     if os.path.isdir(PCI_DEVICES):
