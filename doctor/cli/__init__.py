@@ -31,6 +31,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("select", "recipes", "select_group"),
     ("install", "recipes", "install_group"),
     ("smoke", "smoke", "smoke"),
+    ("gate", "gate", "gate"),
     ("stack", "stack", "stack_group"),
     ("lock", "stack", "lock_command"),
     ("docker", "stack", "docker_group"),

@@ -1,0 +1,110 @@
+"""A gate result for the readers it has: a person (text), scripts (JSON), CI dashboards
+(CTRF JSON, JUnit XML), Nagios/NHC and Node Problem Detector (their exit codes and one line).
+
+Values stay raw in the result; each renderer escapes for its target: the terminal through
+fwdoctor.escape, XML through xml.etree (which escapes text and attributes), JSON by json.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from fwdoctor.escape import terminal
+from fwdoctor.gate.run import GateResult
+
+# Exit codes by convention.
+# fwdoctor's own: 0 the node may take jobs (ok or warn), 1 drain, 2 the doctor failed.
+# Nagios plugin guidelines (also NHC's checks): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN
+# (https://nagios-plugins.org/doc/guidelines.html, "Plugin Return Codes").
+# Node Problem Detector's custom plugins: 0 OK, 1 NonOK, anything else Unknown; the first
+# max_output_length bytes of stdout (default 80) become the condition's message
+# (kubernetes/node-problem-detector docs/custom_plugin_monitor.md, pkg/custompluginmonitor/types/config.go).
+NAGIOS = {"ok": 0, "warn": 1, "drain": 2, "unknown": 3}
+NPD = {"ok": 0, "warn": 0, "drain": 1, "unknown": 2}
+NPD_MESSAGE_MAX = 80
+
+
+def status_of(result: GateResult) -> str:
+    """"ok" | "warn" | "drain" | "unknown": unknown when nothing but an unfinished step
+    stands behind the verdict (Nagios' UNKNOWN, NPD's Unknown)."""
+    if result.unknown and all(c.id == "unknown" for c in result.causes if c.verdict == "drain") and result.verdict != "ok":
+        return "unknown"
+    return result.verdict
+
+
+def exit_code(result: GateResult, scheme: str) -> int:
+    if scheme == "nagios":
+        return NAGIOS[status_of(result)]
+    if scheme == "npd":
+        return NPD[status_of(result)]
+    return 1 if result.verdict == "drain" else 0
+
+
+def one_line(result: GateResult, limit: int | None = None) -> str:
+    cause = result.first_cause
+    text = f"{result.verdict.upper()}" + (f": {cause.id}: {cause.message}" if cause else f": {len(result.findings)} findings, none that matter to the policy")
+    text = " ".join(terminal(text).split())
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
+def render_text(result: GateResult) -> str:
+    lines = [f"fwdoctor gate: {result.verdict.upper()} ({result.elapsed_s:.1f} s of the {result.budget_s:g} s budget; policy: {result.policy})"]
+    for cause in result.causes:
+        lines.append(f"  {cause.verdict:5} {cause.id}: {cause.message}")
+    for step in result.steps:
+        lines.append(f"  step {step.name}: {step.status} ({step.seconds:.1f} s)" + (f": {step.detail}" if step.detail else ""))
+    for action in result.actions:
+        lines.append(f"  {action}")
+    return "\n".join(terminal(line) for line in lines) + "\n"
+
+
+def _tests(result: GateResult) -> list[dict[str, Any]]:
+    """One test per step, then one per cause (failed for drain, other for warn)."""
+    tests = []
+    for step in result.steps:
+        status = {"ok": "passed", "failed": "failed", "unknown": "other"}[step.status]
+        tests.append({"name": f"gate step: {step.name}", "status": status, "duration": int(step.seconds * 1000),
+                      **({"message": step.detail} if step.detail else {})})
+    for cause in result.causes:
+        tests.append({"name": f"{cause.id}", "status": "failed" if cause.verdict == "drain" else "other",
+                      "duration": 0, "message": cause.message, "extra": {"verdict": cause.verdict, "severity": cause.severity}})
+    if not result.causes:
+        tests.append({"name": "gate verdict", "status": "passed", "duration": 0, "message": one_line(result)})
+    return tests
+
+
+def render_ctrf(result: GateResult, finished: float | None = None) -> str:
+    """Common Test Report Format (ctrf.io, schema ctrf-json v0.0.x: results.tool.name,
+    results.summary{tests, passed, failed, pending, skipped, other, start, stop}, results.tests[])."""
+    stop = int((finished if finished is not None else time.time()) * 1000)
+    start = stop - int(result.elapsed_s * 1000)
+    tests = _tests(result)
+    count = {s: sum(1 for t in tests if t["status"] == s) for s in ("passed", "failed", "pending", "skipped", "other")}
+    doc = {"results": {"tool": {"name": "fwdoctor gate"},
+                       "summary": {"tests": len(tests), **count, "start": start, "stop": stop},
+                       "tests": tests,
+                       "extra": {"verdict": result.verdict, "budget_s": result.budget_s}}}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def render_junit(result: GateResult) -> str:
+    """JUnit XML as Jenkins, GitLab and GitHub reporters read it: one testsuite, a testcase
+    per step and cause; drains are <failure>, warnings and unknowns pass with <system-out>."""
+    tests = _tests(result)
+    suite = ET.Element("testsuite", name="fwdoctor gate", tests=str(len(tests)),
+                       failures=str(sum(1 for t in tests if t["status"] == "failed")), errors="0", skipped="0",
+                       time=f"{result.elapsed_s:.3f}")
+    for test in tests:
+        case = ET.SubElement(suite, "testcase", classname="fwdoctor.gate", name=test["name"], time=f"{test['duration'] / 1000:.3f}")
+        if test["status"] == "failed":
+            ET.SubElement(case, "failure", message=test.get("message", ""), type=test["name"]).text = test.get("message", "")
+        elif test.get("message"):
+            ET.SubElement(case, "system-out").text = f"{test['status']}: {test['message']}"
+    root = ET.Element("testsuites", name="fwdoctor", tests=suite.get("tests", "0"), failures=suite.get("failures", "0"))
+    root.append(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
