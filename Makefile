@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 CPU_TORCH_WHEELS ?= /opt/wheels
 STACKS := $(wildcard stacks/*.yaml)
 
-.PHONY: doctor test test-fast venv test-venv bench gpu-check dockerfiles lockfiles docs kb-refresh clean
+.PHONY: doctor test test-fast venv test-venv bench mutants gpu-check dockerfiles lockfiles docs kb-refresh clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,12 @@ test-fast: venv
 bench: test-venv
 	$(BIN)/python benchmarks/check_speed.py
 	$(BIN)/python benchmarks/allreduce_overhead.py
+
+## mutants: mutation score of the rules, selection and triage readers (mutmut on the fast
+## tests, in a staged copy under build/mutants; hours on 2 cores, not in CI). One module:
+## make mutants MUTANTS_ONLY='fwdoctor.triage.nvcc.*'
+mutants: venv
+	$(BIN)/python benchmarks/mutation_score.py --run $(if $(MUTANTS_ONLY),--only '$(MUTANTS_ONLY)')
 
 ## gpu-check: every GPU-only path (check --deep, smoke kernel on each GPU and on the CPU,
 ## compile-only + run, NCCL all-reduce with its transports, image validation when Docker is
