@@ -191,7 +191,12 @@ def fleet_emit() -> None:
 @click.option("--runtime-class", help="runtimeClassName for the pods (e.g. nvidia, where it is not the default runtime).")
 @click.option("--timeout", type=float, help="Seconds each node's collection may take (default: 600 facts, 3600 smoke).")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the manifest here (default: stdout).")
-def emit_k8s(image, namespace, name, what, selector, gpus, runtime_class, timeout, out_file) -> None:
+@click.option("--gate", "gate", is_flag=True, help="Instead: Node Problem Detector running `fwdoctor gate` on each node, setting a node condition (docs/gate.md).")
+@click.option("--condition", default="FwdoctorProblem", show_default=True, help="With --gate: the node condition (True: fwdoctor would drain the node).")
+@click.option("--budget", "budget_s", type=click.IntRange(5, 3600), default=60, show_default=True, help="With --gate: seconds each gate run may take.")
+@click.option("--interval", "interval_s", type=click.IntRange(10, 86400), default=300, show_default=True, help="With --gate: seconds between gate runs.")
+@click.option("--fwdoctor-path", default="/usr/local/bin/fwdoctor", show_default=True, help="With --gate: fwdoctor's absolute path in --image (NPD checks it exists).")
+def emit_k8s(image, namespace, name, what, selector, gpus, runtime_class, timeout, out_file, gate, condition, budget_s, interval_s, fwdoctor_path) -> None:
     """A DaemonSet: one pod per GPU node prints that node's document as one JSON line.
 
     \b
@@ -202,20 +207,37 @@ def emit_k8s(image, namespace, name, what, selector, gpus, runtime_class, timeou
       kubectl logs -n default -l app.kubernetes.io/name=fwdoctor-facts -c fwdoctor --tail=-1 > fleet.jsonl
       fwdoctor fleet report fleet.jsonl
       kubectl delete -f fwdoctor.yaml
+      fwdoctor fleet emit k8s --gate --image registry.example/train:2.14-fwdoctor > gate.yaml
     """
     from fwdoctor.fleet import k8s
 
+    if gate:
+        from fwdoctor.fleet import npd
+
+        try:
+            docs = npd.manifests(image, namespace, "fwdoctor-gate" if name == "fwdoctor-facts" else name, selector, condition,
+                                 budget_s, interval_s, fwdoctor_path, runtime_class=runtime_class)
+        except k8s.ManifestError as exc:
+            fail(str(exc))
+        _write(npd.render(docs, condition), out_file)
+        return
     try:
         manifest = k8s.daemonset(image, namespace, name, what, selector, gpus, runtime_class, timeout=_timeout(timeout, what))
     except k8s.ManifestError as exc:
         fail(str(exc))
-    text = k8s.render(manifest, namespace, name)
+    if not _write(k8s.render(manifest, namespace, name), out_file):
+        return
+    note(f"fleet emit k8s: wrote {out_file}; gather with: kubectl logs -n {namespace} -l {k8s.NAME_LABEL}={name} -c {k8s.CONTAINER} --tail=-1 > fleet.jsonl")
+
+
+def _write(text: str, out_file: str | None) -> bool:
+    """The manifest to stdout, or to --out (then True)."""
     if out_file is None:
         click.echo(text, nl=False)
-        return
+        return False
     try:
         with open(out_file, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
         fail(f"--out {out_file}: {exc.strerror or exc}")
-    note(f"fleet emit k8s: wrote {out_file}; gather with: kubectl logs -n {namespace} -l {k8s.NAME_LABEL}={name} -c {k8s.CONTAINER} --tail=-1 > fleet.jsonl")
+    return True
