@@ -34,6 +34,7 @@ AREA_TITLES = {
     "frameworks": "JAX, TensorFlow and PaddlePaddle",
     "runtime": "Runtime and the doctor itself",
     "build": "Source-build pre-flight (`fwdoctor build torch`)",
+    "extension": "Extension-build pre-flight (`fwdoctor build ext`)",
     "fleet": "Across the nodes of a fleet (`fwdoctor fleet report`)",
 }
 
@@ -114,6 +115,18 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("build-no-wheel", "FWD806", E, "build", "no pip wheel of the requested NCCL/cuDNN for this CUDA"),
     FindingKind("build-torch-unsupported", "FWD807", E, "build", "the KB has no build data for this torch version"),
     FindingKind("build-not-checked", "FWD808", W, "build", "a pre-flight check could not be made"),
+    # Extension builds against the installed torch (`fwdoctor build ext`), never reported by `check`: rules/build_ext.py.
+    FindingKind("ext-torch-unusable", "FWD821", E, "extension", "the target interpreter has no CUDA torch to compile against"),
+    FindingKind("ext-cuda-mismatch", "FWD822", E, "extension", "the nvcc that would compile differs from torch's CUDA"),
+    FindingKind("ext-arch-unsupported-by-project", "FWD823", E, "extension", "a requested arch is one the project does not build for"),
+    FindingKind("ext-cuda-unsupported-by-project", "FWD824", E, "extension", "the project does not build with this nvcc release"),
+    FindingKind("ext-project-unknown", "FWD825", W, "extension", "the KB has no row for this extension project"),
+    FindingKind("ext-jobs-exceed-memory", "FWD826", E, "extension", "the asked compile jobs need more memory than is available"),
+    FindingKind("ext-python-headers-missing", "FWD827", E, "extension", "no Python.h for the target interpreter"),
+    FindingKind("ext-ninja-missing", "FWD828", W, "extension", "no ninja: torch compiles the extension one file at a time"),
+    FindingKind("ext-disk-low", "FWD829", E, "extension", "too little free disk for the extension build"),
+    FindingKind("ext-prebuilt-wheel", "FWD830", I, "extension", "the prebuilt wheel that would fit, or why none does"),
+    FindingKind("ext-not-checked", "FWD831", W, "extension", "an extension pre-flight check could not be made"),
     # Across nodes (`fwdoctor fleet report`), never reported by `check`: doctor/fleet/rules.py.
     FindingKind("fleet-nccl-differs", "FWD960", E, "fleet", "nodes that train together run different NCCL versions"),
     FindingKind("fleet-torch-differs", "FWD961", E, "fleet", "nodes that train together run different torch versions"),

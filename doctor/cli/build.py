@@ -121,3 +121,61 @@ def _devel_image(spec: str, kb) -> str:
         return kb.docker.cuda_reference(resolved.cuda, resolved.os, "devel")
     except LookupError as exc:
         raise DoctorError(f"--docker {spec}: {exc}") from None
+
+
+@build_group.command("ext")
+@click.argument("spec", metavar="SPEC")
+@click.option("--python", "python", metavar="PATH", help="The interpreter whose torch the extension is built against and installed into (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH).")
+@click.option("--arch", metavar='"9.0"|"8.0;9.0"', help="The arches to compile kernels for (default: this host's GPUs).")
+@click.option("--gpu", "gpus", multiple=True, metavar="CC|NAME", help="Build for this GPU instead of the host's: a compute capability (9.0) or a name (repeatable).")
+@click.option("--jobs", default="auto", show_default=True, help="MAX_JOBS; auto: cores, capped by available memory per compile job.")
+@click.option("--workdir", type=click.Path(file_okay=False), help="Where the source, wheel and log go (default ./fwdoctor-build/ext-NAME-VERSION).")
+@click.option("--dry-run/--apply", "dry_run", default=True, help="Print the plan (default) or run it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the pre-flight findings and the plan as JSON.")
+def ext_command(spec, python, arch, gpus, jobs, workdir, dry_run, as_json) -> None:
+    """Build a CUDA extension (flash-attn, causal-conv1d, mamba-ssm, a source folder) against the installed torch.
+
+    \b
+    SPEC is a requirement (causal-conv1d==1.7.0), an sdist file or a source folder. Before
+    anything runs, a pre-flight checks the nvcc against torch's CUDA, the host compiler
+    against nvcc, each arch against nvcc and the project, Python.h, ninja, disk and memory
+    per job, and names the prebuilt wheel that would fit. --apply builds with
+    pip wheel --no-build-isolation and proves the wheel: import, kernels, symbols.
+    \b
+    Examples:
+      fwdoctor build ext causal-conv1d==1.7.0 --arch 9.0
+      fwdoctor build ext flash-attn==2.8.3 --gpu H100 --python ~/venvs/t/bin/python --apply
+    """
+    from fwdoctor.recipes import build_ext as bx
+
+    kb = KB()
+    try:
+        kb.extensions
+    except KBError as exc:
+        raise DoctorError(f"knowledge base: {exc}") from None
+    opts = bx.Options(spec=spec, python=python, arch=arch, gpus=tuple(gpus), jobs=jobs, workdir=workdir)
+    try:
+        report, ep = bx.run_plan(opts, kb)
+    except bx.InputError as exc:
+        raise DoctorError(str(exc)) from None
+    if as_json:
+        emit_json("build", {"findings": [f.to_json() for f in report.findings], "plan": ep.to_plan().to_json() if ep else None})
+    else:
+        for finding in report.findings:
+            click.echo(f"{MARK[finding.severity]} {finding.id}: {finding.message}", err=True)
+            if finding.fix and finding.fix.note:
+                click.echo(f"      fix: {finding.fix.note}", err=True)
+            for command in finding.fix.commands if finding.fix else ():
+                click.echo(f"        $ {command}", err=True)
+    if ep is None:
+        errors = sum(1 for f in report.findings if f.severity is Severity.ERROR)
+        click.echo(f"fwdoctor: build refused: {errors} pre-flight error(s); nothing was run", err=True)
+        sys.exit(1)
+    if as_json:
+        return
+    if dry_run:
+        click.echo(ep.to_plan().to_shell(), nl=False)
+        return
+    result = bx.execute(ep, progress=lambda line: click.echo(f"fwdoctor: {line}", err=True))
+    click.echo(result.message)
+    sys.exit(0 if result.ok else 1)

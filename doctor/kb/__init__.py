@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # each area module loads on first use of its property (see KB
     from fwdoctor.kb.conda import CondaKB
     from fwdoctor.kb.cuda import CudaKB
     from fwdoctor.kb.docker import DockerKB
+    from fwdoctor.kb.extensions import ExtensionsKB
     from fwdoctor.kb.frameworks import FrameworksKB
     from fwdoctor.kb.gpus import GpuKB
     from fwdoctor.kb.libs import LibsKB
@@ -315,6 +316,15 @@ class KB:
             return conda.CondaKB()
         return self._area("conda.yaml", conda.from_yaml)
 
+    @cached_property
+    def extensions(self) -> ExtensionsKB:  # CUDA extensions built against torch (`build ext`)
+        from fwdoctor.kb import extensions
+
+        # Optional like conda.yaml: a --kb folder without it knows no extension project.
+        if not (self.directory / "extensions.yaml").exists():
+            return extensions.ExtensionsKB()
+        return self._area("extensions.yaml", extensions.from_yaml)
+
 
 # The areas `KB.load` validates up front.
-AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build", "frameworks", "conda")
+AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build", "frameworks", "conda", "extensions")
