@@ -65,6 +65,8 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     # Judged by `fwdoctor gate` only: against the node's expected shape (its policy or --baseline).
     FindingKind("gpu-count-low", "FWD122", E, "driver", "fewer working GPUs than the node type has"),
     FindingKind("node-differs-from-type", "FWD123", W, "driver", "a node's GPUs or links differ from its node type's normal"),
+    # NVIDIA's data-center driver lifecycle (cuda.yaml driver_branches): rules/lifecycle.py.
+    FindingKind("driver-branch-eol", "FWD124", W, "driver", "the driver's branch is past NVIDIA's end of life"),
     FindingKind("multiple-toolkits", "FWD202", I, "toolkit", "several CUDA toolkits installed"),
     FindingKind("cuda-path-inconsistent", "FWD203", W, "toolkit", "PATH, CUDA_HOME, the link and LD_LIBRARY_PATH disagree"),
     FindingKind("torch-toolkit-mismatch", "FWD204", E, "toolkit", "active toolkit's CUDA differs from torch's"),

@@ -87,6 +87,43 @@ class Runfile:
         return self.url.rsplit("/", 1)[-1]
 
 
+BRANCH_KINDS = ("lts", "production", "new-feature")
+BRANCH_KIND_NAMES = {"lts": "Long Term Support Branch", "production": "Production Branch", "new-feature": "New Feature Branch"}
+_MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August",
+                "September", "October", "November", "December")
+
+
+def month_name(month: str) -> str:
+    """'2026-06' -> 'June 2026' (as NVIDIA's tables write it)."""
+    year, mon = month.split("-")
+    return f"{_MONTH_NAMES[int(mon) - 1]} {year}"
+
+
+@dataclass(frozen=True)
+class DriverBranch:
+    """A data-center driver branch as NVIDIA's lifecycle tables state it: its kind (None
+    where the page names none), the month its support ends ("2026-06", supported through
+    that month), or `eol_listed` where a page lists it as end of life without a date."""
+
+    branch: int
+    kind: str | None
+    eol: str | None
+    eol_listed: bool
+    confidence: str
+    source: tuple[str, ...]
+
+    def past_eol(self, as_of: str) -> bool:
+        """Whether support has ended by the month `as_of` ("2026-12" or a full date)."""
+        if self.eol is None:
+            return self.eol_listed
+        return as_of[:7] > self.eol
+
+    @property
+    def eol_text(self) -> str:
+        return month_name(self.eol) if self.eol else "date not stated"
+
+
 @dataclass(frozen=True)
 class HostGcc:
     cuda: str  # major.minor
@@ -104,6 +141,19 @@ class CudaKB:
     architectures: tuple[Architecture, ...]
     host_gcc: tuple[HostGcc, ...]
     runfiles: tuple[Runfile, ...] = ()
+    driver_branches: tuple[DriverBranch, ...] = ()
+
+    # ---------------------------------------------------------------- driver lifecycle
+    def driver_branch_row(self, branch: int) -> DriverBranch | None:
+        """NVIDIA's lifecycle row for a data-center driver branch (535 -> R535 LTS, June
+        2026); None for a branch no table lists (short-lived new-feature branches)."""
+        return next((r for r in self.driver_branches if r.branch == branch), None)
+
+    def supported_branches(self, as_of: str) -> tuple[DriverBranch, ...]:
+        """The production and long-term branches still supported in the month `as_of`,
+        newest first."""
+        rows = [r for r in self.driver_branches if r.kind in ("lts", "production") and r.eol and not r.past_eol(as_of)]
+        return tuple(sorted(rows, key=lambda r: -r.branch))
 
     # ---------------------------------------------------------------- drivers
     def minor_compat_row(self, cuda: str) -> MinorCompat | None:
@@ -230,7 +280,7 @@ def _unique(ctx: Ctx, seen: dict[Any, int], key: Any, index: int, what: str) -> 
 
 def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
     data = ctx.mapping(data)
-    known = {"sources", "horizon", "minor_compat", "toolkit_drivers", "architectures", "host_gcc", "runfiles"}
+    known = {"sources", "horizon", "minor_compat", "toolkit_drivers", "architectures", "host_gcc", "runfiles", "driver_branches"}
     extra = sorted(set(data) - known)
     if extra:
         raise ctx.error(f"unknown section(s) {', '.join(map(str, extra))} (expected {', '.join(sorted(known))})")
@@ -343,4 +393,26 @@ def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
             raise rc.at("sha256").error(f"expected 64 lowercase hex digits, got {sha!r}")
         runfiles.append(Runfile(cuda, url, sha, _confidence(rc, row), rc.source(row)))
 
-    return CudaKB(horizon, tuple(compat), tuple(drivers), tuple(archs), tuple(gccs), tuple(runfiles))
+    branches: list[DriverBranch] = []
+    seen = {}
+    bctx = ctx.at("driver_branches")
+    for i, row in enumerate(bctx.rows(data.get("driver_branches") or [])):
+        rc = bctx.at(i)
+        branch = rc.field(row, "branch", int)
+        if isinstance(branch, bool) or not 100 <= branch <= 999:
+            raise rc.at("branch").error(f"expected a driver branch number like 580, got {branch!r}")
+        _unique(rc, seen, branch, i, "driver branch")
+        kind = rc.field(row, "kind", str, optional=True)
+        if kind is not None and kind not in BRANCH_KINDS:
+            raise rc.at("kind").error(f"expected one of {', '.join(BRANCH_KINDS)} or null, got {kind!r}")
+        eol = rc.field(row, "eol", str, optional=True)
+        if eol is not None and not _MONTH.match(eol):
+            raise rc.at("eol").error(f"expected a month YYYY-MM (quote it in YAML), got {eol!r}")
+        listed = rc.field(row, "eol_listed", bool, optional=True)
+        if eol is None and not listed:
+            raise rc.error("a branch row needs an eol month or eol_listed: true (a page listing it as end of life)")
+        if eol is not None and listed is not None:
+            raise rc.at("eol_listed").error("give either an eol month or eol_listed, not both")
+        branches.append(DriverBranch(branch, kind, eol, bool(listed), _confidence(rc, row), rc.source(row)))
+
+    return CudaKB(horizon, tuple(compat), tuple(drivers), tuple(archs), tuple(gccs), tuple(runfiles), tuple(branches))

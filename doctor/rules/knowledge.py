@@ -35,10 +35,11 @@ def newest_torch(kb: KB) -> Version | None:
 
 def newest_branch(kb: KB) -> int | None:
     """The newest driver branch any KB row names: a CUDA toolkit's driver, a GPU's first
-    listing, a family's first or last release."""
+    listing, a family's first or last release, a branch of NVIDIA's lifecycle table."""
     branches = [driver_branch(r.driver) for r in kb.cuda.toolkit_drivers]
     branches += [driver_branch(r) for f in kb.gpus.floors.values() for r in f.first]
     branches += [b for fam in kb.gpus.families for b in (fam.first_branch, fam.last_branch)]
+    branches += [r.branch for r in kb.cuda.driver_branches]
     known = [b for b in branches if b is not None]
     return max(known) if known else None
 
