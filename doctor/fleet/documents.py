@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import PurePath
 from typing import Any, Iterator, Mapping
 
@@ -55,11 +56,35 @@ class Document:
 
     @property
     def collected_at(self) -> str | None:
+        """The document's stamp as UTC "YYYY-MM-DDTHH:MM:SS.ffffffZ" (so stamps order as
+        text whatever offset they were written with), or None when it has none. A stamp
+        that is not an ISO 8601 date raises StampError: "last week" must not order."""
         for key in ("collected_at", "created"):  # smoke-suite reports wrote "created" first
             value = self.data.get(key)
-            if isinstance(value, str) and value:
-                return value
+            if value is None or value == "":
+                continue
+            return utc_stamp(value, key)
         return None
+
+
+class StampError(ValueError):
+    """A `collected_at` that is not a date: the message names the field and the value."""
+
+
+def utc_stamp(value: object, field: str = "collected_at") -> str:
+    """An ISO 8601 date-time (fwdoctor writes "2026-12-01T10:00:00Z") as one UTC form that
+    orders as text; no offset means UTC. Anything else: StampError naming `field`."""
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    if not isinstance(value, str) or len(value) > 40:
+        raise StampError(f'"{field}" {shown} is not an ISO 8601 date (e.g. 2026-12-01T10:00:00Z)')
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value  # 3.10's fromisoformat has no "Z"
+    try:
+        when = datetime.fromisoformat(text)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    except (ValueError, OverflowError):  # not a date; or year 1 less an offset
+        raise StampError(f'"{field}" {shown} is not an ISO 8601 date (e.g. 2026-12-01T10:00:00Z)') from None
 
 
 @dataclass(frozen=True)

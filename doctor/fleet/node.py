@@ -55,6 +55,62 @@ KERNEL_COLUMNS = ("kernel", "conv2d", "amp", "gemm")
 _interned: dict[Any, Any] = {}
 
 
+class DocumentError(ValueError):
+    """A document with a field of the wrong type: the message names the field. `fleet
+    report` makes the document one unreadable row and judges the other nodes."""
+
+
+def _a(value: Any) -> str:
+    name = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    kind = type(value).__name__
+    return name.get(type(value), f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}")
+
+
+# The facts the fleet's own columns read, and the JSON type each must have when known
+# (doctor/FACTS.md). The rules read many more; a value they cannot use is caught by judging.
+FACT_TYPES: dict[str, tuple[type, ...]] = {
+    "driver.version": (str, type(None)),
+    "driver.cuda_version": (str, type(None)),
+    "cuda.active": (dict, type(None)),
+    "torch.version": (str, type(None)),
+    "gpus.list": (list, type(None)),
+    "cudnn.installs": (list, type(None)),
+    "nccl.installs": (list, type(None)),
+}
+_LIST_OF_OBJECTS = ("gpus.list", "cudnn.installs", "nccl.installs")
+
+
+def check_fact_types(facts: Facts) -> None:
+    """DocumentError naming the first fact the fleet's columns cannot read."""
+    for key, types in FACT_TYPES.items():
+        if not facts.known(key):
+            continue
+        value = facts[key]
+        if not isinstance(value, types):
+            raise DocumentError(f'fact "{key}" is {_a(value)}, not {_a(types[0]())}')
+        if key in _LIST_OF_OBJECTS and value:
+            for index, item in enumerate(value):
+                if not isinstance(item, dict):
+                    raise DocumentError(f'fact "{key}" item {index} is {_a(item)}, not an object')
+
+
+def check_results(results: Any, field: str) -> None:
+    """DocumentError naming the first field of smoke results that is of the wrong type:
+    `field` is a list of objects, each one's "details" an object, its "checks" a list."""
+    if not isinstance(results, list):
+        raise DocumentError(f'"{field}" is {_a(results)}, not a list of results')
+    for index, result in enumerate(results):
+        where = f"{field}[{index}]"
+        if not isinstance(result, Mapping):
+            raise DocumentError(f'"{where}" is {_a(result)}, not an object')
+        details = result.get("details")
+        if details is not None and not isinstance(details, Mapping):
+            raise DocumentError(f'"{where}.details" is {_a(details)}, not an object')
+        checks = (details or {}).get("checks")
+        if checks is not None and not isinstance(checks, list):
+            raise DocumentError(f'"{where}.details.checks" is {_a(checks)}, not a list')
+
+
 def intern(value: Any) -> Any:
     """One shared copy of a repeated value (a version string, a finding message): a
     thousand nodes on driver 580.95.05 hold one string, not a thousand."""

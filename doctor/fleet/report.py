@@ -22,7 +22,7 @@ from fwdoctor import __version__
 from fwdoctor.escape import md_cell, md_code, terminal_lines
 from fwdoctor.findings import AREA_TITLES
 from fwdoctor.fleet import node as nd
-from fwdoctor.fleet.documents import BadInput, Document, documents
+from fwdoctor.fleet.documents import BadInput, Document, StampError, documents
 from fwdoctor.fleet.drift import MAX_LISTED, Drift, drift, listed
 from fwdoctor.fleet.rules import MIN_PEER_GROUP, RULES as FLEET_RULES, SLOW_FRACTION, Fleet
 from fwdoctor.model import Facts, Finding, NotChecked, Severity
@@ -129,9 +129,18 @@ def _cell(key: str) -> Callable[[nd.NodeRow], str | None]:
 
 
 def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]) -> str | None:
-    """Fold one document into its node's row; the reason it cannot be used, else None."""
-    from fwdoctor.engine import judge
+    """Fold one document into its node's row; the reason it cannot be used, else None.
 
+    One bad document costs one row: a field of the wrong type (details not an object,
+    gpus.list not a list, a stamp that is no date, a fact no rule can read) makes this
+    document unreadable, named with the field, and leaves every row as it was."""
+    try:
+        return _absorb(rows, doc, kb, rules)
+    except (nd.DocumentError, StampError) as exc:
+        return str(exc)
+
+
+def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]) -> str | None:
     data = doc.data
     facts_data: Any = None
     kernel: Any = None
@@ -145,11 +154,14 @@ def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any])
         results = data.get("results")
         if not isinstance(results, list):
             return 'a smoke document without a "results" list'
+        nd.check_results(results, "results")
         kernel = [r for r in results if isinstance(r, Mapping) and str(r.get("test", "")).startswith("kernel")] or None
         allreduce = [r for r in results if isinstance(r, Mapping) and r.get("test") == "allreduce"] or None
     for part, value in (("kernel", kernel), ("allreduce", allreduce)):
         if value is not None and not isinstance(value, list):
             return f'"{part}" is a {type(value).__name__}, not a list of results'
+        if value is not None and doc.kind == "smoke-suite":
+            nd.check_results(value, part)
     facts: Facts | None = None
     if facts_data is not None:
         if not isinstance(facts_data, Mapping):
@@ -158,31 +170,68 @@ def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any])
             facts = nd.read_facts(facts_data)
         except (ValueError, RecursionError) as exc:
             return f"not facts fwdoctor can read: {exc}"
-    row = _row(rows, doc)
+        nd.check_fact_types(facts)
+    stamp = doc.collected_at  # StampError: a stamp that is no date orders nothing
+    name, named_by = _name(doc)
+    held = rows.get(name)
+    # Everything is read before the row changes, so a document that fails half way leaves
+    # the node as the documents before it showed it.
+    judged = None
+    if facts is not None and (held is None or held.newer("facts", stamp)):
+        report = _judge(facts, kb, rules)
+        judged = (nd.fact_cells(facts, kb), nd.findings_of(report), report.not_run, report.nothing_checked)
+    kernel_part = nd.kernel_cells(kernel) if kernel and (held is None or held.newer("kernel", stamp)) else None
+    allreduce_part = nd.allreduce_cells(allreduce) if allreduce and (held is None or held.newer("allreduce", stamp)) else None
+    row = held if held is not None else rows.setdefault(name, nd.NodeRow(nd.intern(name), named_by))
     row.files.append(nd.intern(doc.where))
-    stamp = doc.collected_at
-    if facts is not None and row.newer("facts", stamp):
+    if judged is not None:
         row.take("facts", stamp)
-        report = judge(facts, kb, rules)
         for key in nd.FACT_COLUMNS:
             row.cells.pop(key, None)
-        row.cells.update(nd.fact_cells(facts, kb))
-        row.findings = nd.findings_of(report)
-        row.not_checked = report.not_run
-        row.nothing_checked = report.nothing_checked
-    if kernel and row.newer("kernel", stamp):
-        cells, figures, groups, failures = nd.kernel_cells(kernel)
+        row.cells.update(judged[0])
+        row.findings, row.not_checked, row.nothing_checked = judged[1], judged[2], judged[3]
+    if kernel_part is not None:
+        cells, figures, groups, failures = kernel_part
         if cells:
             row.take("kernel", stamp)
             _replace(row, nd.KERNEL_COLUMNS, cells, figures, groups)
             row.failures["kernel"] = failures
-    if allreduce and row.newer("allreduce", stamp):
-        cells, figures, groups, failures = nd.allreduce_cells(allreduce)
+    if allreduce_part is not None:
+        cells, figures, groups, failures = allreduce_part
         row.take("allreduce", stamp)
         _replace(row, ("busbw",), cells, figures, groups)
         row.failures["allreduce"] = failures
     for part in [p for p, f in row.failures.items() if not f]:
         del row.failures[part]
+    return None
+
+
+def _judge(facts: Facts, kb: KB, rules: list[Any]) -> Any:
+    """The node's own checks; DocumentError naming the facts a rule could not read (users
+    get the rule's inputs; the test suite's FWDOCTOR_RAISE_RULE_ERRORS re-raises inside
+    judge, so the failing rule is found again by running each alone)."""
+    from fwdoctor.engine import judge
+
+    failed: list[tuple[Any, Exception]] = []
+    try:
+        report = judge(facts, kb, rules, on_rule_error=lambda item, exc: failed.append((item, exc)))
+    except Exception as exc:
+        failed.append((_failing_rule(facts, kb, rules), exc))
+    if not failed:
+        return report
+    item, exc = failed[0]
+    reads = [k for k in (*getattr(item, "needs", ()), *getattr(item, "optional", ())) if facts.known(k)]
+    rule = f"rule {item.id}" if item is not None else "a rule"
+    fields = ", ".join(f'"{k}"' for k in reads) or "its facts"
+    raise nd.DocumentError(f"a fact of an unexpected type or shape: {rule} could not read {fields} ({type(exc).__name__}: {str(exc)[:120]})")
+
+
+def _failing_rule(facts: Facts, kb: KB, rules: list[Any]) -> Any:
+    for item in rules:
+        try:
+            item.evaluate(facts, kb)
+        except Exception:
+            return item
     return None
 
 
@@ -196,16 +245,12 @@ def _replace(row: nd.NodeRow, keys: Iterable[str], cells: dict[str, str], figure
     row.peer_group.update(groups)
 
 
-def _row(rows: dict[str, nd.NodeRow], doc: Document) -> nd.NodeRow:
+def _name(doc: Document) -> tuple[str, str]:
+    """(the node's name, what named it)."""
     name = doc.host_name
-    named_by = NAMED_BY_HOST
     if name is None:
-        name, named_by = doc.stem, NAMED_BY_FILE
-    name = clean_name(name)
-    row = rows.get(name)
-    if row is None:
-        row = rows[name] = nd.NodeRow(nd.intern(name), named_by)
-    return row
+        return clean_name(doc.stem), NAMED_BY_FILE
+    return clean_name(name), NAMED_BY_HOST
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
