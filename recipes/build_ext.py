@@ -11,7 +11,7 @@ The same flow as `build torch` (recipes/torch_source.py):
 - `execute(plan)`: fetch and unpack through recipes/apply.py, `pip wheel` streamed with the
   build's own [N/M] compile steps as progress and every line in the log, then the proof
   (`prove`): the wheel installed and imported in the target interpreter, the kernels in its
-  shared objects (cuobjdump --list-elf) exactly the arches asked, no undefined symbol against
+  shared objects (their .nv_fatbin, read by fwdoctor.fatbin) exactly the arches asked, no undefined symbol against
   the installed torch's libraries, and one call on a GPU where there is one.
 """
 
@@ -26,7 +26,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from fwdoctor import runner
+from fwdoctor import fatbin, runner
 from fwdoctor.engine import Report, collect, judge
 from fwdoctor.host import Host
 from fwdoctor.interpreter import choose
@@ -146,7 +146,6 @@ class ExtPlan:
     notes: tuple[str, ...]
     import_name: str | None
     modules: tuple[str, ...]
-    cuobjdump: str
     torch_lib: str | None
     gpu_present: bool = False
     smoke: str | None = None
@@ -161,7 +160,7 @@ class ExtPlan:
         if modules:
             verify.append(Step((self.python, "-c", "import torch, " + ", ".join(modules)), cwd=self.workdir,
                                why="it imports against the installed torch"))
-        notes = (*self.notes, f"the proof after the build: each .so of the wheel holds exactly {arches} (cuobjdump --list-elf), "
+        notes = (*self.notes, f"the proof after the build: each .so of the wheel holds exactly {arches} (its .nv_fatbin, as cuobjdump --list-elf lists it), "
                               f"`ldd -r` finds no undefined symbol with {self.torch_lib} on LD_LIBRARY_PATH, the import works"
                               + ("; one call on the GPU" if self.gpu_present and self.smoke else ""))
         return Plan(recipe=RECIPE, title=" ".join(title.split()), steps=(*self.prepare, self.build), files=self.files,
@@ -226,6 +225,13 @@ def ext_plan(facts: Facts, kb: KB, report: Report) -> ExtPlan:
         notes.append(f"no KB row for {name}: the arch list is left to its setup.py and TORCH_CUDA_ARCH_LIST, and the proof compares the kernels built")
 
     prepare: list[Step] = []
+    # Without build isolation, setup.py's own imports (setuptools, wheel: `from wheel.bdist_wheel
+    # import bdist_wheel` in the Dao-AILab projects) come from the target environment.
+    missing = [m for m, present in (torch.get("build_requires") or {}).items() if not present]
+    if missing:
+        prepare.append(Step((py, "-m", "pip", "install", *missing), why=f"{', '.join(missing)}: imported by setup.py, missing from {py} "
+                            "(--no-build-isolation takes them from there)", timeout_s=PIP_TIMEOUT_S))
+        notes.append(f"the plan installs {', '.join(missing)} into {py}: setup.py imports them and the build is not isolated")
     if source["kind"] == "requirement":
         req = f"{name}=={version}" if version else name
         prepare.append(Step((py, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--no-build-isolation", "-d", sdists, req),
@@ -239,7 +245,7 @@ def ext_plan(facts: Facts, kb: KB, report: Report) -> ExtPlan:
     return ExtPlan(name=name, version=version, python=py, workdir=workdir, src=src, dist=dist, log=log, archs=archs, env=env,
                    prepare=tuple(prepare), build=build, files=files, notes=tuple(notes),
                    import_name=row.import_name if row else None, modules=row.modules if row else (),
-                   cuobjdump=f"{toolkit['root']}/bin/cuobjdump", torch_lib=torch.get("lib_dir"),
+                   torch_lib=torch.get("lib_dir"),
                    gpu_present=bool(facts.get("gpus.list")), smoke=row.smoke if row else None,
                    decisions={"jobs": jobs, "host_cxx": using})
 
@@ -294,16 +300,19 @@ def prove(ep: ExtPlan, wheel: str, env: Mapping[str, str]) -> Proof:
     ld = {**env, "LD_LIBRARY_PATH": ":".join(filter(None, [ep.torch_lib, env.get("LD_LIBRARY_PATH")]))}
     for so in sos:
         name = os.path.basename(so)
-        res = runner.run([ep.cuobjdump, "--list-elf", so], timeout=120.0, env=dict(env))
-        got = parse_list_elf(res.stdout) if res.ok else []
-        if not res.ok:
+        try:
+            got, ptx = fatbin.arches(so), fatbin.arches(so, "ptx")
+        except (OSError, fatbin.FatbinError) as exc:
             ok = False
-            lines.append(f"kernels  {name}: cuobjdump failed: {res.describe_failure()}")
-        elif got != want:
-            ok = False
-            lines.append(f"kernels  {name}: {', '.join('sm_' + g.replace('.', '') for g in got) or 'none'}; asked {', '.join('sm_' + a.replace('.', '') for a in want)}")
+            lines.append(f"kernels  {name}: cannot read its .nv_fatbin: {exc}")
         else:
-            lines.append(f"kernels  {name}: {', '.join('sm_' + g.replace('.', '') for g in got)} (exactly the asked arches)")
+            shown = ", ".join("sm_" + g.replace(".", "") for g in got) or "none"
+            extra = f" and PTX for {', '.join('compute_' + p.replace('.', '') for p in ptx)}" if ptx else ""
+            if got != want or ptx:
+                ok = False
+                lines.append(f"kernels  {name}: {shown}{extra}; asked {', '.join('sm_' + a.replace('.', '') for a in want)}")
+            else:
+                lines.append(f"kernels  {name}: {shown} (exactly the asked arches; no PTX)")
         res = runner.run(["ldd", "-r", so], timeout=60.0, env=ld)
         undefined, missing = parse_ldd_r(res.stdout + "\n" + res.stderr)
         if undefined or missing:

@@ -261,3 +261,62 @@ def test_a_spec_that_is_neither_requirement_sdist_nor_folder_is_an_input_error(c
     result = cli("build", "ext", str(tmp_path / "nothing.txt"), "--arch", "9.0", "--python", sys.executable)
     assert result.exit_code == 2
     assert "expected a requirement (causal-conv1d==1.7.0), an sdist (NAME-VERSION.tar.gz) or a source folder" in result.output
+
+
+# --------------------------------------------------------------------------- the probes, on fixture roots
+from fwdoctor.engine import collect  # noqa: E402
+from fwdoctor.host import Host  # noqa: E402
+from fwdoctor.model import Fact  # noqa: E402
+from fwdoctor.probes import build_ext as probes  # noqa: E402
+
+
+def _toolkit_root(root, folder: str, release: str = "13.0") -> None:
+    (root / folder.lstrip("/") / "bin").mkdir(parents=True)
+    nvcc = root / folder.lstrip("/") / "bin" / "nvcc"
+    nvcc.write_text("#!/bin/sh\n")
+    nvcc.chmod(0o755)
+    (root / folder.lstrip("/") / "include" / "crt").mkdir(parents=True)
+    (root / folder.lstrip("/") / "include" / "cuda_runtime.h").write_text("")
+    (root / folder.lstrip("/") / "include" / "crt" / "host_config.h").write_text("#if __GNUC__ > 15\n#error -- unsupported GNU version!\n#endif\n")
+    (root / folder.lstrip("/") / "version.json").write_text('{"cuda": {"name": "CUDA SDK", "version": "%s.48"}}' % release)
+
+
+def _ext_facts(root, env):
+    return collect(Host.at_root(root, env), (probes.ext_source, probes.ext_toolkit, probes.ext_torch),
+                   seed=[Fact("request.ext.spec", "causal-conv1d==1.7.0"), Fact("request.build.python", "/v/bin/python")])
+
+
+def test_the_toolkit_is_cuda_home_first_as_torchs_cpp_extension_takes_it(tmp_path):
+    _toolkit_root(tmp_path, "/usr/local/cuda-13.0")
+    _toolkit_root(tmp_path, "/opt/cuda-12.8", "12.8")
+    facts = _ext_facts(tmp_path, {"CUDA_HOME": "/opt/cuda-12.8", "PATH": "/usr/local/cuda-13.0/bin:/usr/bin"})
+    assert facts["build.toolkit"]["root"] == "/opt/cuda-12.8" and facts["build.toolkit"]["release"] == "12.8"
+    facts = _ext_facts(tmp_path, {"PATH": "/usr/local/cuda-13.0/bin:/usr/bin"})
+    assert facts["build.toolkit"]["root"] == "/usr/local/cuda-13.0" and facts["build.toolkit"]["from"].startswith("nvcc on PATH")
+
+
+def test_an_nvcc_wrapper_outside_a_toolkit_falls_back_to_usr_local_cuda_and_says_why(tmp_path):
+    _toolkit_root(tmp_path, "/usr/local/cuda")
+    wrapper = tmp_path / "usr/local/bin/nvcc"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text('#!/bin/sh\nexec /usr/local/cuda/bin/nvcc "$@"\n')
+    wrapper.chmod(0o755)
+    facts = _ext_facts(tmp_path, {"PATH": "/usr/local/bin:/usr/bin"})
+    assert facts["build.toolkit"]["root"] == "/usr/local/cuda"
+    assert "torch alone would take CUDA_HOME=/usr/local and miss its headers" in facts["build.toolkit"]["from"]
+
+
+def test_under_a_root_torch_is_not_imported_and_says_why(tmp_path):
+    facts = _ext_facts(tmp_path, {"PATH": "/usr/bin"})
+    assert not facts.known("ext.torch") and "nothing runs inside --root" in facts.why("ext.torch")
+    assert not facts.known("build.toolkit") and "set CUDA_HOME" in facts.why("build.toolkit")
+
+
+@pytest.mark.parametrize("spec, parsed", [
+    ("causal-conv1d==1.7.0", {"kind": "requirement", "name": "causal-conv1d", "version": "1.7.0"}),
+    ("flash-attn", {"kind": "requirement", "name": "flash-attn", "version": None}),
+    ("/d/causal_conv1d-1.7.0.tar.gz", {"kind": "sdist", "name": "causal_conv1d", "version": "1.7.0"}),
+    ("/d/notes.txt", None),
+])
+def test_spec_is_a_requirement_or_an_sdist_name(spec, parsed):
+    assert probes.parse_spec(spec) == parsed

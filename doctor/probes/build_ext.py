@@ -33,6 +33,8 @@ _ASK_TORCH = r"""
 import json, sys, sysconfig, os
 out = {"python": "cp%d%d" % sys.version_info[:2], "include": sysconfig.get_paths().get("include")}
 out["python_h"] = bool(out["include"]) and os.path.isfile(os.path.join(out["include"], "Python.h"))
+import importlib.util
+out["build_requires"] = {m: importlib.util.find_spec(m) is not None for m in ("setuptools", "wheel", "packaging")}
 try:
     import torch
     out.update(version=torch.__version__, cuda=torch.version.cuda, hip=getattr(torch.version, "hip", None),
