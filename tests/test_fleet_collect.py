@@ -48,8 +48,9 @@ def test_ssh_argv_puts_batch_mode_first_and_double_dash_before_the_host():
 
 
 def test_pdsh_argv_and_its_ssh_options_go_through_the_environment_without_a_shell():
-    argv = fc.pdsh_argv(["node1", "admin@node2"], "fwdoctor facts", fanout=16, pdsh="/usr/bin/pdsh")
-    assert argv == ["/usr/bin/pdsh", "-R", "ssh", "-S", "-f", "16", "-w", "node1,admin@node2", "--", "fwdoctor facts"]
+    argv = fc.pdsh_argv(["node1", "admin@node2"], "fwdoctor facts", fanout=16, hosts_file="/tmp/h.txt", pdsh="/usr/bin/pdsh")
+    # The hosts without a user come from the file (-w ^FILE); a user@host has its own -w.
+    assert argv == ["/usr/bin/pdsh", "-R", "ssh", "-S", "-f", "16", "-w", "^/tmp/h.txt", "-w", "admin@node2", "--", "fwdoctor facts"]
     assert fc.pdsh_env(["-p", "2222"], 5) == {"PDSH_SSH_ARGS_APPEND": "-o BatchMode=yes -o ConnectTimeout=5 -p 2222"}
     with pytest.raises(fc.CollectError, match="white space"):
         fc.pdsh_env(["-o", "ProxyCommand=nc %h 22"], 5)

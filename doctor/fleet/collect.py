@@ -92,17 +92,16 @@ def host_only(entry: str) -> str:
 
 def parse_hosts_file(text: str, where: str) -> list[str]:
     """Hosts, one a line; '#' starts a comment, blank lines are skipped, repeats are dropped."""
-    hosts: list[str] = []
+    hosts: dict[str, None] = {}  # a dict keeps the file's order; `in` a list was n^2 (60,000 hosts: 40 s)
     for number, line in enumerate(text.splitlines(), 1):
         entry = line.split("#", 1)[0].strip()
         if not entry:
             continue
         validate_host(entry, f"{where} line {number}: host")
-        if entry not in hosts:
-            hosts.append(entry)
+        hosts.setdefault(entry, None)
     if not hosts:
         raise CollectError(f"{where}: no host in it (one host name a line)")
-    return hosts
+    return list(hosts)
 
 
 def file_name_for(node: str) -> str:
@@ -405,9 +404,36 @@ def collect_ssh(hosts: Sequence[str], fwdoctor: str, what: str, ssh_options: Seq
 _PDSH_ERROR = re.compile(r"pdsh@\S+: (\S+): (.*)\Z")
 
 
-def pdsh_argv(hosts: Sequence[str], command: str, fanout: int, pdsh: str = "pdsh") -> list[str]:
+def pdsh_argv(hosts: Sequence[str], command: str, fanout: int, hosts_file: str | None, pdsh: str = "pdsh") -> list[str]:
+    """pdsh's argv. The hosts without a user are read from `hosts_file` (`-w ^FILE`, one a
+    line; write_pdsh_hosts): one `-w h1,h2,...` argument over the kernel's per-argument
+    limit (128 KiB, a few thousand long names) is refused before pdsh starts ("Argument
+    list too long"). pdsh takes a file's lines as bare host names ("user@^FILE" is no
+    syntax, a "user@h" line is a host of that name: seen with pdsh 2.34), so a host given
+    with a user gets its own `-w user@host` (pdsh adds up its -w options)."""
+    targets: list[str] = ["-w", f"^{hosts_file}"] if hosts_file is not None else []
+    for host in hosts:
+        if "@" in validate_host(host):
+            targets += ["-w", host]
     # -R ssh: pdsh's default transport is rsh. -S: exit with the largest remote status.
-    return [pdsh, "-R", "ssh", "-S", "-f", str(max(1, fanout)), "-w", ",".join(validate_host(h) for h in hosts), "--", command]
+    return [pdsh, "-R", "ssh", "-S", "-f", str(max(1, fanout)), *targets, "--", command]
+
+
+def write_pdsh_hosts(hosts: Sequence[str], folder: str | None = None) -> str | None:
+    """A temporary file of the hosts given without a user, one a line (the caller removes
+    it), or None when every host names its user."""
+    plain = [validate_host(h) for h in hosts if "@" not in h]
+    if not plain:
+        return None
+    text = "".join(f"{h}\n" for h in plain)
+    fd, path = tempfile.mkstemp(prefix="fwdoctor-pdsh-hosts-", suffix=".txt", dir=folder)
+    if "," in path:  # pdsh would split "-w ^/a,b/f" at the comma
+        os.close(fd)
+        os.unlink(path)
+        raise CollectError(f"the temporary folder {os.path.dirname(path)!r} holds a ',' (pdsh would split the hosts file's name there); set TMPDIR")
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(text)
+    return path
 
 
 def pdsh_env(ssh_options: Sequence[str], connect_timeout: float) -> dict[str, str]:
@@ -487,10 +513,15 @@ def parse_pdsh_output(stdout: str, stderr: "str | PdshStderr", hosts: Sequence[s
 
 def collect_pdsh(hosts: Sequence[str], fwdoctor: str, what: str, ssh_options: Sequence[str], timeout: float,
                  connect_timeout: float, fanout: int, pdsh: str = "pdsh") -> tuple[list[NodeResult], str]:
-    argv = pdsh_argv(hosts, remote_command(fwdoctor, what), fanout, pdsh)
-    stderr = PdshStderr(hosts)
-    outcome = runner.stream(argv, timeout=timeout, env={**os.environ, **pdsh_env(ssh_options, connect_timeout)},
-                            on_stderr_line=stderr.feed)
+    command, env = remote_command(fwdoctor, what), {**os.environ, **pdsh_env(ssh_options, connect_timeout)}
+    hosts_file = write_pdsh_hosts(hosts)
+    try:
+        argv = pdsh_argv(hosts, command, fanout, hosts_file, pdsh)
+        stderr = PdshStderr(hosts)
+        outcome = runner.stream(argv, timeout=timeout, env=env, on_stderr_line=stderr.feed)
+    finally:
+        if hosts_file is not None:
+            os.unlink(hosts_file)
     if outcome.error:
         return [], f"{argv[0]}: {outcome.error}"
     results = parse_pdsh_output(outcome.stdout, stderr, hosts, what)

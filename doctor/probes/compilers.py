@@ -43,7 +43,9 @@ _DUMP = re.compile(r"^\s*(\d+(?:\.\d+)*)\s*$")
 # nvcc.profile: "PATH += /usr/lib/nvidia-cuda-toolkit/bin:" (+= prepends, =+ appends)
 _PROFILE_PATH = re.compile(r"^\s*PATH\s*(\+=|=\+|\?=|=)\s*(.*?)\s*$", re.MULTILINE)
 # Debian's wrapper: `if g++-11 --version >/dev/null 2>&1; then` / `prog=gcc-11`
-_WRAPPER_TEST = re.compile(r"^\s*(?:el)?if\s+(\S+)\s+--version\b.*$\n\s*prog=(\S+)\s*$", re.MULTILINE)
+# Blanks within a line are [ \t], not \s: "^\s*" crossed newlines, so a file of blank lines
+# started a scan to its end at every line (n^2).
+_WRAPPER_TEST = re.compile(r"^[ \t]*(?:el)?if[ \t]+(\S+)[ \t]+--version\b.*$\n\s*prog=(\S+)[ \t]*$", re.MULTILINE)
 WRAPPER_LIMIT = 16 * 1024
 
 

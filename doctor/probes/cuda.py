@@ -89,7 +89,9 @@ class Layout:
 LAYOUTS: dict[str, Layout] = {
     "/usr/lib/nvidia-cuda-toolkit": Layout(("/usr/include",), ("nvidia-cuda-toolkit", "nvidia-cuda-dev")),
 }
-_WRAPPER = re.compile(r"""(/[^\s"'`;|&]+/bin/nvcc)(?=["'\s;]|$)""", re.MULTILINE)
+# The words of a wrapper script (wrapper_target): one pattern "(/[^\s...]+/bin/nvcc)" re-ran
+# from each '/' to the end of its word (a word of 65,000 '/' in an image's file cost n^2).
+_WORD = re.compile(r"""[^\s"'`;|&]+""")
 # What this probe reads (fwdoctor.image keeps only declared reads): a toolkit can live
 # anywhere (/usr/local/cuda-X.Y, a wheel's nvidia/cu13, a conda prefix), hence `**/`. An
 # nvcc is only read when it is a wrapper script under 4 KiB.
@@ -305,8 +307,13 @@ def wrapper_target(text: str) -> str | None:
     None when `text` is not such a wrapper."""
     if not text.startswith("#!"):
         return None
-    match = _WRAPPER.search(text)
-    return match.group(1) if match else None
+    for word in _WORD.finditer(text):
+        # "/x/bin/nvcc" ended by a quote, a blank, ';' or the end (not '`', '|', '&')
+        if text[word.end(): word.end() + 1] in ("", '"', "'", ";") or text[word.end()].isspace():
+            path = word.group()[word.group().find("/"):] if "/" in word.group() else ""
+            if path.endswith("/bin/nvcc") and len(path) > len("/bin/nvcc"):
+                return path
+    return None
 
 
 def real_nvcc(host: Host, nvcc: str) -> str:

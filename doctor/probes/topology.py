@@ -47,7 +47,8 @@ NVIDIA_VENDOR = "0x10de"
 # (systemctl prints "Main PID: 29850 (nv-fabricmanage)", bottlerocket-kernel-kit PR 142).
 FM_COMM = "nv-fabricmanage"
 
-_XID = re.compile(r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d+),(?P<rest>.*)$")
+# [^()]: an unclosed "Xid (" stops at the next '(' instead of scanning to the end each time.
+_XID = re.compile(r"NVRM: Xid \((?P<bus>[^()]*)\): (?P<xid>\d+),(?P<rest>.*)$")
 _DPKG_FM = re.compile(r"^nvidia-fabricmanager(?:-\d+)?$")
 _NV = re.compile(r"^NV(\d+)$")
 

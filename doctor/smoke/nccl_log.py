@@ -36,7 +36,9 @@ _TREES = re.compile(r"^Trees((?: \[\d+\] \S+)+)\s*$")
 _TREE_ITEM = re.compile(r"\[(\d+)\] (\S+)")
 _NET_IB = re.compile(r"^NET/IB ?: Using (?P<list>.*?)(?:; OOB (?P<oob>\S+))?\s*$")
 _NET_SOCKET = re.compile(r"^NET/Socket ?: Using (?P<list>.*?)\s*$")
-_IB_DEVICE = re.compile(r"(?P<name>[A-Za-z0-9_.-]+):(?P<port>\d+)/(?P<link>IB|RoCE)")
+# (?<!...): a name starts where its run of name characters does; from every character of a
+# long run the scan re-ran to its end (n^2). A leftmost match starts there anyway.
+_IB_DEVICE = re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+):(?P<port>\d+)/(?P<link>IB|RoCE)")
 _SOCKET_IFACE = re.compile(r"\[(?P<index>\d+)\](?P<iface>[^\s:\[]+):(?P<addr>\S+?)<\d+>")
 _ENV = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>.*?)\.?\s*$")
 _NETWORK = re.compile(r"^Using network (?P<net>\S+)\s*$")

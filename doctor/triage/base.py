@@ -67,7 +67,10 @@ class Fragment:
         }
 
 
-VERSION = r"\d+(?:\.\d+)+"
+# (?<!\d): a search starts only at the first digit of a run. Without it a line of n digits
+# and no dot costs n^2 (each start runs \d+ to the end, then backs off one digit at a
+# time); a leftmost match always starts at a run's first digit anyway.
+VERSION = r"(?<!\d)\d+(?:\.\d+)+"
 _NOT_VALUES = re.compile(r"^(could not collect|n/?a|none|not (?:set|available|installed|found)|unknown|-|\?)$", re.IGNORECASE)
 
 

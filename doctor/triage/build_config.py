@@ -16,7 +16,8 @@ from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines
 
 _START = re.compile(r"PyTorch built with:")
-_RUNTIME = re.compile(r"^\s*-?\s*CUDA Runtime (\d+\.\d+)")
+# Not "\s*-?\s*": without the dash the two runs split a line of blanks n ways (n^2).
+_RUNTIME = re.compile(r"^\s*(?:-\s*)?CUDA Runtime (\d+\.\d+)")
 _FLAGS = re.compile(r"NVCC architecture flags:\s*(\S+)")
 
 

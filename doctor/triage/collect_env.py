@@ -61,10 +61,17 @@ KEYS = {
     "detectron2 compiler": "mm",
     "pytorch debug build": "other",
 }
-_KV = re.compile(r"^\s*(?:[-*]\s+)?([A-Za-z][A-Za-z0-9 ()/_.?-]*?)\s*:\s*(.*)$")
+# "Key: value": the key is what comes before the first ':' (split there first, then match
+# the key; a lazy key followed by "\s*:" tried each end against a run of blanks: n^2).
+_KV_KEY = re.compile(r"^\s*(?:[-*]\s+)?([A-Za-z][A-Za-z0-9 ()/_.?-]*)")
 _SPACED = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.]*(?: [A-Za-z][A-Za-z0-9_]*)*)\s{2,}(\S.*)$")
-_GPU = re.compile(r"^\s*GPU ([\d,]+)\s*:?\s+(.+?)\s*$")
-_UUID = re.compile(r"\s*\((?:UUID|S/N)[^)]*\)")
+# The name is greedy and stripped after: a lazy "(.+?)\s*$" re-ran "\s*" over every blank
+# of a run inside the name (n^2).
+_GPU = re.compile(r"^\s*GPU ([\d,]+)\s*:?\s+(.+)$")
+# (?<!\s): start at the first blank of a run, not at each (n^2 on a run of blanks); [^()]:
+# an unclosed "(UUID" stops at the next "(", not at the end of the line, each time.
+_UUID = re.compile(r"(?<!\s)\s*\((?:UUID|S/N)[^()]*\)")
+_ARCH_SUFFIX = re.compile(r"(?<!\s)\s*\((x86_64|aarch64|arm64|AMD64)\)\s*$")
 _MM_ARCH = re.compile(r"\(arch=(\d+\.\d+)\)")
 
 
@@ -73,9 +80,10 @@ def _key(text: str) -> str:
 
 
 def _pair(line: str) -> tuple[str, str] | None:
-    match = _KV.match(line)
+    head, colon, value = line.partition(":")
+    match = _KV_KEY.fullmatch(head.rstrip()) if colon else None
     if match and _key(match.group(1)) in KEYS:
-        return _key(match.group(1)), match.group(2).strip()
+        return _key(match.group(1)), value.strip()
     match = _SPACED.match(line)  # detectron2's table: "PyTorch     1.9.0+cu111 @/path"
     if match and _key(match.group(1)) in KEYS:
         return _key(match.group(1)), match.group(2).strip()
@@ -97,7 +105,7 @@ def _gpu_lines(lines: Lines, start: int, first: str) -> tuple[list[dict[str, Any
     for number, text in candidates:
         match = _GPU.match(text)
         if match:
-            name = _UUID.sub("", match.group(2)).strip()
+            name = _UUID.sub("", match.group(2).strip()).strip()
             for index in (int(x) for x in match.group(1).split(",") if x.strip().isdigit()):
                 gpus.append(gpu_entry(index, name))
             last = number
@@ -109,7 +117,7 @@ def _gpu_lines(lines: Lines, start: int, first: str) -> tuple[list[dict[str, Any
 
 
 def _os(value: str) -> dict[str, Any] | None:
-    pretty = re.sub(r"\s*\((x86_64|aarch64|arm64|AMD64)\)\s*$", "", value).strip()
+    pretty = _ARCH_SUFFIX.sub("", value).strip()
     match = re.match(r"(Ubuntu|Debian GNU/Linux|CentOS Linux|Rocky Linux|Red Hat Enterprise Linux|Fedora Linux|Amazon Linux)\D*?(\d+(?:\.\d+)?)", pretty)
     if not match:
         return {"id": None, "version_id": None, "pretty": pretty} if pretty else None
@@ -221,7 +229,7 @@ def _fragment(lines: Lines, cluster: list[tuple[int, str, str]], keys: set[str])
         match = _GPU.match(text)
         if match and kind == "openmmlab env" and not any(f.key == "gpus.list" for f in frag.facts):
             arch = _MM_ARCH.search(match.group(2))
-            name = _MM_ARCH.sub("", _UUID.sub("", match.group(2))).strip()
+            name = _MM_ARCH.sub("", _UUID.sub("", match.group(2).strip())).strip()
             gpus = [gpu_entry(int(x), name, cc=arch.group(1) if arch else None) for x in match.group(1).split(",") if x.strip().isdigit()]
             frag.add("gpus.list", gpus, number)
             frag.end = max(frag.end, number)

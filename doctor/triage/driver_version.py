@@ -13,6 +13,8 @@ _NVRM = re.compile(r"NVRM(?: version:|: loading)\s*NVIDIA UNIX\s+(Open Kernel Mo
 _API = re.compile(r"API mismatch: the client(?: '[^']*')?(?: \(pid \d+\))? has the version (" + VERSION + r"), but this kernel module has the version (" + VERSION + r")", re.IGNORECASE)
 # What the kernel log puts in front of each continuation line: "[ 12.01] ", "Jun 30 11:07:05 gpu-0 kernel: ",
 # "NVRM: "; syslog writes the line breaks as "#012".
+# (?<!\s): a match starts at the first blank of a run, not at each one (n^2 on blanks).
+_NVRM_MARK = re.compile(r"(?<!\s)\s*NVRM:\s*")
 _PREFIX = re.compile(r"^\s*(?:\[\s*\d+\.\d+\]\s*)?(?:\w{3}\s+\d+\s+[\d:]+\s+\S+\s+kernel:\s*)?(?:NVRM:\s*)?")
 
 
@@ -34,7 +36,7 @@ def find(lines: Lines) -> list[Fragment]:
             for j in range(i, min(len(norm), i + 4)):
                 piece = _PREFIX.sub("", norm[j].replace("#012", " ")) if j > i else norm[j].replace("#012", " ")
                 joined = f"{joined} {piece.strip()}"
-                match = _API.search(re.sub(r"\s*NVRM:\s*", " ", joined))
+                match = _API.search(_NVRM_MARK.sub(" ", joined))
                 if match:
                     frag = Fragment("kernel log (NVRM)", i + 1, j + 1)
                     frag.add("driver.version", match.group(2))

@@ -12,15 +12,29 @@ import re
 from fwdoctor.triage.base import VERSION, Fragment, cuda_from_local, is_value
 from fwdoctor.triage.text import Lines
 
-_ROW = re.compile(r"^\s*([a-z][\w /().,-]*?)\s*\.{4,}\s*(.*)$", re.IGNORECASE)
+# A row is "key .... value": the key is what comes before the first four dots. Split there
+# first, then match the key: the one pattern "^\s*([a-z][\w /().,-]*?)\s*\.{4,}" tried
+# every end of a lazy key against a run of blanks (a line of blanks cost n^2).
+_KEY = re.compile(r"^\s*([a-z][\w /().,-]*)", re.IGNORECASE)
+
+
+def _row(text: str) -> tuple[str, str] | None:
+    """(key, value) of a ds_report row, else None."""
+    dots = text.find("....")
+    if dots < 0:
+        return None
+    key = _KEY.fullmatch(text[:dots].rstrip())
+    if not key:
+        return None
+    return key.group(1).strip(), text[dots:].lstrip(".").strip()
 
 
 def find(lines: Lines) -> list[Fragment]:
     rows = []
     for i, text in enumerate(lines.norm):
-        match = _ROW.match(text)
-        if match:
-            rows.append((i + 1, match.group(1).strip().lower(), match.group(2).strip()))
+        row = _row(text)
+        if row:
+            rows.append((i + 1, row[0].lower(), row[1]))
     keys = {key for _, key, _ in rows}
     if not {"torch version", "deepspeed info", "torch cuda version"} & keys:
         return []

@@ -28,15 +28,45 @@ from fwdoctor.triage.base import Fragment, gpu_entry
 from fwdoctor.triage.text import Lines
 
 _FOUND = re.compile(r"driver on your system is too old \(found version (\d{4,5})\)", re.IGNORECASE)
-_SM = re.compile(r"(?:^|[:\s])([^:\n]*?) with CUDA capability sm_(\d+)\w? is not compatible with the current PyTorch installation", re.IGNORECASE)
+# The message is found first; the GPU's name is then what precedes it back to the last ':'
+# (_sm). One pattern "(?:^|[:\s])([^:\n]*?) with CUDA capability ..." started at every
+# blank and ran its lazy name to the end of the line: a 65 KB line of blanks took minutes.
+_SM = re.compile(r" with CUDA capability sm_(\d+)\w? is not compatible with the current PyTorch installation", re.IGNORECASE)
 _SUPPORTS = re.compile(r"supports CUDA capabilities ((?:(?:sm|compute)_\d+\w?[\s.,]*)+)", re.IGNORECASE)
 _DETECTED = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches the version that was used to compile\s+PyTorch \((\d+\.\d+)\)", re.IGNORECASE)
 _GNU = re.compile(r"unsupported GNU version!? gcc versions later than (\d+) are not supported", re.IGNORECASE)
 _ARCH = re.compile(r"Unsupported gpu architecture '((?:compute|sm)_\d+\w?)'", re.IGNORECASE)
-_CUDNN_SYM = re.compile(r"(libcudnn\w*\.so[\w.]*): undefined symbol: (\S+)")
+# The loader's message is found first, then the library named just before it (_cudnn_sym):
+# "libcudnn\w*\.so[\w.]*: undefined" re-scanned the rest of the word at each "libcudnn".
+_UNDEFINED = re.compile(r": undefined symbol: (\S+)")
+_MAX_NAME = 200  # a library's file name or a GPU's name is never longer
 _NOT_COMPILED = re.compile(r"Torch not compiled with CUDA enabled")
 _INSUFFICIENT = re.compile(r"CUDA driver version is insufficient for CUDA runtime version", re.IGNORECASE)
 _NO_KERNEL = re.compile(r"no kernel image is available for execution on the device", re.IGNORECASE)
+
+
+def _sm(text: str) -> tuple[str, str] | None:
+    """(the text naming the GPU, its sm digits) of torch's sm-incompatible warning."""
+    match = _SM.search(text)
+    if not match:
+        return None
+    return text[: match.start()].rsplit(":", 1)[-1][-_MAX_NAME:], match.group(1)
+
+
+def _cudnn_sym(text: str) -> tuple[str, str] | None:
+    """(library, symbol) of "libcudnn_x.so.8: undefined symbol: S", else None."""
+    for match in _UNDEFINED.finditer(text):
+        start = match.start()  # the word ([\w.]) before ": undefined", at most _MAX_NAME long
+        while start > max(0, match.start() - _MAX_NAME) and (text[start - 1].isalnum() or text[start - 1] in "._"):
+            start -= 1
+        word = text[start: match.start()]
+        at = word.find("libcudnn")
+        while at >= 0:  # "libcudnn\w*\.so[\w.]*": the first '.' after the name starts ".so"
+            dot = word.find(".", at)
+            if word.startswith(".so", dot):
+                return word[at:], match.group(1)
+            at = word.find("libcudnn", at + 1)
+    return None
 
 
 def _cc(sm: str) -> str:
@@ -55,10 +85,10 @@ def find(lines: Lines) -> list[Fragment]:
             frag = _one("error", number, "driver-too-old", text, end=_end(_FOUND, norm, i), driver_cuda=cuda, found=value)
             frag.add("driver.cuda_version", cuda)
             out.append(frag)
-        match = _SM.search(text)
-        if match:
-            name = re.sub(r"^.*(?:UserWarning|Warning|warn\(|^\s*)\s*:?\s*", "", match.group(1)).strip(" :'\"")
-            cc = _cc(match.group(2))
+        sm = _sm(text)
+        if sm:
+            name = re.sub(r"^.*(?:UserWarning|Warning|warn\(|^\s*)\s*:?\s*", "", sm[0]).strip(" :'\"")
+            cc = _cc(sm[1])
             targets: list[str] = []
             end = number
             for j in range(i, min(len(norm), i + 4)):
@@ -85,9 +115,9 @@ def find(lines: Lines) -> list[Fragment]:
         match = _ARCH.search(text)
         if match:
             out.append(_one("error", number, "unsupported-gpu-arch", text, arch=match.group(1)))
-        match = _CUDNN_SYM.search(text)
-        if match:
-            out.append(_one("error", number, "cudnn-undefined-symbol", text, library=match.group(1), symbol=match.group(2)))
+        cudnn = _cudnn_sym(text)
+        if cudnn:
+            out.append(_one("error", number, "cudnn-undefined-symbol", text, library=cudnn[0], symbol=cudnn[1]))
         if _NOT_COMPILED.search(text):
             frag = _one("error", number, "torch-not-compiled-with-cuda", text)
             frag.add("torch.installed", True)

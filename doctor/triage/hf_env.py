@@ -9,16 +9,29 @@ import re
 from fwdoctor.triage.base import Fragment, cuda_from_local, first_version, gpu_entry, is_value
 from fwdoctor.triage.text import Lines
 
-_ROW = re.compile(r"^\s*[-*]\s+`?([A-Za-z][\w .()?/-]*?)`?\s*:\s*(.*)$")
+# "- key: value": the key is what comes before the first ':'. Split there first, then match
+# the key: the one pattern "^\s*[-*]\s+`?([A-Za-z][\w .()?/-]*?)`?\s*:" tried every end of
+# a lazy key against a run of blanks (a line of blanks cost n^2).
+_KEY = re.compile(r"^\s*[-*]\s+`?([A-Za-z][\w .()?/-]*)")
+
+
+def _row(text: str) -> tuple[str, str] | None:
+    """(key, value) of a "- key: value" row, else None."""
+    head, colon, value = text.partition(":")
+    if not colon:
+        return None
+    head = head.rstrip()
+    key = _KEY.fullmatch(head[:-1].rstrip() if head.endswith("`") else head)
+    return (key.group(1), value.strip()) if key else None
 _MARKERS = ("`transformers` version", "`accelerate` version", "`diffusers` version", "huggingface_hub version", "pytorch version (gpu?)", "platform")
 
 
 def find(lines: Lines) -> list[Fragment]:
     rows = []
     for i, text in enumerate(lines.norm):
-        match = _ROW.match(text)
-        if match:
-            rows.append((i + 1, match.group(1).strip().lower().replace("`", ""), match.group(2).strip()))
+        row = _row(text)
+        if row:
+            rows.append((i + 1, row[0].strip().lower().replace("`", ""), row[1]))
     out = []
     group: list[tuple[int, str, str]] = []
     for row in rows + [(10**9, "", "")]:

@@ -13,14 +13,18 @@ from fwdoctor.triage.base import VERSION, Fragment, toolkit_entry
 from fwdoctor.triage.text import Lines, command
 
 _RELEASE = re.compile(r"Cuda compilation tools, release (\d+\.\d+)(?:, V(" + VERSION + r"))?", re.IGNORECASE)
-_PATH = re.compile(r"(\S*/)bin/nvcc\b")
+# (?<!\S): from the start of a word only; from every character, "\S*" re-ran to the end of
+# the word each time (a word of 65,000 '/' cost n^2). A leftmost match starts there anyway.
+_PATH = re.compile(r"(?<!\S)(\S*/)bin/nvcc\b")
+# OpenMMLab's "NVCC: Cuda compilation tools": not "\s*:?\s+", which splits blanks n ways.
+_MM_NVCC = re.compile(r"^\s*(NVCC|nvcc)(?:\s*:\s+|\s+)Cuda")
 
 
 def find(lines: Lines) -> list[Fragment]:
     out: list[Fragment] = []
     for i, text in enumerate(lines.norm):
         match = _RELEASE.search(text)
-        if not match or re.match(r"^\s*(NVCC|nvcc)\s*:?\s+Cuda", text) and not text.lstrip().startswith("nvcc: NVIDIA"):
+        if not match or _MM_NVCC.match(text) and not text.lstrip().startswith("nvcc: NVIDIA"):
             continue  # OpenMMLab's "NVCC: Cuda compilation tools ..." belongs to its env block
         start = i
         for j in range(i - 1, max(-1, i - 6), -1):

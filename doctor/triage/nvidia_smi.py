@@ -17,8 +17,11 @@ from fwdoctor.triage.text import Lines
 _SMI = re.compile(r"NVIDIA-SMI\s+(" + VERSION + r")")
 _DRIVER = re.compile(r"Driver Version\s*:\s*(" + VERSION + r")", re.IGNORECASE)
 _CUDA = re.compile(r"CUDA Version\s*:\s*(\d+\.\d+)", re.IGNORECASE)
-_ROW = re.compile(
-    r"^\|\s*(\d+)\s+(.+?)\s+(?:On|Off|WDDM|TCC)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+# A GPU row, "|   0  NVIDIA H100 80GB HBM3   On  | 00000000:18:00.0 Off |  0 |", read cell by
+# cell (_row): one pattern with a lazy name before "\s+(?:On|Off)" re-ran "\s+" over each
+# blank of a run in the name (n^2).
+_ROW_NAME = re.compile(r"^\s*(\d+)\s+(.*\S)\s+(?:On|Off|WDDM|TCC)\s*")
+_ROW_BUS = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
 _LIST = re.compile(r"^\s*GPU (\d+): (.+?) \(UUID: GPU-")
 _MISMATCH = re.compile(r"Failed to initialize NVML: (.*)$", re.IGNORECASE)
 _NVML_LIB = re.compile(r"NVML library version:\s*(" + VERSION + r")")
@@ -95,10 +98,10 @@ def _table(lines: Lines, i: int) -> tuple[Fragment, int]:
         text = norm[j]
         if re.search(r"\bProcesses\s*:", text) or _SMI.search(text):
             break
-        row = _ROW.match(text)
+        row = _row(text)
         if row:
-            name = re.sub(r"\.\.\.$", "", row.group(2).strip()).strip()
-            gpus.append(gpu_entry(int(row.group(1)), name, bus_id=row.group(3)))
+            name = re.sub(r"\.\.\.$", "", row[1].strip()).strip()
+            gpus.append(gpu_entry(row[0], name, bus_id=row[2]))
             last = j
         j += 1
     if gpus:
@@ -107,6 +110,17 @@ def _table(lines: Lines, i: int) -> tuple[Fragment, int]:
             frag.notes.append("nvidia-smi truncates long GPU names; a truncated name may not identify the model")
     frag.end = max(frag.end, last + 1)
     return frag, max(j, i + 1)
+
+
+def _row(text: str) -> tuple[int, str, str] | None:
+    """(index, name, bus id) of a GPU row of the table, else None."""
+    if not text.startswith("|"):
+        return None
+    cells = text.split("|", 3)
+    if len(cells) < 3:
+        return None
+    name, bus = _ROW_NAME.fullmatch(cells[1]), _ROW_BUS.match(cells[2])
+    return (int(name.group(1)), name.group(2), bus.group(1)) if name and bus else None
 
 
 def _match(pattern: re.Pattern[str], text: str, j: int) -> tuple[str, int] | None:

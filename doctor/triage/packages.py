@@ -14,7 +14,10 @@ from fwdoctor.triage.base import Fragment, cuda_from_local
 from fwdoctor.triage.text import Lines
 
 _FREEZE = re.compile(r"^\s*(?:\[pip3?\]\s*)?(torch)\s*==\s*(\d[\w.+-]*)\s*$", re.IGNORECASE)
-_PIP = re.compile(r"^\s*(torch)\s+(\d[\w.+-]*)(?:\s+(/\S+|\S+site-packages\S*))?\s*$", re.IGNORECASE)
+# pip list's optional third column is the editable install's location (a path, or one
+# holding site-packages). It is taken as one word and judged in `_pip`: the pattern
+# "\S+site-packages\S*" re-scans the word at each "site-packages" in it (n^2).
+_PIP = re.compile(r"^\s*(torch)\s+(\d[\w.+-]*)(?:\s+(\S+))?\s*$", re.IGNORECASE)
 _CONDA = re.compile(r"^\s*(?:\[conda\]\s*)?(pytorch|torch)\s+(\d[\w.+-]*)\s+(\S+)(?:\s+(\S+))?\s*$", re.IGNORECASE)
 
 
@@ -33,11 +36,19 @@ def _conda_cuda(build: str, channel: str | None) -> tuple[bool, str | None]:
     return False, None
 
 
+def _pip(text: str) -> re.Match[str] | None:
+    match = _PIP.match(text)
+    where = match.group(3) if match else None
+    if where is not None and not (where.startswith("/") or "site-packages" in where[1:]):
+        return None
+    return match
+
+
 def find(lines: Lines) -> list[Fragment]:
     out = []
     for i, text in enumerate(lines.norm):
         conda = _CONDA.match(text)
-        if conda and not _PIP.match(text):
+        if conda and not _pip(text):
             version, build, channel = conda.group(2), conda.group(3), conda.group(4)
             frag = Fragment("conda list", i + 1, i + 1)
             frag.add("torch.installed", True)
@@ -49,7 +60,7 @@ def find(lines: Lines) -> list[Fragment]:
                 frag.add("torch.cuda", cuda)
             out.append(frag)
             continue
-        match = _FREEZE.match(text) or _PIP.match(text)
+        match = _FREEZE.match(text) or _pip(text)
         if match:
             version = match.group(2)
             frag = Fragment("pip list", i + 1, i + 1)

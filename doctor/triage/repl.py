@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from fwdoctor.triage.base import VERSION, Fragment
+from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines
 
 _EXPR = {
@@ -16,6 +16,12 @@ _EXPR = {
     "torch.cuda.get_arch_list()": "arch",
 }
 _INLINE = re.compile(r"^\s*(?:print\()?(torch\.__version__|torch\.version\.cuda|torch\.cuda\.get_arch_list\(\))\)?\s*[:=]\s*(.+)$")
+# A version and what may follow it ("2.1.0+cu121", "2.4.0a0+git1234"). Not VERSION + "[\w.+-]*":
+# the two overlap on ".1", so a long "1.1.1...!" that fails is split every way (n^2).
+_TORCH_VERSION = re.compile(r"(?<!\d)\d+\.\d+[\w.+-]*")
+# torch.cuda.get_arch_list() prints ~10 names; a longer "list" is not one, and ast would
+# parse a 65 KB "[[[[..." until it ran out of stack.
+_MAX_ARCH_LIST = 1000
 _ASK = re.compile(r"^\s*(?:>>>\s*|In \[\d+\]:\s*)(?:print\()?(torch\.__version__|torch\.version\.cuda|torch\.cuda\.get_arch_list\(\))\)?\s*$")
 
 
@@ -23,9 +29,11 @@ def _value(kind: str, text: str) -> tuple[bool, object]:
     text = text.strip()
     text = re.sub(r"^Out\[\d+\]:\s*", "", text)
     if kind == "arch":
+        if len(text) > _MAX_ARCH_LIST:
+            return False, None
         try:
             value = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
             return False, None
         ok = isinstance(value, list) and all(isinstance(v, str) and re.fullmatch(r"(sm|compute)_\d+[af]?", v) for v in value)
         return ok, value if ok else None
@@ -34,7 +42,7 @@ def _value(kind: str, text: str) -> tuple[bool, object]:
         return True, None
     if kind == "cuda" and re.fullmatch(r"\d+\.\d+", bare):
         return True, bare
-    if kind == "version" and re.fullmatch(VERSION + r"(?:[\w.+-]*)", bare):
+    if kind == "version" and _TORCH_VERSION.fullmatch(bare):
         return True, bare
     return False, None
 

@@ -13,6 +13,15 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+# The longest line a parser reads. A line longer than this is kept (quoted as written,
+# counted at its number) but not matched: no environment dump holds one (the longest
+# line of the 30 real reports in tests/data/triage is 509 characters; an nvcc
+# architecture-flags line of torch.__config__.show() ~500), while a 65 KB line (GitHub's
+# largest issue body) or a 4 MB paste of one line is only ever noise or an attack. Every
+# pattern is linear in its line (tests/test_hostile_round2_parsing.py), and this bound
+# keeps the total at ~a dozen patterns x 4 KiB per line whatever the pattern.
+MAX_PARSED_LINE = 4096
+
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _QUOTE = re.compile(r"^\s*(?:>(?!>)\s?)+")  # "> " quote markers, but not Python's ">>> "
 # A shell prompt in front of a command: "$ ", "# ", "(venv) $ ", "user@host:~/x$ ",
@@ -33,7 +42,8 @@ def normalize(line: str) -> str:
 
 @dataclass(frozen=True)
 class Lines:
-    """`raw[i]` is line i+1 as written; `norm[i]` its normalised form ("" for a fence)."""
+    """`raw[i]` is line i+1 as written; `norm[i]` its normalised form ("" for a fence, and
+    for a line longer than MAX_PARSED_LINE: no parser reads it)."""
 
     raw: tuple[str, ...]
     norm: tuple[str, ...]
@@ -41,7 +51,7 @@ class Lines:
     @classmethod
     def of(cls, text: str) -> "Lines":
         raw = tuple(text.splitlines())
-        norm = tuple("" if _FENCE.match(line) else normalize(line) for line in raw)
+        norm = tuple("" if len(line) > MAX_PARSED_LINE or _FENCE.match(line) else normalize(line) for line in raw)
         return cls(raw, norm)
 
     def __len__(self) -> int:
