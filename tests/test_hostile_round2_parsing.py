@@ -242,6 +242,12 @@ def _xid(text):
     return parse_xid_lines(text)
 
 
+def _proc_version(text):
+    from fwdoctor.probes.driver import parse_proc_version
+
+    return parse_proc_version(text)
+
+
 def _ib(text):
     from fwdoctor.smoke.nccl_log import _IB_DEVICE
 
@@ -255,7 +261,8 @@ def _ib(text):
     (_wrapper_choices, "#!/bin/sh\nexec $prog\n" + "\n" * 32000 + "x"),
     (_xid, "NVRM: Xid (" * 3000),
     (_ib, "-." * 16000),
-], ids=["nvcc-wrapper-slashes", "nvcc-wrapper-repeats", "gcc-wrapper-blank-lines", "xid-unclosed", "nccl-ib-names"])
+    (_proc_version, "NVRM version: Kernel Module" * 2000),
+], ids=["nvcc-wrapper-slashes", "nvcc-wrapper-repeats", "gcc-wrapper-blank-lines", "xid-unclosed", "nccl-ib-names", "proc-version-repeats"])
 def test_host_file_readers_elsewhere_are_linear(read, text):
     took = min(_seconds(read, text) for _ in range(2))
     assert took < 0.25, f"{took:.2f} s on {len(text)} characters"
@@ -268,6 +275,9 @@ def test_the_rewritten_host_file_readers_read_what_they_read_before():
     assert _wrapper_target("#!/bin/sh\nexec /opt/bin/nvcc") == "/opt/bin/nvcc"
     assert _xid("[ 1.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.") == [
         {"bus": "PCI:0000:18:00", "xid": 79, "text": "pid=1, GPU has fallen off the bus."}]
+    assert _proc_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build\nGCC version: 12\n") \
+        == (__import__("fwdoctor.probes.driver").probes.driver.ModuleVersion("580.95.05", "open"))
+    assert _proc_version("x\nNVRM version: NVIDIA UNIX x86_64 Kernel Module  515.76  Mon Sep 12\n").flavor == "proprietary"
     assert _ib("NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ; OOB") == [("mlx5_0", "1", "IB"), ("mlx5_1", "1", "RoCE")]
 
 

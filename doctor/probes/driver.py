@@ -71,11 +71,19 @@ class ModuleVersion:
 
 
 def parse_proc_version(text: str) -> ModuleVersion | None:
-    """/proc/driver/nvidia/version -> version and flavor; None when unparseable."""
-    match = _PROC_RE.search(text)
-    if not match:
-        return None
-    return ModuleVersion(match.group(2), "open" if match.group(1) else "proprietary")
+    """/proc/driver/nvidia/version -> version and flavor; None when unparseable.
+
+    Tried once per line, from its first "NVRM version:" (a later one on the same line can
+    only match if the first does): a search from every one re-ran the lazy ".*?" to the
+    line's end each time, n^2 on a file of repeats in an inspected image."""
+    at = text.find("NVRM version:")
+    while at >= 0:
+        match = _PROC_RE.match(text, at)
+        if match:
+            return ModuleVersion(match.group(2), "open" if match.group(1) else "proprietary")
+        end = text.find("\n", at)
+        at = text.find("NVRM version:", end) if end >= 0 else -1
+    return None
 
 
 def parse_sys_version(text: str) -> str | None:
