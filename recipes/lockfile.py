@@ -38,6 +38,8 @@ import re
 import sys
 import tempfile
 import time
+import http.client
+import urllib.error
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -49,7 +51,7 @@ from packaging.version import InvalidVersion, Version
 
 from fwdoctor import runner
 from fwdoctor.quoting import QuotingError, lock_line
-from fwdoctor.recipes import conda_lock
+from fwdoctor.recipes import conda_lock, netcheck
 from fwdoctor.recipes.stack import ResolvedStack
 from fwdoctor.recipes.scripts import read as read_script
 
@@ -214,7 +216,9 @@ def pip_argv(
             "--implementation", "cp", "--abi", abi, "--abi", "abi3", "--abi", "none",
             # Read each wheel's METADATA by HTTP range requests instead of downloading
             # gigabytes of CUDA libraries (pypi.org serves no PEP 658 metadata for them).
-            "--use-feature=fast-deps"]
+            "--use-feature=fast-deps",
+            # Explicit, so no silent retries past the deadline the progress line states.
+            "--timeout", str(netcheck.PIP_SOCKET_TIMEOUT_S), "--retries", str(netcheck.PIP_RETRIES)]
     for tag in platform_tags(stack.glibc):
         argv += ["--platform", tag]
     argv += ["--index-url", sources.index_url]
@@ -240,6 +244,20 @@ def resolve_pins(
     """Ask pip what it would install for the stack, with the sha256 of every file.
     `progress` gets a line per requirement pip collects (the CLI prints them on stderr)."""
     say = progress or (lambda _line: None)
+    sources = resolution_sources(stack, index_url, extra_index_urls, find_links)
+    ignored = netcheck.pip_config_in_effect()
+    if ignored:
+        say(f"ignored (a lock names everything it is resolved from): {', '.join(ignored)}; "
+            "pass indexes with --index-url/--extra-index-url/--find-links and a CA bundle with --cert")
+    names = [Requirement(r).name for r in pip_requirements(stack)]
+    project = canonicalize_name(names[0]) if names else "pip"
+    places = [sources.index_url, *sources.extra_index_urls, *sources.find_links]
+    say(f"probing {len(places)} source{'s' if len(places) > 1 else ''} before pip runs (each within {netcheck.PROBE_TIMEOUT_S:g} s)")
+    unreachable = netcheck.probe_sources([sources.index_url, *sources.extra_index_urls], sources.find_links, project, cert=cert)
+    if unreachable:
+        raise LockError("; ".join(f"{where} did not answer: {why}" for where, why in unreachable)
+                        + " (pip was not run; a lock resolved without it would differ)")
+    say(f"pip: --timeout {netcheck.PIP_SOCKET_TIMEOUT_S} s a request, --retries {netcheck.PIP_RETRIES}, stopped after {timeout:g} s in all")
     with tempfile.TemporaryDirectory(prefix="fwdoctor-lock-") as tmp:
         req = os.path.join(tmp, "requirements.in")
         report = os.path.join(tmp, "report.json")
@@ -256,7 +274,7 @@ def resolve_pins(
         started = time.monotonic()
         result = runner.stream(argv, timeout=timeout, env=env, cwd=tmp, on_stderr_line=on_line, merge_stderr=True)
         if not result.ok:
-            raise LockError(f"pip could not resolve stack {stack.name}: {_pip_reason(result)}")
+            raise LockError(f"pip could not resolve stack {stack.name}: {_pip_reason(result, timeout)}")
         try:
             with open(report, encoding="utf-8") as handle:
                 data = json.load(handle)
@@ -266,10 +284,10 @@ def resolve_pins(
     return pins_from_report(data, progress)
 
 
-def _pip_reason(result: runner.StreamResult) -> str:
+def _pip_reason(result: runner.StreamResult, timeout: float = PIP_TIMEOUT_S) -> str:
     if result.error or result.timed_out:
         if result.timed_out:
-            return "pip gave no answer within the timeout (killed)"
+            return f"pip did not finish within {timeout:g} s (killed)"
         return result.error.replace(_PIP_WRAPPER, "<pip>")
     lines = [l.strip() for l in result.stderr_tail.splitlines() if l.strip() and not l.startswith("WARNING: pip is using lazily")]
     errors = [l for l in lines if l.startswith("ERROR")]
@@ -708,16 +726,27 @@ def verify(text: str, timeout: float = VERIFY_TIMEOUT_S, base: Path | None = Non
     problems: list[str] = []
     unverified: list[str] = []
     deadline = time.monotonic() + VERIFY_DEADLINE_S
+    down: dict[str, str] = {}  # index -> why it did not answer: asked once, not once per pin
     for pin in read_hashed_pins(text):
         published: set[str] = set()
         asked: list[str] = []
         errors: list[str] = []
         for index in indexes:
+            if index in down:
+                errors.append(f"{index}: {down[index]}")
+                continue
             try:
                 published |= published_hashes(index, pin.name, timeout, deadline)
                 asked.append(index)
-            except (OSError, ValueError) as exc:
-                errors.append(f"{index}: {getattr(exc, 'reason', None) or exc}")
+            except urllib.error.HTTPError as exc:
+                if exc.code == 404:  # the index answered: it has no such project
+                    asked.append(index)
+                    continue
+                down[index] = netcheck.reason(exc, timeout)
+                errors.append(f"{index}: {down[index]}")
+            except (OSError, ValueError, http.client.HTTPException) as exc:
+                down[index] = netcheck.reason(exc, timeout) if isinstance(exc, (OSError, http.client.HTTPException)) else str(exc)
+                errors.append(f"{index}: {down[index]}")
         for link in sources.find_links:
             try:
                 published |= find_links_hashes(link, pin.name, pin.version, base, timeout, deadline)
@@ -725,7 +754,11 @@ def verify(text: str, timeout: float = VERIFY_TIMEOUT_S, base: Path | None = Non
             except (OSError, ValueError, InvalidVersion) as exc:
                 errors.append(f"--find-links {link}: {getattr(exc, 'reason', None) or getattr(exc, 'strerror', None) or exc}")
         if not asked:
-            unverified.append(f"{pin.name}=={pin.version}: no index answered ({'; '.join(errors)})")
+            unverified.append(f"{pin.name}=={pin.version}: index unreachable: no index answered ({'; '.join(errors)})")
+        elif errors:
+            # A hash only a local file offers is no proof while the index stays silent.
+            unverified.append(f"{pin.name}=={pin.version}: index unreachable ({'; '.join(errors)}); "
+                              f"{'found only in ' + ', '.join(asked) if pin.sha256.lower() in published else 'not found in ' + ', '.join(asked)}")
         elif pin.sha256.lower() not in published:
             problems.append(f"{pin.name}=={pin.version}: sha256 {pin.sha256} is not published by {', '.join(asked)}")
     return problems, unverified

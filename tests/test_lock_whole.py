@@ -199,7 +199,7 @@ def test_verify_compares_find_links_files_too(use_test_kb, tmp_path):
         assert lockfile.verify(lock_text(b"torch bytes", index), timeout=10, base=lock_dir) == ([], [])
         problems, unverified = lockfile.verify(lock_text(b"edited", index), timeout=10, base=lock_dir)
     assert unverified == []
-    assert problems == [f"torch==2.13.0+cpu: sha256 {hashlib.sha256(b'edited').hexdigest()} is not published by --find-links ../local-wheels"]  # the index has no torch (404)
+    assert problems == [f"torch==2.13.0+cpu: sha256 {hashlib.sha256(b'edited').hexdigest()} is not published by {index}, --find-links ../local-wheels"]  # the index answered 404: no torch
     # The folder is gone and the index is down: not verified, naming both, never "verified".
     shutil.rmtree(local)
     problems, unverified = lockfile.verify(lock_text(b"torch bytes", "http://127.0.0.1:9/simple"), timeout=5, base=lock_dir)

@@ -107,6 +107,8 @@ def lock_command(stack_file, out_dir, check_only, verify, index_url, extra_index
             mismatched, pip_unverified = lockfile.verify((target / lockfile.LOCK_NAME).read_text(encoding="utf-8"), base=target)
             problems += [f"{target / lockfile.LOCK_NAME}: {p}" for p in mismatched]
             unverified += pip_unverified
+        else:
+            pip_unverified = []
         for line in unverified:
             note(f"fwdoctor: not verified: {line}")
         if as_json:
@@ -119,7 +121,8 @@ def lock_command(stack_file, out_dir, check_only, verify, index_url, extra_index
                 click.echo(f"stale: {problem}")
             click.echo(f"fix: fwdoctor lock {stack_file}")
             sys.exit(EXIT_FINDINGS)
-        click.echo(f"{target / lockfile.LOCK_NAME}: matches {stack_file}")
+        click.echo(f"{target / lockfile.LOCK_NAME}: matches {stack_file}"
+                   + (f" (hashes not verified for {len(pip_unverified)} pins: index unreachable, see the notes)" if pip_unverified else ""))
         if resolved.conda:
             click.echo(f"{target / lockfile.CONDA_LOCK_NAME}: matches {stack_file}" + (" (not re-solved: see the notes)" if unverified else ""))
         return
