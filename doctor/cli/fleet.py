@@ -16,6 +16,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("report", "fleet_report", "fleet_report"),
     ("collect", "fleet_collect", "fleet_collect"),
     ("emit", "fleet_collect", "fleet_emit"),
+    ("baseline", "fleet_baseline", "fleet_baseline"),
 )
 
 
@@ -33,4 +34,5 @@ def fleet_group() -> None:
       fwdoctor fleet collect --hosts nodes.txt --out facts/
       fwdoctor fleet emit k8s > fwdoctor-facts.yaml
       fwdoctor fleet report facts/ --format html --out fleet.html
+      fwdoctor fleet baseline facts/ smoke/ > baseline.yaml
     """

@@ -42,6 +42,7 @@ def _node_name(value: str | None) -> str:
               help="The whole run's time limit (60s, 2m). Never exceeded: what did not finish is 'unknown'.")
 @click.option("--policy", "policy_file", type=click.Path(dir_okay=False), help="The gate policy (YAML); default: --show-policy.")
 @click.option("--show-policy", is_flag=True, help="Print the default policy (or --policy FILE, checked) and exit.")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False), help="Judge the node against its type's median in a `fleet baseline` file.")
 @click.option("--slurm", "use_slurm", is_flag=True, help="Drain the node (or resume a node fwdoctor drained) with scontrol: HealthCheckProgram, Prolog, Epilog.")
 @click.option("--node", "node", help="The Slurm node name (default: $SLURMD_NODENAME, else the short host name).")
 @click.option("--log", "log_file", type=click.Path(dir_okay=False), help="Append the verdict and every action to FILE (timestamped).")
@@ -53,7 +54,7 @@ def _node_name(value: str | None) -> str:
                    "npd (Node Problem Detector custom plugin): 0 OK 1 problem 2 unknown, one line of at most 80 characters.")
 @kb_option
 def gate(root: str | None, env_file: str | None, facts_file: str | None, deep: bool, smoke: tuple[str, ...], budget_s: float,
-         policy_file: str | None, show_policy: bool, use_slurm: bool, node: str | None,
+         policy_file: str | None, show_policy: bool, baseline_file: str | None, use_slurm: bool, node: str | None,
          log_file: str | None, fmt: str, as_json: bool, scheme: str, kb_dir: str | None) -> None:
     """Judge this node for scheduling: check, hardware health, optional smoke, one verdict.
 
@@ -64,6 +65,7 @@ def gate(root: str | None, env_file: str | None, facts_file: str | None, deep: b
       fwdoctor gate --exit-codes npd                 # a Node Problem Detector custom plugin
       fwdoctor gate --report-format junit > gate.xml
       fwdoctor gate --show-policy > policy.yaml; fwdoctor gate --policy policy.yaml
+      fwdoctor gate --baseline baseline.yaml --smoke kernel   # from `fwdoctor fleet baseline`
     """
     try:
         policy = gate_policy.load(policy_file)
@@ -78,12 +80,20 @@ def gate(root: str | None, env_file: str | None, facts_file: str | None, deep: b
         return
     if facts_file and (root or env_file or deep):
         fail("--facts judges saved facts: it takes no --root, --env-file or --deep")
+    baseline = None
+    if baseline_file:
+        from fwdoctor.fleet.baseline import BaselineError, load_baseline
+
+        try:
+            baseline = load_baseline(baseline_file)
+        except BaselineError as exc:
+            fail(str(exc))
     source_args = [*(["--root", root] if root else []), *(["--env-file", env_file] if env_file else []), *(["--deep"] if deep else [])]
     from fwdoctor.kb import KBError
     from fwdoctor.sources import SourceError
 
     try:
-        result = run_gate(policy, budget_s, source_args, facts_file, smoke, kb_dir=kb_dir)
+        result = run_gate(policy, budget_s, source_args, facts_file, smoke, kb_dir=kb_dir, baseline=baseline)
     except (SourceError, KBError) as exc:
         fail(str(exc))
     if use_slurm:

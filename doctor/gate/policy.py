@@ -37,8 +37,9 @@ ignore:
 unknown: drain
 thresholds:
   ecc_uncorrected_volatile: 1     # uncorrectable ECC errors since the driver loaded that drain
+  gemm_below_baseline_pct: 10     # with --baseline and --smoke kernel: a GEMM this far below the type's median
 expect:
-  gpus: null                      # the node type's GPU count; null: not judged (or from --baseline)
+  gpus: null                      # the node type's GPU count; null: from --baseline, else not judged
 """
 
 
@@ -94,9 +95,9 @@ def parse(data: Any, where: str = "policy") -> Policy:
     if unknown not in VERDICTS:
         raise PolicyError(f"{where}: unknown must be one of {', '.join(VERDICTS)}, not {unknown!r}")
     thresholds = data.get("thresholds") or {}
-    if not isinstance(thresholds, dict) or set(thresholds) - {"ecc_uncorrected_volatile"} or \
+    if not isinstance(thresholds, dict) or set(thresholds) - {"ecc_uncorrected_volatile", "gemm_below_baseline_pct"} or \
             not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in thresholds.values()):
-        raise PolicyError(f"{where}: thresholds knows ecc_uncorrected_volatile (an integer >= 1)")
+        raise PolicyError(f"{where}: thresholds knows ecc_uncorrected_volatile and gemm_below_baseline_pct (integers >= 1)")
     expect = data.get("expect") or {}
     gpus = expect.get("gpus") if isinstance(expect, dict) else "bad"
     if not isinstance(expect, dict) or set(expect) - {"gpus"} or not (gpus is None or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 0)):

@@ -92,14 +92,32 @@ class Deadline:
         return self.clock() - self.start
 
 
-def expected_fact(policy: Policy, baseline: dict[str, Any] | None) -> Fact:
-    """`node.expected`: the baseline's row for this node type, else the policy's expect."""
-    if baseline:
-        return Fact("node.expected", baseline, source=str(baseline.get("from", "--baseline")))
+def expected_fact(policy: Policy, baseline: dict[str, Any] | None, kb: Any, facts: Facts) -> Fact:
+    """`node.expected`: the KB's row for the GPU model, overridden by the fleet's own
+    baseline for the node's type, the GPU count by the policy's expect.gpus."""
+    from collections import Counter
+
+    from fwdoctor.fleet.baseline import expected_for, node_type
+
+    expected: dict[str, Any] = {}
+    devices = Counter(d.get("device_id") for d in facts.get("pci.nvidia_gpus") or [] if isinstance(d, dict)).most_common(1)
+    row = kb.nodetypes.for_gpu(node_type(facts), devices[0][0] if devices else None)
+    if row is not None:
+        expected.update(row.expected())
+    learned = expected_for(baseline, facts) if baseline else None
+    if learned:
+        expected.update(learned)
+        if "gemm_tflops" in learned:
+            pct = policy.thresholds.get("gemm_below_baseline_pct", 10)
+            expected["gemm_floor"] = round(learned["gemm_tflops"] * (1 - pct / 100), 1)
     gpus = policy.expect.get("gpus")
     if isinstance(gpus, int):
-        return Fact("node.expected", {"gpus": gpus, "from": f"{policy.source} expect.gpus"}, source=policy.source)
-    return Fact.unknown("node.expected", "no expect.gpus in the policy and no --baseline")
+        expected["gpus"] = gpus
+        expected["gpus_from"] = f"{policy.source} expect.gpus"
+    if not expected:
+        why = "no expect.gpus in the policy, no --baseline row and no KB row for this node's GPU model"
+        return Fact.unknown("node.expected", why)
+    return Fact("node.expected", expected, source=str(expected.get("from") or expected.get("gpus_from")))
 
 
 def gather_facts(source_args: Sequence[str], deadline: Deadline, share: float = 1.0) -> tuple[Facts | None, Step]:
@@ -124,22 +142,37 @@ def gather_facts(source_args: Sequence[str], deadline: Deadline, share: float = 
     return facts, Step("facts", "ok", seconds)
 
 
-def smoke_kernel(deadline: Deadline, python: str | None) -> tuple[Cause | None, Step]:
+def smoke_kernel(deadline: Deadline, python: str | None) -> tuple[Cause | None, Step, float | None]:
+    """`fwdoctor smoke kernel --json` in a child: (a drain cause if it failed, the step, the
+    node's GEMM TFLOP/s as fleet report reads it, or None)."""
     started = deadline.elapsed()
     allowed = deadline.left() - RESERVE_S
     if allowed < 1.0:
-        return None, Step("smoke kernel", "unknown", 0.0, f"no time left in the {deadline.budget_s:g} s budget")
+        return None, Step("smoke kernel", "unknown", 0.0, f"no time left in the {deadline.budget_s:g} s budget"), None
     argv = [sys.executable, "-m", "fwdoctor", "smoke", "kernel", "--json", "--timeout", f"{allowed:.1f}", *(["--python", python] if python else [])]
     result = runner.run(argv, timeout=allowed)
     seconds = deadline.elapsed() - started
     if result.timed_out:
-        return None, Step("smoke kernel", "unknown", seconds, f"did not finish within {allowed:.1f} s (killed)")
+        return None, Step("smoke kernel", "unknown", seconds, f"did not finish within {allowed:.1f} s (killed)"), None
+    gemm = _smoke_gemm(result.stdout)
     if result.returncode == 1:
         why = _smoke_failure(result.stdout) or "a GPU failed the kernel smoke test"
-        return Cause("smoke-kernel", "error", f"smoke kernel failed: {why}", "drain"), Step("smoke kernel", "failed", seconds, why)
+        return Cause("smoke-kernel", "error", f"smoke kernel failed: {why}", "drain"), Step("smoke kernel", "failed", seconds, why), gemm
     if not result.ok:
-        return None, Step("smoke kernel", "unknown", seconds, result.describe_failure())
-    return None, Step("smoke kernel", "ok", seconds)
+        return None, Step("smoke kernel", "unknown", seconds, result.describe_failure()), None
+    return None, Step("smoke kernel", "ok", seconds), gemm
+
+
+def _smoke_gemm(stdout: str) -> float | None:
+    from fwdoctor.fleet.node import kernel_cells
+
+    try:
+        data = json.loads(stdout)
+        results = data.get("results") if isinstance(data, dict) else None
+        value = kernel_cells(results)[1].get("gemm") if isinstance(results, list) else None
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _smoke_failure(stdout: str) -> str | None:
@@ -206,19 +239,25 @@ def run_gate(
         facts, step = gather_facts(source_args, deadline, FACTS_SHARE_WITH_SMOKE if smoke else 1.0)
         result.steps.append(step)
     extra: list[Cause] = []
-    if facts is not None:
-        started = deadline.elapsed()
-        facts = Facts([*(f for k in facts if k != "node.expected" and (f := facts.fact(k)) is not None), expected_fact(policy, baseline)],
-                      facts.failures, facts.provenance)
-        kb = KB.load(kb_dir, areas=KB_AREAS)  # KBError: the caller's one-line refusal
-        report = judge(facts, kb, (*RULES, *GATE_RULES))
-        result.findings = list(report.findings)
-        result.steps.append(Step("judge", "ok", deadline.elapsed() - started))
+    gemm: float | None = None
+    # The smoke before judging (judging takes a fraction of a second): its GEMM figure is
+    # judged against the node type's with the facts.
     if "kernel" in smoke:
-        cause, step = smoke_kernel(deadline, python)
+        cause, step, gemm = smoke_kernel(deadline, python)
         result.steps.append(step)
         if cause:
             extra.append(cause)
+    if facts is not None:
+        started = deadline.elapsed()
+        kb = KB.load(kb_dir, areas=KB_AREAS)  # KBError: the caller's one-line refusal
+        added = [expected_fact(policy, baseline, kb, facts)]
+        if gemm is not None:
+            added.append(Fact("smoke.gemm_tflops", gemm, source="smoke kernel"))
+        facts = Facts([*(f for k in facts if k not in ("node.expected", "smoke.gemm_tflops") and (f := facts.fact(k)) is not None), *added],
+                      facts.failures, facts.provenance)
+        report = judge(facts, kb, (*RULES, *GATE_RULES))
+        result.findings = list(report.findings)
+        result.steps.append(Step("judge", "ok", deadline.elapsed() - started))
     result.verdict, result.causes = verdict_of(result.findings, result.steps, policy, extra)
     result.elapsed_s = deadline.elapsed()
     return result

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # each area module loads on first use of its property (see KB
     from fwdoctor.kb.frameworks import FrameworksKB
     from fwdoctor.kb.gpus import GpuKB
     from fwdoctor.kb.libs import LibsKB
+    from fwdoctor.kb.nodetypes import NodeTypesKB
     from fwdoctor.kb.torch import TorchKB
 
 KB_DIR = Path(__file__).resolve().parent
@@ -325,6 +326,15 @@ class KB:
             return extensions.ExtensionsKB()
         return self._area("extensions.yaml", extensions.from_yaml)
 
+    @cached_property
+    def nodetypes(self) -> NodeTypesKB:  # each GPU model's PCIe link and NVLinks (`gate`)
+        from fwdoctor.kb import nodetypes
+
+        # Optional like conda.yaml: a --kb folder without it knows no node type's normal.
+        if not (self.directory / "nodetypes.yaml").exists():
+            return nodetypes.NodeTypesKB()
+        return self._area("nodetypes.yaml", nodetypes.from_yaml)
+
 
 # The areas `KB.load` validates up front.
-AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build", "frameworks", "conda", "extensions")
+AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build", "frameworks", "conda", "extensions", "nodetypes")

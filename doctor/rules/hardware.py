@@ -312,19 +312,19 @@ def gpu_count_low(facts: Facts, kb: KB) -> Hit | None:
     working = _working(facts["gpus.list"])
     if len(working) >= expected:
         return None
-    where = facts["node.expected"].get("from", "the node type")
+    where = facts["node.expected"].get("gpus_from") or facts["node.expected"].get("from", "the node type")
     return Hit(f"{len(working)} of {expected} GPUs answer (expected {expected} from {where})",
                evidence={"working": len(working), "expected": expected, "gpus.list": facts["gpus.list"]},
                fix=FixRef(commands=("nvidia-smi -L", "sudo dmesg | grep -i xid")))
 
 
-@rule("node-differs-from-type", needs=("node.expected",), optional=("gpus.list", "gpus.pcie_links", "topology.nvlink"))
+@rule("node-differs-from-type", needs=("node.expected",), optional=("gpus.list", "gpus.pcie_links", "topology.nvlink", "smoke.gemm_tflops"))
 def node_differs_from_type(facts: Facts, kb: KB) -> list[Hit]:
     """What it does
         Compares the node with its type's normal (a `fleet baseline` median, or the KB's
-        row for the GPU model): the GPU model, each GPU's PCIe link width and
-        generation, and its NVLink link count, naming the expected value. Judged by
-        `fwdoctor gate --baseline` only.
+        row for the GPU model in nodetypes.yaml): the GPU model, each GPU's PCIe link
+        width and generation, its NVLink link count and, with `--smoke kernel`, the
+        node's GEMM TFLOP/s, naming the expected value. Judged by `fwdoctor gate` only.
 
     Why is this bad?
         A node that differs from its peers in a way no fixed threshold catches (x8 where
@@ -358,9 +358,15 @@ def node_differs_from_type(facts: Facts, kb: KB) -> list[Hit]:
     want_links = expected.get("nvlinks")
     for gpu in facts.get("topology.nvlink") or []:
         active = gpu.get("active")
-        if isinstance(want_links, int) and isinstance(active, int) and active < want_links:
+        # A GPU that reports no NVLink at all left the question unanswered (NVML's "not
+        # supported"), which nvlink-down does not judge either.
+        if isinstance(want_links, int) and isinstance(active, int) and gpu.get("links") and active < want_links:
             hits.append(Hit(f"GPU {gpu.get('index')} has {active} NVLink links up, the type's normal is {want_links} ({where})",
                             evidence={"gpu": gpu, "expected": want_links}))
+    gemm, floor = facts.get("smoke.gemm_tflops"), expected.get("gemm_floor")
+    if isinstance(gemm, (int, float)) and isinstance(floor, (int, float)) and gemm < floor:
+        hits.append(Hit(f"GEMM {gemm:g} TFLOP/s, below {floor:g} (the type's median {expected.get('gemm_tflops')} less the policy's margin; {where})",
+                        evidence={"gemm_tflops": gemm, "expected": expected.get("gemm_tflops"), "floor": floor}))
     return hits
 
 
