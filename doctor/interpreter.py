@@ -5,7 +5,9 @@ not the one fwdoctor happens to run in (a pipx install has its own venv):
 
 1. `--python` when given (a path, a command name on PATH, or a venv/conda folder);
 2. else the active environment: $VIRTUAL_ENV, then $CONDA_PREFIX;
-3. else the first `python3`, then `python`, on PATH.
+3. else a project's `.venv`: the nearest one upward from the working folder, as uv finds
+   it (a live host's working folder; under --root, $PWD of the given environment);
+4. else the first `python3`, then `python`, on PATH.
 
 fwdoctor's own interpreter is never a fallback of its own; it is chosen only when it is the
 one these rules find. The choice always carries its reason, and the commands print it.
@@ -68,11 +70,36 @@ def choose(host: Host, requested: str | None) -> Choice:
             candidate = posixpath.join(prefix, "bin", name)
             if host.is_file(candidate):
                 return Choice(candidate, f"${var}/bin/{name}, the active environment")
+    project = project_venv(host)
+    if project is not None:
+        return Choice(project, "the project's .venv (the nearest upward from the working folder, as uv finds it); no active environment")
     for name in ("python3", "python"):
         found = host.which(name)
         if found:
             return Choice(found, f"first {name} on PATH; no active environment")
     return Choice(None, "no python3 or python on PATH and no active environment ($VIRTUAL_ENV, $CONDA_PREFIX)")
+
+
+def project_venv(host: Host) -> str | None:
+    """The interpreter of the nearest `.venv` (with its pyvenv.cfg) in the working folder or
+    a folder above it, as `uv pip` finds one; None when there is none."""
+    try:
+        cwd = os.getcwd() if host.live else host.env.get("PWD")
+    except OSError:  # the working folder was removed under us
+        return None
+    if not cwd or not cwd.startswith("/"):
+        return None
+    folder = posixpath.normpath(cwd)
+    while True:
+        venv = posixpath.join(folder, ".venv")
+        if host.is_file(posixpath.join(venv, "pyvenv.cfg")):
+            for name in ("python", "python3"):
+                candidate = posixpath.join(venv, "bin", name)
+                if host.is_file(candidate):
+                    return candidate
+        if folder == "/":
+            return None
+        folder = posixpath.dirname(folder)
 
 
 def _looks_like_version(text: str) -> bool:

@@ -16,6 +16,9 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from packaging.version import Version
+
+from fwdoctor import selection as sel
 from fwdoctor.kb import KB
 from fwdoctor.model import Facts, Finding
 from fwdoctor.recipes import env as env_recipe
@@ -32,14 +35,36 @@ class FixGroup:
     finding_ids: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class DriverFirst:
+    """The driver cannot run a GPU of this host (`select torch`'s refusal, from the same
+    facts): every plan but the env file waits for the driver, because a toolkit, a wheel or
+    a source build for this GPU cannot work before the driver changes."""
+
+    problems: tuple[str, ...]
+    hints: tuple[str, ...]
+    held: tuple[str, ...]  # the finding ids whose plans wait
+
+    def lines(self) -> list[str]:
+        lines = [f"the driver comes first: {p}" for p in self.problems]
+        lines += [f"  {h}" for h in self.hints]
+        if self.held:
+            lines.append(f"  nothing planned for {', '.join(self.held)} until the driver changes (then run `fwdoctor fix` again)")
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        return {"problems": list(self.problems), "hints": list(self.hints), "held": list(self.held)}
+
+
 @dataclass
 class FixPlan:
     groups: list[FixGroup]
     manual: list[Finding]  # a fix with commands but no recipe: the user runs them
+    driver_first: DriverFirst | None = None
 
     @property
     def empty(self) -> bool:
-        return not self.groups and not self.manual
+        return not self.groups and not self.manual and self.driver_first is None
 
 
 def group_findings(findings: Sequence[Finding], wanted: Sequence[str] = ()) -> FixPlan:
@@ -64,6 +89,34 @@ def group_findings(findings: Sequence[Finding], wanted: Sequence[str] = ()) -> F
             group = groups.setdefault(key, FixGroup(fix.recipe, options))
         group.finding_ids.append(finding.id)
     return FixPlan(list(groups.values()), manual)
+
+
+def driver_refusal(facts: Facts, kb: KB) -> sel.Selection | None:
+    """`select torch`'s driver refusal for the host these facts describe, or None."""
+    try:
+        target = sel.target_from_facts(facts, kb)
+    except sel.SelectError:
+        # The Python is unknown: the driver-runs-the-GPU question does not depend on it.
+        pythons = sorted({p for v in kb.torch.variants() for p in v.pythons}, key=Version, reverse=True)
+        if not pythons:
+            return None
+        try:
+            target = sel.target_from_facts(facts, kb, python=pythons[0])
+        except sel.SelectError:
+            return None
+    return sel.driver_refusal(kb, target)
+
+
+def hold_for_driver(todo: FixPlan, facts: Facts, kb: KB) -> FixPlan:
+    """The driver-first rule: when the driver cannot run a GPU here, only the env file is
+    planned; the other groups are held and `driver_first` says why and what the right
+    branch would get."""
+    refusal = driver_refusal(facts, kb)
+    if refusal is None:
+        return todo
+    kept = [g for g in todo.groups if g.recipe == env_recipe.RECIPE]
+    held = tuple(dict.fromkeys(fid for g in todo.groups if g.recipe != env_recipe.RECIPE for fid in g.finding_ids))
+    return FixPlan(kept, todo.manual, DriverFirst(refusal.driver_problems, refusal.driver_hints, held))
 
 
 def merge_options(into: dict[str, Any], more: Mapping[str, Any]) -> None:

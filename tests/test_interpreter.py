@@ -4,6 +4,7 @@ system Python, a venv, a conda env); the live cases run real interpreters."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -122,3 +123,39 @@ def test_smoke_defaults_to_the_active_venv_and_says_so(tmp_path):
     assert f"interpreter under test: {target} ($VIRTUAL_ENV/bin/python, the active environment)" in result.output
     assert f"cannot import torch in {target}" in result.output
     assert result.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        # No environment active: the nearest .venv upward from the working folder, as uv finds it.
+        ({"PATH": "/usr/bin", "PWD": "/work/src/pkg"}, "/work/.venv/bin/python"),
+        ({"PATH": "/usr/bin", "PWD": "/work"}, "/work/.venv/bin/python"),
+        # An active environment still comes first; outside the project, PATH.
+        ({"PATH": "/usr/bin", "PWD": "/work/src", "CONDA_PREFIX": "/opt/conda/envs/t"}, "/opt/conda/envs/t/bin/python"),
+        ({"PATH": "/usr/bin", "PWD": "/opt"}, "/usr/bin/python3"),
+    ],
+)
+def test_a_projects_venv_is_the_interpreter_when_none_is_active(world, env, expected):
+    (world / "work/src/pkg").mkdir(parents=True)
+    choice = interpreter.choose(Host.at_root(world, env), None)
+    assert choice.path == expected
+    if expected.startswith("/work/"):
+        assert choice.why.startswith("the project's .venv (the nearest upward from the working folder, as uv finds it)")
+
+
+def test_a_dot_venv_without_pyvenv_cfg_is_not_an_environment(world):
+    (world / "work/.venv/pyvenv.cfg").unlink()
+    assert interpreter.choose(Host.at_root(world, {"PATH": "/usr/bin", "PWD": "/work"}), None).path == "/usr/bin/python3"
+
+
+def test_check_in_a_project_folder_inspects_its_venv_and_says_so(tmp_path, monkeypatch):
+    project = tmp_path / "proj"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True, timeout=120)
+    (project / "src").mkdir()
+    monkeypatch.chdir(project / "src")
+    result = CliRunner().invoke(main, ["facts"], env={"VIRTUAL_ENV": None, "CONDA_PREFIX": None})
+    document = json.loads(result.stdout)
+    executable = document["facts"]["python.executable"]
+    assert executable["value"] == str(project / ".venv/bin/python")
+    assert executable["source"].startswith("the project's .venv")

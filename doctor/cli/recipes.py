@@ -132,7 +132,8 @@ def fix(ids: tuple[str, ...], source: SourceRequest, do_apply: bool, yes: bool, 
         live_only(source)
     planned = plan_fixes(ids, source, kb_dir)
     kb, facts, todo = planned.kb, planned.facts, planned.todo
-    document: dict[str, Any] = {"plans": [], "manual": planned.manual_json(), "still_present": None}
+    document: dict[str, Any] = {"plans": [], "manual": planned.manual_json(), "still_present": None,
+                                "driver_first": todo.driver_first.to_json() if todo.driver_first else None}
     collected: list[dict[str, Any]] | None = document["plans"] if as_json else None
 
     def finish(code: int) -> None:
@@ -151,6 +152,9 @@ def fix(ids: tuple[str, ...], source: SourceRequest, do_apply: bool, yes: bool, 
         click.echo(f"# {entry['id']}: no recipe; by hand:", err=True)
         for command in entry["commands"]:
             click.echo(f"#   {command}", err=True)
+    if todo.driver_first is not None:
+        for line in todo.driver_first.lines():
+            click.echo(f"fwdoctor: {line}", err=True)
     plans: list[Plan] = []
     for group, plan in zip(todo.groups, planned.plans):
         note(f"# plan for: {', '.join(sorted(set(group.finding_ids)))}")
@@ -158,7 +162,7 @@ def fix(ids: tuple[str, ...], source: SourceRequest, do_apply: bool, yes: bool, 
         plans.append(plan)
         if result is not None and not result.ok:
             return finish(EXIT_FINDINGS)  # stop at the first failed plan; later ones may depend on it
-    if any(plan.refused for plan in plans):
+    if any(plan.refused for plan in plans) or (todo.driver_first is not None and todo.driver_first.held):
         return finish(EXIT_FINDINGS)
     if not do_apply:
         return finish(0)
@@ -199,7 +203,7 @@ def plan_fixes(ids: Sequence[str], source: SourceRequest, kb_dir: str | None = N
             fail(f"{finding_id}: unknown finding id (see `fwdoctor list`)")
     kb = load_kb(kb_dir)
     facts = facts_from(source)
-    todo = fixes.group_findings(judge(facts, kb, RULES).findings, tuple(ids))
+    todo = fixes.hold_for_driver(fixes.group_findings(judge(facts, kb, RULES).findings, tuple(ids)), facts, kb)
     plans: list[Plan] = []
     for group in todo.groups:
         try:

@@ -200,6 +200,7 @@ def plan_fix(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
         "plans": [{"plan": plan.to_json(), "applied": None} for plan in planned.plans],
         "manual": planned.manual_json(),
         "still_present": None,
+        "driver_first": planned.todo.driver_first.to_json() if planned.todo.driver_first else None,
         "script": script,
         # A person's command, on the host the plan is for: --apply asks before each plan.
         "apply_command": f"fwdoctor fix {args['id']} --apply" if applicable else "",
