@@ -25,13 +25,16 @@ import os
 import shlex
 import tempfile
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
 from fwdoctor import runner
 from fwdoctor.recipes.plan import FileWrite, Plan, Step
 
 ConfirmFn = Callable[[Plan], bool]
 ProgressFn = Callable[[str], None]
+# waiting(label, func, *args, **kwargs) runs func and may show progress meanwhile (the CLI's
+# fwdoctor.cli.output.waiting: a bar on a terminal while a pip step runs).
+WaitFn = Callable[..., Any]
 
 SKIP_CHECK_TIMEOUT_S = 120.0
 BACKUP_SUFFIX = ".fwdoctor-backup"
@@ -118,6 +121,7 @@ def apply_plan(
     log_path: str | None = None,
     progress: ProgressFn | None = None,
     env: Mapping[str, str] | None = None,
+    waiting: WaitFn | None = None,
 ) -> ApplyResult:
     """Execute `plan` (see the module docstring). Never raises for a failing step.
 
@@ -126,6 +130,7 @@ def apply_plan(
     """
     log_path = log_path or default_log_path(plan.recipe)
     say = progress or (lambda line: None)
+    wait = waiting or _no_progress
     if plan.refused:
         return ApplyResult(plan, REFUSED, log_path, message=plan.refused)
     if confirm is not None and not confirm(plan):
@@ -151,7 +156,7 @@ def apply_plan(
             total = len(plan.steps)
             for index, step in enumerate(plan.steps, start=1):
                 current = StepOutcome(quote_argv(step.argv), "interrupted", undo=step.undo)
-                outcome = _run_step(step, base_env, log, say, f"[{index}/{total}]")
+                outcome = _run_step(step, base_env, log, say, f"[{index}/{total}]", wait=wait)
                 result.outcomes.append(outcome)
                 current = None
                 if outcome.status == "failed":
@@ -169,7 +174,7 @@ def apply_plan(
                 result.status = UNCHANGED
             try:
                 for step in plan.verify:
-                    outcome = _run_step(step, base_env, log, say, "[verify]", verifying=True)
+                    outcome = _run_step(step, base_env, log, say, "[verify]", verifying=True, wait=wait)
                     result.verify.append(outcome)
                     if outcome.status == "failed":
                         result.status = VERIFY_FAILED
@@ -183,7 +188,12 @@ def apply_plan(
 
 
 # ----------------------------------------------------------------------------- pieces
-def _run_step(step: Step, base_env: Mapping[str, str], log: TextIO, say: ProgressFn, label: str, verifying: bool = False) -> StepOutcome:
+def _no_progress(_label: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return func(*args, **kwargs)
+
+
+def _run_step(step: Step, base_env: Mapping[str, str], log: TextIO, say: ProgressFn, label: str, verifying: bool = False,
+              wait: WaitFn = _no_progress) -> StepOutcome:
     env = dict(base_env)
     env.update(step.env)
     what = quote_argv(step.argv)
@@ -201,7 +211,7 @@ def _run_step(step: Step, base_env: Mapping[str, str], log: TextIO, say: Progres
         argv = ["sudo", "-n", "--", *argv]
     say(f"{label} {step.why.splitlines()[0] if step.why else what}")
     _log(log, f"$ {quote_argv(argv)}\n" + (f"# cwd {step.cwd}\n" if step.cwd else ""))
-    res = runner.run(argv, timeout=step.timeout_s, env=env, cwd=step.cwd)
+    res = wait(f"{label} running {os.path.basename(step.argv[0])}", runner.run, argv, timeout=step.timeout_s, env=env, cwd=step.cwd)
     _log(log, (res.stdout or "") + (res.stderr or ""))
     status = "done" if res.ok else "failed"
     reason = res.describe_failure() if not res.ok else ""

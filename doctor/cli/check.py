@@ -11,7 +11,7 @@ from fwdoctor import prometheus
 from fwdoctor import report as rep
 from fwdoctor.background import Background
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
-from fwdoctor.cli.output import emit_json, settings, use_color
+from fwdoctor.cli.output import emit_json, settings, use_color, waiting
 from fwdoctor.engine import Report, judge
 from fwdoctor.findings import BY_ID
 from fwdoctor.rules import KB_AREAS, RULES
@@ -71,7 +71,7 @@ def check_report(source: SourceRequest, only: Sequence[str] = (), kb_dir: str | 
     # The KB parses while the probes read the host (and, with --deep, while torch imports
     # in its child): neither waits for the other.
     kb_loading = Background(load_kb, kb_dir, KB_AREAS)
-    facts = facts_from(source)
+    facts = waiting("fwdoctor: importing torch in a child (--deep)", facts_from, source) if source.deep else facts_from(source)
     kb = kb_loading.result()
     return judge(facts, kb, RULES, only=tuple(only) or None, on_rule_error=_show_rule_error)
 

@@ -9,6 +9,9 @@ root context; commands read them through these helpers instead of deciding for t
 - `use_color()`: --color always/never, else auto: a terminal on stdout and no NO_COLOR
   (https://no-color.org: set and non-empty disables colour), and TERM is not "dumb".
 - `emit_json(kind, body)`: one JSON document on stdout, stamped by fwdoctor.schema.
+- `waiting(label, func, *args)`: runs work that may take seconds (a child importing torch,
+  a pip step); on a terminal (stderr) and without -q, click's progress bar pulses with the
+  seconds so far once it has run PROGRESS_AFTER_S. Through a pipe it prints nothing.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Mapping
+import time
+from typing import Any, Callable, Mapping, TypeVar
 
 import click
 
+from fwdoctor.background import Background
 from fwdoctor.escape import terminal_lines
 from fwdoctor.schema import stamp
 
@@ -67,3 +72,43 @@ def note(text: str) -> None:
 
 def emit_json(kind: str, body: Mapping[str, Any]) -> None:
     click.echo(json.dumps(stamp(kind, body), indent=2, default=str))
+
+
+T = TypeVar("T")
+PROGRESS_AFTER_S = 1.0  # quicker work shows no bar: it would only flicker
+_TICK_S = 0.1
+
+
+def shows_progress(stream: Any = None) -> bool:
+    """Progress is for a person at a terminal: stderr a TTY, no -q, TERM not "dumb"."""
+    stream = stream or sys.stderr
+    return (not settings().quiet and os.environ.get("TERM") != "dumb"
+            and bool(getattr(stream, "isatty", lambda: False)()))
+
+
+def waiting(label: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`func(*args, **kwargs)`, with progress on stderr while it runs (see the module
+    docstring). The work runs in a background thread and this thread draws click's bar (its
+    unknown-length form pulses); the bar's last state stays on the screen, so the terminal
+    keeps how long it took. Exceptions of `func` are raised here."""
+    if not shows_progress():
+        return func(*args, **kwargs)
+    ctx = click.get_current_context(silent=True)
+
+    def call() -> T:
+        if ctx is None:
+            return func(*args, **kwargs)
+        with ctx:  # click's context is per thread: the work's notes still honour -q
+            return func(*args, **kwargs)
+
+    work = Background(call)
+    if work.wait(PROGRESS_AFTER_S):
+        return work.result()
+    started = time.monotonic() - PROGRESS_AFTER_S
+    shown = lambda _item: f"{time.monotonic() - started:.0f} s"  # noqa: E731
+    # An iterator without a length: click draws its pulsing bar and no ETA.
+    with click.progressbar(iter(int, 1), label=terminal_lines([label]), file=sys.stderr, width=16,
+                           show_eta=False, show_percent=False, item_show_func=shown) as bar:
+        while not work.wait(_TICK_S):
+            bar.update(1)
+    return work.result()

@@ -20,7 +20,7 @@ import click
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor.cli.common import EXIT_FINDINGS, facts_from, fail, kb_option, live_only, load_kb, source_options
-from fwdoctor.cli.output import emit_json, note
+from fwdoctor.cli.output import emit_json, note, waiting
 from fwdoctor.engine import judge
 from fwdoctor.findings import BY_ID
 from fwdoctor.host import EnvFileError, load_env_file
@@ -71,7 +71,7 @@ def _run(plan: Plan, do_apply: bool, yes: bool, log_path: str | None, collected:
     def confirm(p: Plan) -> bool:
         return yes or click.confirm(f"Apply '{p.title}'?", default=False, err=True)
 
-    result = apply_plan(plan, confirm=confirm, log_path=log_path, progress=note)
+    result = apply_plan(plan, confirm=confirm, log_path=log_path, progress=note, waiting=waiting)
     entry["applied"] = _result_json(result)
     click.echo(result.summary(), err=True)
     return result

@@ -16,7 +16,7 @@ import click
 
 from fwdoctor import interpreter
 from fwdoctor.cli.common import fail, facts_from, kb_option, load_kb, seconds, with_options
-from fwdoctor.cli.output import emit_json, note
+from fwdoctor.cli.output import emit_json, note, waiting
 from fwdoctor.engine import judge
 from fwdoctor.host import Host
 from fwdoctor.report import to_json
@@ -117,7 +117,9 @@ def kernel_results(python, devices, compile_only, archs, timeout, gemm=True, ann
             return nvcc_smoke.run_compile_only(list(archs), dict(os.environ))
         except ValueError as exc:
             fail(f"--arch: {exc}")
-    return kernel.run(_python(python, announce), list(devices) or None, timeout, Host.live_host(), gemm=gemm, cpu=cpu)
+    target = _python(python, announce)
+    return waiting(f"fwdoctor: smoke kernel on the {'CPU' if cpu else 'GPUs'}", kernel.run, target, list(devices) or None, timeout,
+                   Host.live_host(), gemm=gemm, cpu=cpu)
 
 
 # ----------------------------------------------------------------------------- allreduce
@@ -218,7 +220,7 @@ def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_
             fail(f"--report {report_file}: {folder} is not a writable folder")  # before minutes of tests
     kb = load_kb(kb_dir)
     click.echo("fwdoctor smoke all: check --deep ...", err=True)
-    facts = facts_from(SourceRequest(deep=True, python=python))
+    facts = waiting("fwdoctor: check --deep", facts_from, SourceRequest(deep=True, python=python))
     report = judge(facts, kb, RULES)
     suite = SuiteResult(python=target, check=to_json(report, checked_at=utc_now()), provenance=facts.provenance)
     click.echo("fwdoctor smoke all: kernel ...", err=True)
