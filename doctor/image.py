@@ -455,7 +455,9 @@ def docker_client() -> Any:
     try:
         import docker
     except ImportError:
-        raise ImageError("the Docker SDK is not installed (pip install 'fwdoctor[docker]')") from None
+        from fwdoctor import extras
+
+        raise ImageError(f"the Docker SDK is not installed: {extras.install_hint('docker')}") from None
     try:
         client = docker.from_env(timeout=600)
         client.ping()

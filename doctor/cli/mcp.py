@@ -6,9 +6,10 @@ import importlib.util
 
 import click
 
+from fwdoctor import extras
 from fwdoctor.cli.common import fail, kb_option
 
-INSTALL_HINT = "pip install 'fwdoctor[mcp]' (pipx: pipx inject fwdoctor mcp)"
+INSTALL_HINT = extras.install_hint("mcp")
 
 
 @click.command("mcp")

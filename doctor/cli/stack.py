@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from fwdoctor import extras
 from fwdoctor.cli.common import EXIT_FINDINGS, fail, findings_exit, kb_option, load_kb
 from fwdoctor.cli.output import emit_json, note
 from fwdoctor.image import ImageError
@@ -70,6 +71,20 @@ def stack_resolve(stack_file: str, as_json: bool, kb_dir: str | None) -> None:
         note(f"fwdoctor: note: {remark}")
 
 
+def _conda_extra(resolved, what: str, solve: bool) -> None:
+    """Before any work: a conda stack reads and writes conda-lock.yml with conda-lock, and
+    solves with py-rattler where no conda/mamba/micromamba executable exists. Without them,
+    one line naming what to install (pip and pipx), not an internal error mid-way."""
+    if not resolved.conda:
+        return
+    from fwdoctor.recipes import conda_lock
+
+    modules = ("conda_lock",) if not solve or conda_lock.find_solver_executable() is not None else ("conda_lock", "rattler")
+    message = extras.needs(what, "conda", modules)
+    if message:
+        fail(message)
+
+
 # ----------------------------------------------------------------------------- lock
 @click.command("lock")
 @click.argument("stack_file", type=click.Path(dir_okay=False))
@@ -98,6 +113,7 @@ def lock_command(stack_file, out_dir, check_only, verify, index_url, extra_index
     compares it record by record, and hashes the package files of a local channel.
     """
     resolved = _resolve(stack_file, kb_dir)
+    _conda_extra(resolved, f"`fwdoctor lock{' --check' if check_only or verify else ''}` of a conda stack ({stack_file})", solve=True)
     target = Path(out_dir) if out_dir else Path("lockfiles") / resolved.name
     if check_only or verify:
         unverified: list[str] = []
@@ -236,6 +252,7 @@ def docker_generate(stack_file, base_image, lock_dir, out_file, context, fwdocto
     hash-pinned requirements (docs/conda.md).
     """
     resolved = _resolve(stack_file, kb_dir)
+    _conda_extra(resolved, f"`fwdoctor docker generate` of a conda stack ({stack_file})", solve=False)
     text, lock_digest, conda_digest, lock_text = _dockerfile_text(resolved, stack_file, lock_dir, base_image, context)
     if as_json and out_file == "-":
         fail("--json and --out - both want stdout: write the Dockerfile to a file with --out PATH")
