@@ -240,7 +240,9 @@ def ext_plan(facts: Facts, kb: KB, report: Report) -> ExtPlan:
     prepare.append(Step(tuple(prepare_args), why=f"the source in {src}" + (" with only the asked -gencode entries" if "--gencode" in prepare_args else ""),
                         timeout_s=600.0))
     build = Step((py, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-v", "-w", dist, src),
-                 why=f"compile the wheel into {dist} (log: {log})", cwd=workdir, timeout_s=BUILD_TIMEOUT_S)
+                 why=f"compile the wheel into {dist} (log: {log})", cwd=workdir, timeout_s=BUILD_TIMEOUT_S,
+                 # pip's output to a pipe is block-buffered: the [N/M] steps would come in bursts.
+                 env={"PYTHONUNBUFFERED": "1"})
     files = (FileWrite(script, PREPARE_SCRIPT, mode=0o755, why="unpacks the source and keeps only the asked -gencode entries"),)
     return ExtPlan(name=name, version=version, python=py, workdir=workdir, src=src, dist=dist, log=log, archs=archs, env=env,
                    prepare=tuple(prepare), build=build, files=files, notes=tuple(notes),
@@ -297,7 +299,10 @@ def prove(ep: ExtPlan, wheel: str, env: Mapping[str, str]) -> Proof:
     sos = shared_objects(wheel, f"{ep.workdir}/proof")
     if not sos:
         return Proof(False, [f"no shared object in {wheel}: nothing was compiled"])
-    ld = {**env, "LD_LIBRARY_PATH": ":".join(filter(None, [ep.torch_lib, env.get("LD_LIBRARY_PATH")]))}
+    # torch/lib, then the nvidia-* wheels' lib folders torch itself loads from (its RPATH):
+    # at import these are already loaded, so ldd must see the same copies (libcudart.so.13).
+    wheels = sorted(glob.glob(os.path.join(os.path.dirname(os.path.dirname(ep.torch_lib)), "nvidia", "*", "lib"))) if ep.torch_lib else []
+    ld = {**env, "LD_LIBRARY_PATH": ":".join(filter(None, [ep.torch_lib, *wheels, env.get("LD_LIBRARY_PATH")]))}
     for so in sos:
         name = os.path.basename(so)
         try:
@@ -388,7 +393,7 @@ def execute(ep: ExtPlan, progress: ProgressFn | None = None, base_env: Mapping[s
     result = apply_plan(prep, confirm=None, log_path=ep.log, progress=say, env=base)
     if not result.ok:
         return ExtResult(False, "prepare", result.summary(), ep.log)
-    env = {**base, **ep.env}
+    env = {**base, **ep.env, **ep.build.env}
     say(f"build: {shell_line(ep.build.argv)} (log {comment(ep.log)})")
     status = stream(ep.build.argv, env=env, cwd=ep.build.cwd, timeout=ep.build.timeout_s, log_path=ep.log,
                     on_progress=lambda done, total: say(f"build: [{done}/{total}] compile steps"))

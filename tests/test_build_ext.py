@@ -320,3 +320,15 @@ def test_under_a_root_torch_is_not_imported_and_says_why(tmp_path):
 ])
 def test_spec_is_a_requirement_or_an_sdist_name(spec, parsed):
     assert probes.parse_spec(spec) == parsed
+
+
+@pytest.mark.usefixtures("use_test_kb", "roomy_host", "cuda_home")
+def test_the_json_of_a_refused_dry_run_holds_the_findings_and_no_plan(cli, tmp_path):
+    import json
+
+    result = cli("build", "ext", "flash-attn==2.8.3", "--gpu", "Tesla V100-SXM2-16GB", "--python", sys.executable, "--json")
+    assert result.exit_code == 1
+    doc, _ = json.JSONDecoder().raw_decode(result.output[result.output.index("{"):])  # then the refusal line
+    assert doc["plan"] is None
+    hit = next(f for f in doc["findings"] if f["id"] == "ext-arch-unsupported-by-project")
+    assert hit["message"].endswith("not for 7.0 (from --gpu Tesla V100-SXM2-16GB)")
