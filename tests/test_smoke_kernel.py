@@ -202,3 +202,17 @@ def test_every_gpu_passes_real_kernels_within_tolerance(cli):
         # the headline figure fleet report compares nodes by: fp16, 4096 x 4096
         assert r["details"]["gemm_tflops"] == r["details"]["tflops"]["fp16"]
         assert r["details"]["gemm"]["dtype"] == "fp16" and r["details"]["gemm"]["n"] == 4096
+
+
+def test_a_long_line_repeating_an_error_phrase_is_diagnosed_in_linear_time():
+    """The shm pattern's unbounded gap re-scanned the rest of the line from every repeat of
+    "No space left on device" (187 KB: 18.7 s here); bounded, the whole line takes
+    milliseconds, and the real NCCL message is still read."""
+    import time
+
+    line = "No space left on device " * 8000
+    started = time.perf_counter()
+    diagnose(line)
+    assert time.perf_counter() - started < 2.0
+    found = diagnose("NCCL WARN Error: No space left on device (errno 28) /dev/shm/nccl-abc")
+    assert found is not None and found.finding == "shm-too-small"

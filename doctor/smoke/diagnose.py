@@ -45,7 +45,9 @@ DIAGNOSES: tuple[Diagnosis, ...] = (
        "this is a CPU-only torch; install a CUDA build"),
     _d(r"undefined symbol: nccl", "nccl-shadowed",
        "another libnccl was loaded before torch's; check LD_LIBRARY_PATH and LD_PRELOAD"),
-    _d(r"Error while creating shared memory segment|No space left on device.*shm|Bus error", "shm-too-small",
+    # The gap is bounded: ".*" re-scanned the rest of the line from every repeat of the
+    # phrase (quadratic on a long line); NCCL names the /dev/shm path right after it.
+    _d(r"Error while creating shared memory segment|No space left on device.{0,200}?shm|Bus error", "shm-too-small",
        "NCCL ran out of /dev/shm; enlarge it (docker run --shm-size=16g, or --ipc=host)"),
     _d(r"an illegal memory access was encountered|illegal address", None,
        "a kernel touched invalid memory: a driver, hardware or library bug; check `dmesg` for Xid errors and rerun with CUDA_LAUNCH_BLOCKING=1"),
