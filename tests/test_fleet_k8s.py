@@ -135,3 +135,42 @@ def test_a_failing_node_prints_one_line_on_stderr_and_exits_1(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr == "fwdoctor: node n1: failed: exit status 1; no JSON document on stdout (it printed nothing)\n"
+
+
+# --------------------------------------------------------------------------- what it reserves (issue 29, item 7)
+K8S_VERSION = "1.33"  # as tests/test_gate_k8s.py
+
+
+@pytest.mark.parametrize("args", [(), ("--what", "smoke"), ("--what", "smoke", "--gpus", "8"), ("--gpus", "1", "--runtime-class", "nvidia")])
+def test_every_variant_passes_the_kubernetes_schemas(cli, args):
+    import kubernetes_validate
+
+    _, manifest = _manifest(cli, *args)
+    kubernetes_validate.validate(manifest, K8S_VERSION, strict=True)
+
+
+def test_by_default_no_gpu_is_reserved_even_for_smoke_and_the_manifest_says_so(cli):
+    text, manifest = _manifest(cli, "--what", "smoke")
+    assert "resources" not in _pod(manifest)["initContainers"][0]  # the smallest request that works
+    assert "# Reserves on each node: no GPU; CPU 1m and memory 8Mi (the pause container).\n" in text
+
+
+def test_a_gpu_request_is_said_to_be_held_for_the_pods_whole_life(cli):
+    text, manifest = _manifest(cli, "--what", "smoke", "--gpus", "8")
+    assert _pod(manifest)["initContainers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 8}}
+    head = " ".join(line[2:] for line in text.splitlines() if line.startswith("# "))
+    assert "Reserves on each node: 8 nvidia.com/gpu for the pod's WHOLE LIFE" in head
+    assert "jobs cannot use those 8 GPUs until the DaemonSet is deleted" in head
+
+
+def test_the_default_image_is_the_one_fwdoctor_docker_build_tags_and_the_manifest_says_how_to_make_it(cli):
+    text, manifest = _manifest(cli)
+    assert _pod(manifest)["initContainers"][0]["image"] == k8s.DEFAULT_IMAGE == f"{k8s.DEFAULT_STACK}:latest"
+    assert (REPO / "stacks" / f"{k8s.DEFAULT_STACK}.yaml").is_file()
+    for step in ("lock", "docker generate", "docker build"):
+        assert f"#   fwdoctor {step} stacks/{k8s.DEFAULT_STACK}.yaml" in text
+    assert "pass --image REGISTRY/NAME:TAG" in text
+    # fwdoctor docker build tags the image STACK:latest (doctor/cli/stack.py)
+    assert 'f"{resolved.name}:latest"' in (REPO / "doctor" / "cli" / "stack.py").read_text()
+    own, _ = _manifest(cli, "--image", "registry.example/train:2.14-fwdoctor")
+    assert "docker generate" not in own and "# Image registry.example/train:2.14-fwdoctor: it must have fwdoctor installed\n" in own

@@ -10,7 +10,6 @@ import sys
 
 import click
 
-from fwdoctor import __version__
 from fwdoctor.cli.errors import EXIT_FINDINGS, fail
 from fwdoctor.cli.output import note
 
@@ -182,12 +181,12 @@ def fleet_emit() -> None:
 
 
 @fleet_emit.command("k8s")
-@click.option("--image", default=f"fwdoctor:{__version__}", show_default=True, help="An image with fwdoctor installed: your training image plus `pip install fwdoctor`, so the facts are the jobs'.")
+@click.option("--image", help="An image with fwdoctor installed: your training image plus `pip install fwdoctor`, so the facts are the jobs' (default: cu130-py312:latest, the image `fwdoctor docker generate` and `fwdoctor docker build stacks/cu130-py312.yaml` make; build and push it first).")
 @click.option("--namespace", default="default", show_default=True)
 @click.option("--name", default="fwdoctor-facts", show_default=True, help="The DaemonSet's name and its pods' app.kubernetes.io/name label.")
 @click.option("--what", type=click.Choice(WHATS), default="facts", show_default=True)
 @click.option("--node-selector", "selector", multiple=True, metavar="KEY=VALUE", help="Nodes to run on (default: nvidia.com/gpu.present=true, the GPU Operator's label).")
-@click.option("--gpus", type=click.IntRange(0, 64), default=0, show_default=True, help="Request this many nvidia.com/gpu (0: none; NVIDIA_VISIBLE_DEVICES=all shows every GPU).")
+@click.option("--gpus", type=click.IntRange(0, 64), default=0, show_default=True, help="Request this many nvidia.com/gpu (0: none; NVIDIA_VISIBLE_DEVICES=all shows every GPU). N is held for the pod's whole life, until the DaemonSet is deleted.")
 @click.option("--runtime-class", help="runtimeClassName for the pods (e.g. nvidia, where it is not the default runtime).")
 @click.option("--timeout", type=float, help="Seconds each node's collection may take (default: 600 facts, 3600 smoke).")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the manifest here (default: stdout).")
@@ -211,6 +210,7 @@ def emit_k8s(image, namespace, name, what, selector, gpus, runtime_class, timeou
     """
     from fwdoctor.fleet import k8s
 
+    image = image or k8s.DEFAULT_IMAGE
     if gate:
         from fwdoctor.fleet import npd
 

@@ -24,6 +24,19 @@ cluster refuses the variable). No host path, no hostPID, no privileges: the fact
 node's driver and GPUs as the image sees them, which is what a training job in that
 image sees.
 
+What the pods reserve is said at the top of the manifest. A GPU requested by the init
+container (`--gpus N`) stays reserved for the pod's whole life, not only while fwdoctor runs:
+the scheduler counts a pod's effective request as the larger of its init containers' and the
+sum of its app containers' ("init containers can reserve resources for initialization that
+are not used during the life of the Pod", kubernetes.io/docs/concepts/workloads/pods/
+init-containers/#resource-sharing-within-containers), and the pause container keeps the pod.
+So the default requests none, the smallest request that works wherever the NVIDIA runtime
+honours NVIDIA_VISIBLE_DEVICES, and the manifest says to delete the DaemonSet once gathered.
+
+The default image is the one `fwdoctor docker build stacks/cu130-py312.yaml` tags (the
+Dockerfile `fwdoctor docker generate` writes installs fwdoctor beside the locked stack);
+it is in no public registry: the manifest says to build and push it, or to pass --image.
+
 The manifest is built as data and written by fwdoctor.escape.yaml_dump (PyYAML's safe
 dumper, quoting every string YAML 1.1 or 1.2 would type: `y`, `on`, `1e3`, `0o17`, `~`):
 no value is ever pasted into YAML text.
@@ -43,6 +56,10 @@ GPU_RESOURCE = "nvidia.com/gpu"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 NODE_NAME_ENV = "FWDOCTOR_NODE_NAME"
 CONTAINER = "fwdoctor"
+# The image `fwdoctor docker build stacks/cu130-py312.yaml` tags (STACK:latest beside
+# STACK:LOCKHASH): built from `fwdoctor docker generate`'s Dockerfile, in no public registry.
+DEFAULT_STACK = "cu130-py312"
+DEFAULT_IMAGE = f"{DEFAULT_STACK}:latest"
 NAME_LABEL = "app.kubernetes.io/name"
 
 # RFC 1123 label (namespaces, object names used as labels): Kubernetes' own rule.
@@ -149,12 +166,45 @@ def gather_command(namespace: str, name: str) -> list[str]:
     return ["kubectl", "logs", "-n", namespace, "-l", f"{NAME_LABEL}={name}", "-c", CONTAINER, "--tail=-1"]
 
 
+def reservation(manifest: dict[str, Any]) -> list[str]:
+    """What the DaemonSet's pods reserve on each node, in words (the manifest's head)."""
+    pod = manifest["spec"]["template"]["spec"]
+    gpus = max((c.get("resources", {}).get("limits", {}).get(GPU_RESOURCE, 0) for c in pod["initContainers"]), default=0)
+    hold = pod["containers"][0].get("resources", {}).get("requests", {})
+    held = f"CPU {hold.get('cpu', '0')} and memory {hold.get('memory', '0')} (the pause container)"
+    if not gpus:
+        return [f"Reserves on each node: no GPU; {held}.",
+                "NVIDIA_VISIBLE_DEVICES=all shows every GPU without taking one from jobs",
+                "(where the runtime ignores it: --gpus N, which holds N GPUs)."]
+    return [f"Reserves on each node: {gpus} {GPU_RESOURCE} for the pod's WHOLE LIFE, not only",
+            "while fwdoctor runs (an init container's request is the pod's, and the pause",
+            f"container keeps the pod): jobs cannot use those {gpus} GPUs until the DaemonSet",
+            f"is deleted (the last step below); also {held}."]
+
+
+def image_lines(image: str) -> list[str]:
+    """Where the image comes from: the default is built by the user, not pulled from a registry."""
+    if image != DEFAULT_IMAGE:
+        return [f"Image {image}: it must have fwdoctor installed",
+                "(your training image plus `pip install fwdoctor`)."]
+    stack = f"stacks/{DEFAULT_STACK}.yaml"
+    return [f"Image {image}: you build it, no public registry has it:",
+            f"  fwdoctor lock {stack}",
+            f"  fwdoctor docker generate {stack}",
+            f"  fwdoctor docker build {stack}      # tags {image}",
+            "then push it where the nodes pull from and pass --image REGISTRY/NAME:TAG."]
+
+
 def render(manifest: dict[str, Any], namespace: str, name: str) -> str:
-    """YAML text: a comment block saying how to gather the output, then the manifest."""
+    """YAML text: a comment block saying what the pods reserve, where the image comes from
+    and how to gather the output, then the manifest."""
     from fwdoctor.quoting import comment, shell_line
 
+    image = manifest["spec"]["template"]["spec"]["initContainers"][0]["image"]
     steps = [
         "fwdoctor fleet emit k8s: one pod per GPU node prints that node's document as one JSON line.",
+        *reservation(manifest),
+        *image_lines(image),
         f"kubectl apply -f THIS_FILE; kubectl rollout status -n {namespace} daemonset/{name}",
         f"{shell_line(gather_command(namespace, name))} > fleet.jsonl",
         "fwdoctor fleet report fleet.jsonl",
