@@ -150,7 +150,14 @@ def test_many_odd_nodes_are_listed_up_to_max_listed_then_counted(tmp_path):
         doc["facts"]["driver.version"]["value"] = driver
         write(tmp_path / f"n{i}.json", doc)
     _, out, _ = fleet_cli(str(tmp_path), "--max-listed", "3")
-    assert "  driver    n00, n01, n02 +2 more: 550.163.01; the rest (7) 580.95.05" in out.splitlines()
+    # Folded into a Slurm hostlist range (issue 27): n00..n04 are one group.
+    assert "  driver    n[00-04]: 550.163.01; the rest (7) 580.95.05" in out.splitlines()
+    for i, prefix in enumerate("abcde"):  # five groups that do not fold: three shown, then counted
+        doc = facts_doc(f"{prefix}x{i}")
+        doc["facts"]["driver.version"]["value"] = "535.129.03"
+        write(tmp_path / f"{prefix}.json", doc)
+    _, out, _ = fleet_cli(str(tmp_path), "--max-listed", "3")
+    assert "ax0,bx1,cx2 (+2 more groups): 535.129.03" in out
 
 
 # ----------------------------------------------------------------------------- inputs

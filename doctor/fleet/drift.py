@@ -63,10 +63,11 @@ class Drift:
 
 
 def listed(names: tuple[str, ...] | list[str], max_listed: int = MAX_LISTED) -> str:
-    """"a, b, c" or "a, b, ... +K more"."""
-    shown = ", ".join(names[:max_listed])
-    more = len(names) - max_listed
-    return f"{shown} +{more} more" if more > 0 else shown
+    """Node names as Slurm hostlist ranges ("dgx-[0055-0058,0060],login1"), at most
+    `max_listed` groups, then "(+K more groups)": a list scontrol and pdsh take as it is."""
+    from fwdoctor.fleet.hostlist import folded
+
+    return folded(list(names), max_listed)
 
 
 def drift(what: str, rows: Iterable[NodeRow], value_of: Callable[[NodeRow], str | None]) -> Drift:

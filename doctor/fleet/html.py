@@ -20,8 +20,8 @@ from fwdoctor import __version__
 from fwdoctor.escape import terminal
 from fwdoctor.findings import AREA_TITLES
 from fwdoctor.fleet import node as nd
-from fwdoctor.fleet.drift import listed
-from fwdoctor.fleet.report import FleetReport, _differing, _summary, grouped_node_findings
+from fwdoctor.fleet.hostlist import folded
+from fwdoctor.fleet.report import FleetReport, _differing, _summary, grouped_node_findings, own, to_act_on, worst_of
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
@@ -45,6 +45,13 @@ def render_html(report: FleetReport) -> Iterator[str]:
            f"<title>fwdoctor fleet report: {len(report.rows)} nodes</title>\n"
            f"<style>\n{_asset('page.css')}</style>\n</head>\n<body>\n")
     yield f"<h1>fwdoctor fleet report</h1>\n<p class=\"summary\">fwdoctor {e(__version__)}: {e(_summary(report))}</p>\n"
+    yield "<h2>Nodes to act on (drain)</h2>\n<ul class=\"findings\" id=\"act-on\">\n"
+    act = to_act_on(report)
+    for cause, nodes in act:
+        yield f"<li><span class=\"sev-error\">drain</span> <code>{e(folded(nodes, n))}</code>: {e(cause)}</li>\n"
+    if not act:
+        yield "<li>None.</li>\n"
+    yield "</ul>\n"
     yield f"<h2>Drift: {report.alike} of {len(report.rows)} nodes alike</h2>\n<ul class=\"drift\">\n"
     differing = _differing(report)
     for column, found in differing:
@@ -63,7 +70,7 @@ def render_html(report: FleetReport) -> Iterator[str]:
     groups = grouped_node_findings(report)
     for (finding_id, severity, message), nodes in groups:
         yield (f"<li><span class=\"sev-{e(severity)}\">{e(severity)}</span> <code>{e(finding_id)}</code>: {e(message)} "
-               f"({len(nodes)} node(s): {e(listed(nodes, n))})</li>\n")
+               f"({len(nodes)} node(s): {e(folded(nodes, n))})</li>\n")
     if not groups:
         yield "<li>No finding.</li>\n"
     yield "</ul>\n"
@@ -74,7 +81,8 @@ def render_html(report: FleetReport) -> Iterator[str]:
         yield "</ul>\n"
     yield ("<h2>Nodes by checks</h2>\n<p class=\"legend\"><span class=\"odd\">odd</span>differs from the rest "
            "(hover for the majority)<span class=\"fail\">fail</span>a failed smoke test; n/a: the documents do not say. "
-           "Click a header to sort.</p>\n")
+           "Click a header to sort.</p>\n"
+           "<p class=\"filter\"><label><input type=\"checkbox\" id=\"only-odd\"> only nodes that are odd or have findings</label></p>\n")
     yield from _table(report)
     yield f"<script>\n{_asset('page.js')}</script>\n</body>\n</html>\n"
 
@@ -106,10 +114,14 @@ def _table(report: FleetReport) -> Iterator[str]:
             sort_value = repr(row.figures[column.key]) if column.key in row.figures else value
             cls = f' class="{" ".join(classes)}"' if classes else ""
             cells.append(f'<td{cls} data-v="{e(sort_value)}"{title}>{e(value)}</td>')
-        worst = row.worst
-        ids = sorted({i for i, _, _ in row.findings})
-        text = f"{worst} ({len(row.findings)})" if row.findings else "ok"
+        # Every finding that is this node's own: its checks', its failed smoke tests (their
+        # reasons in the title) and a fleet finding naming it alone.
+        mine = own(report, row)
+        worst = worst_of(mine)
+        text = f"{worst} ({len(mine)})" if mine else "ok"
         rank = {"error": "0", "warning": "1", "info": "2", "ok": "3"}[worst]
-        cells.append(f'<td class="sev-{worst}" data-v="{rank}{len(row.findings):06d}" title="{e(", ".join(ids))}">{e(text)}</td>')
-        yield f"<tr>{''.join(cells)}</tr>\n"
+        why = "; ".join(dict.fromkeys(f"{i}: {m}" if i == "smoke-failed" else i for i, _, m in mine))
+        cells.append(f'<td class="sev-{worst}" data-v="{rank}{len(mine):06d}" title="{e(why)}">{e(text)}</td>')
+        flag = ' data-flag="1"' if mine or marks else ""
+        yield f"<tr{flag}>{''.join(cells)}</tr>\n"
     yield "</tbody>\n</table>\n</div>\n"

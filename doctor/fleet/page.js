@@ -45,5 +45,9 @@
       if (event.key === "Enter" || event.key === " ") { event.preventDefault(); sortBy(event.currentTarget); }
     });
   }
+  var only = document.getElementById("only-odd");
+  if (only) {
+    only.addEventListener("change", function () { table.classList.toggle("only-odd", only.checked); });
+  }
   table.setAttribute("data-ready", "1");
 })();

@@ -24,6 +24,7 @@ from fwdoctor.findings import AREA_TITLES
 from fwdoctor.fleet import node as nd
 from fwdoctor.fleet.documents import BadInput, Document, StampError, documents
 from fwdoctor.fleet.drift import MAX_LISTED, Drift, drift, listed
+from fwdoctor.fleet.hostlist import folded
 from fwdoctor.fleet.rules import MIN_PEER_GROUP, RULES as FLEET_RULES, SLOW_FRACTION, Fleet
 from fwdoctor.model import Facts, Finding, NotChecked, Severity
 
@@ -280,6 +281,33 @@ def grouped_node_findings(report: FleetReport) -> list[tuple[tuple[str, str, str
     return sorted(groups.items(), key=lambda item: (rank.get(item[0][1], 3), item[0][0], -len(item[1]), item[0][2]))
 
 
+def own(report: FleetReport, row: nd.NodeRow) -> list[tuple[str, str, str]]:
+    """Everything that is this node's own: its checks' findings, each failed smoke test
+    (an error: the node cannot run that workload), and the fleet findings naming it alone
+    (its smoke figure far below its peers')."""
+    found = list(row.findings)
+    found += [("smoke-failed", "error", text) for text in row.smoke_failures]
+    found += [(f.id, f.severity.value, f.message) for (name, _), f in report.slow.items() if name == row.name]
+    return found
+
+
+def worst_of(found: list[tuple[str, str, str]]) -> str:
+    severities = {s for _, s, _ in found}
+    return next((s for s in ("error", "warning", "info") if s in severities), "ok")
+
+
+def to_act_on(report: FleetReport) -> list[tuple[str, list[str]]]:
+    """(cause, nodes) of the nodes to drain: an error of their own or a failed smoke test.
+    A node's cause is its first error ("id: message"); nodes with the same cause are one
+    entry, most nodes first, so the list reads as the commands to run."""
+    by_cause: dict[str, list[str]] = {}
+    for row in report.rows:
+        errors = [(i, m) for i, s, m in own(report, row) if s == "error"]
+        if errors:
+            by_cause.setdefault(f"{errors[0][0]}: {errors[0][1]}", []).append(row.name)
+    return sorted(by_cause.items(), key=lambda item: (-len(item[1]), item[0]))
+
+
 def _summary(report: FleetReport) -> str:
     c = report.counts()
     return (f"{len(report.rows)} node(s) from {report.documents} document(s); "
@@ -300,6 +328,11 @@ MARK = {"error": "error", "warning": "warn ", "info": "info "}
 def render_text(report: FleetReport) -> str:
     n = report.max_listed
     out = [f"fwdoctor {__version__} fleet report: {_summary(report)}", ""]
+    act = to_act_on(report)
+    out.append(f"Nodes to act on (drain): {sum(len(nodes) for _, nodes in act)}" if act else "Nodes to act on (drain): none")
+    for cause, nodes in act:
+        out.append(f"  {folded(nodes, n)}: {cause}")
+    out.append("")
     differing = _differing(report)
     out.append(f"Drift: {report.alike} of {len(report.rows)} nodes alike" + ("" if differing or report.slow else " (nothing differs)"))
     width = max([len(c.title) for c, _ in differing] + [8])
@@ -317,7 +350,7 @@ def render_text(report: FleetReport) -> str:
     out += ["", f"Each node's own checks (`fwdoctor check --facts`): {sum(len(nodes) for _, nodes in groups)} finding(s), {len(groups)} distinct"]
     for (finding_id, severity, message), nodes in groups:
         out.append(f"  {MARK.get(severity, severity)} {finding_id}: {message}")
-        out.append(f"        on {len(nodes)} node(s): {listed(nodes, n)}")
+        out.append(f"        on {len(nodes)} node(s): {folded(nodes, n)}")
     nothing = [r.name for r in report.rows if r.nothing_checked]
     if nothing:
         out.append(f"  nothing could be checked on {len(nothing)} node(s) (their facts hold nothing the checks need): {listed(nothing, n)}")
@@ -356,8 +389,10 @@ def md(text: Any) -> str:
 
 def render_markdown(report: FleetReport) -> str:
     n = report.max_listed
-    out = [f"## fwdoctor fleet report", "", f"fwdoctor {__version__}: {_summary(report)}", "",
-           f"### Drift: {report.alike} of {len(report.rows)} nodes alike", ""]
+    out = [f"## fwdoctor fleet report", "", f"fwdoctor {__version__}: {_summary(report)}", "", "### Nodes to act on (drain)", ""]
+    act = to_act_on(report)
+    out += [f"- {md(folded(nodes, n))}: {md(cause)}" for cause, nodes in act] or ["None."]
+    out += ["", f"### Drift: {report.alike} of {len(report.rows)} nodes alike", ""]
     differing = _differing(report)
     if differing:
         out += ["| check | odd nodes | the rest |", "|---|---|---|"]
@@ -374,7 +409,7 @@ def render_markdown(report: FleetReport) -> str:
     out += [f"- not checked `{item.rule}`: {md(item.reason)}" for item in report.not_checked]
     out += ["", "### Each node's own checks", ""]
     groups = grouped_node_findings(report)
-    out += [f"- **{s}** {md(i)}: {md(m)} ({len(nodes)} node(s): {md(listed(nodes, n))})" for (i, s, m), nodes in groups] or ["No finding."]
+    out += [f"- **{s}** {md(i)}: {md(m)} ({len(nodes)} node(s): {md(folded(nodes, n))})" for (i, s, m), nodes in groups] or ["No finding."]
     failed = [(r.name, text) for r in report.rows for text in r.smoke_failures]
     if failed:
         out += ["", "### Smoke tests that failed", ""] + [f"- {md(name)}: {md(text)}" for name, text in failed]
@@ -397,6 +432,7 @@ def to_json(report: FleetReport) -> dict[str, Any]:
                   for key, d in report.drifts.items()],
         "findings": [f.to_json() for f in report.findings],
         "not_checked": [item.to_json() for item in report.not_checked],
+        "act_on": [{"cause": cause, "nodes": nodes, "hostlist": folded(nodes, len(nodes))} for cause, nodes in to_act_on(report)],
         "nodes": [{**row.to_json(), "odd": report.odd(row)} for row in report.rows],
         "unreadable": [b.to_json() for b in report.bad],
     }
