@@ -52,6 +52,7 @@ from urllib.parse import unquote, urlparse
 
 import yaml
 
+from fwdoctor.recipes import netcheck
 from fwdoctor.recipes.stack import ResolvedStack
 
 CONDA_LOCK_NAME = "conda-lock.yml"
@@ -364,9 +365,31 @@ def _write(path: Path, text: str) -> str:
     return str(path)
 
 
+def unreachable_channels(names: Iterable[str], timeout: float = netcheck.PROBE_TIMEOUT_S) -> list[tuple[str, str]]:
+    """(channel, why) for each http(s) channel whose noarch/repodata.json does not answer now
+    (DNS, refused, TLS, HTTP status: fwdoctor.recipes.netcheck); local channels are the
+    solver's to read."""
+    failed: list[tuple[str, str]] = []
+    for name in names:
+        base = name if "://" in name else f"https://conda.anaconda.org/{name}"
+        if not base.startswith(("http://", "https://")):
+            continue
+        why = netcheck.probe_url(f"{base.rstrip('/')}/noarch/repodata.json", timeout, missing_ok=False)
+        if why:
+            failed.append((name, why))
+    return failed
+
+
 def lock(stack: ResolvedStack, stack_file: str, out_dir: str | Path, progress: Progress | None = None,
          solver: Solver | None = None) -> tuple[list[str], Solver]:
-    """Write environment.yml, virtual-packages.yml and conda-lock.yml into out_dir; (written, solver)."""
+    """Write environment.yml, virtual-packages.yml and conda-lock.yml into out_dir; (written, solver).
+    Each channel is asked first, within seconds: one that does not answer is named with the
+    reason before any solver starts."""
+    if progress is not None:
+        progress(f"conda channels: {', '.join(channels(stack))} (each asked within {netcheck.PROBE_TIMEOUT_S:g} s)")
+    down = unreachable_channels(channels(stack))
+    if down:
+        raise CondaLockError("; ".join(f"channel {name} did not answer: {why}" for name, why in down) + " (nothing was solved)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     solver = solver or choose_solver()
@@ -616,7 +639,7 @@ def _unreachable(channel_urls: Iterable[str]) -> str | None:
                 with urlopen(url, timeout=FETCH_TIMEOUT_S) as answer:  # noqa: S310 (our own URL forms)
                     answer.read(1)
         except (OSError, ValueError) as exc:
-            return f"{channel}: {getattr(exc, 'reason', None) or exc}"
+            return f"{channel}: {netcheck.reason(exc) if isinstance(exc, OSError) else exc}"
     return None
 
 

@@ -37,6 +37,8 @@ import urllib.parse
 import urllib.request
 from typing import Callable
 
+from fwdoctor.recipes import netcheck
+
 CHUNK = 1 << 20
 # A CUDA runfile is ~4 GB: three hours is 0.4 MB/s, slower than any mirror worth waiting for.
 DEFAULT_DEADLINE_S = 3 * 3600.0
@@ -191,8 +193,10 @@ def download(
                 os.fsync(out.fileno())
         except urllib.error.HTTPError as exc:
             raise DownloadError(f"{url}: HTTP {exc.code} {exc.reason}") from None
-        except urllib.error.URLError as exc:
-            raise DownloadError(f"{url}: {exc.reason}") from None
+        except urllib.error.URLError as exc:  # DNS, refused, TLS, no answer: said as such
+            raise DownloadError(f"{url}: {netcheck.reason(exc, timeout)}") from None
+        except (TimeoutError, ConnectionError) as exc:
+            raise DownloadError(f"{url}: {netcheck.reason(exc, timeout)}") from None
         except (OSError, ValueError) as exc:
             raise DownloadError(f"{url}: {exc}") from None
         actual = digest.hexdigest()

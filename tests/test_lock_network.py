@@ -169,3 +169,27 @@ def test_verify_does_not_pass_on_a_find_links_file_while_the_index_is_silent(cli
     assert unverified == [f"torch==2.13.0+cpu: index unreachable ({url}: connection refused (nothing listens on that port)); "
                           "found only in --find-links ../local-wheels"]
     shutil.rmtree(local)
+
+
+def test_a_conda_channel_that_does_not_answer_is_named_before_any_solver_starts(use_test_kb, tmp_path):
+    from fwdoctor.recipes import conda_lock
+
+    url = f"http://127.0.0.1:{_closed_port()}/conda-channel"
+    stack = copy_stack(tmp_path, "cpu-py311", f"conda:\n  channels: ['{url}']\n  packages: ['libjpeg-turbo=3.0']\n")
+    resolved = stack_mod.load_and_resolve(stack, KB(TEST_KB_DIR))
+    said: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(conda_lock.CondaLockError) as err:
+        conda_lock.lock(resolved, str(stack), tmp_path / "out", progress=said.append)
+    assert time.monotonic() - started < netcheck.PROBE_TIMEOUT_S + 5
+    assert str(err.value) == f"channel {url} did not answer: connection refused (nothing listens on that port) (nothing was solved)"
+    assert said == [f"conda channels: {url} (each asked within {netcheck.PROBE_TIMEOUT_S:g} s)"]
+
+
+def test_a_download_from_a_refused_port_says_connection_refused(tmp_path):
+    from fwdoctor.recipes import download as dl
+
+    url = f"http://127.0.0.1:{_closed_port()}/cuda.run"
+    with pytest.raises(dl.DownloadError) as err:
+        dl.download(url, str(tmp_path / "cuda.run"), "0" * 64, timeout=5)
+    assert str(err.value) == f"{url}: connection refused (nothing listens on that port)"
