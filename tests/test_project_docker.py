@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import localindex
-from test_packaging import wheel  # noqa: F401  (the module-scoped fixture: this checkout's wheel)
+pytest_plugins = ("wheel_helpers",)  # the wheel fixture: this checkout's wheel (tests/wheel_helpers.py)
 
 pytestmark = pytest.mark.slow
 
