@@ -203,3 +203,23 @@ def test_the_npd_message_is_one_line_of_at_most_80_characters(cli, use_test_kb, 
     assert result.exit_code == 1
     (line,) = result.stdout.splitlines()
     assert len(line) <= 80 and line.startswith("DRAIN: driver-library-mismatch: kernel module nvidia 575.57.08")
+
+
+# ----------------------------------------------------------------------------- smoke, for CI
+def test_smoke_writes_ctrf_and_junit_that_their_readers_parse(cli, monkeypatch):
+    from fwdoctor.cli import smoke as smoke_cli
+    from fwdoctor.smoke.result import SmokeResult
+
+    results = [SmokeResult("kernel gpu0", "pass", "GPU 0: checks within tolerance"),
+               SmokeResult("kernel gpu1", "fail", "GPU 1 failed", error="CUDA error: an illegal memory access <&>"),
+               SmokeResult("kernel gpu2", "skipped", "no GPU 2")]
+    monkeypatch.setattr(smoke_cli, "kernel_results", lambda *a, **k: results)
+    out = cli("smoke", "kernel", "--report-format", "ctrf")
+    assert out.exit_code == 1
+    doc = json.loads(out.stdout)["results"]
+    assert (doc["summary"]["tests"], doc["summary"]["passed"], doc["summary"]["failed"], doc["summary"]["skipped"]) == (3, 1, 1, 1)
+    assert doc["tests"][1]["message"] == "CUDA error: an illegal memory access <&>"
+    root = ET.fromstring(cli("smoke", "kernel", "--report-format", "junit").stdout)
+    suite = root.find("testsuite")
+    assert (suite.get("failures"), suite.get("skipped")) == ("1", "1")
+    assert suite.find("testcase[@name='kernel gpu1']/failure").get("message") == "CUDA error: an illegal memory access <&>"

@@ -57,9 +57,26 @@ def _python(value: str | None, announce: bool = True) -> str:
 _STARTED_KEY = "fwdoctor.smoke.started"
 
 
-def _emit(results: list, as_json: bool, extra_text: str = "") -> int:
+_REPORT_FORMAT = click.option("--report-format", "fmt", type=click.Choice(["text", "json", "ctrf", "junit"]), default=None,
+                              help="json as --json; ctrf (Common Test Report Format JSON) or junit (JUnit XML) for CI dashboards.")
+
+
+def _emit(results: list, as_json: bool, extra_text: str = "", fmt: str | None = None) -> int:
     code = exit_code(results)
-    if as_json:
+    if fmt in ("ctrf", "junit"):
+        from fwdoctor import testreport
+
+        started = click.get_current_context().meta.get(_STARTED_KEY)
+        elapsed = _elapsed(started)
+        status = {"pass": "passed", "fail": "failed", "skipped": "skipped", "skip": "skipped"}
+        tests = [{"name": r.test, "status": status.get(r.status, "other"), "duration": 0,
+                  "message": r.message if r.status != "fail" else (r.error or r.message)} for r in results]
+        if fmt == "ctrf":
+            click.echo(testreport.ctrf("fwdoctor smoke", tests, elapsed, extra={"exit_code": code}), nl=False)
+        else:
+            click.echo(testreport.junit("fwdoctor smoke", "fwdoctor.smoke", tests, elapsed), nl=False)
+        return code
+    if as_json or fmt == "json":
         meta = click.get_current_context().meta
         emit_json("smoke", {**live_provenance(meta.get(_STARTED_KEY)).to_json(),
                             "exit_code": code, "python": meta.get(_PYTHON_KEY),
@@ -96,7 +113,8 @@ def smoke() -> None:
 @click.option("--no-gemm", is_flag=True, help="Skip the GEMM TFLOP/s figure.")
 @click.option("--cpu", is_flag=True, help="Run the same checks on the CPU (oneDNN conv2d, bf16 autocast) instead of GPUs.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def kernel_cmd(python, devices, compile_only, archs, timeout, no_gemm, cpu, as_json) -> None:
+@_REPORT_FORMAT
+def kernel_cmd(python, devices, compile_only, archs, timeout, no_gemm, cpu, as_json, fmt) -> None:
     """Check kernels on every GPU against a CPU reference (or compile with nvcc).
 
     Runs in a child process of the interpreter under test, with a timeout. Without a GPU
@@ -108,7 +126,7 @@ def kernel_cmd(python, devices, compile_only, archs, timeout, no_gemm, cpu, as_j
         fail("--timeout must be positive")
     if cpu and (compile_only or devices):
         fail("--cpu runs on the CPU: it takes neither --compile-only nor --device")
-    sys.exit(_emit(kernel_results(python, devices, compile_only, archs, timeout, not no_gemm, cpu=cpu), as_json))
+    sys.exit(_emit(kernel_results(python, devices, compile_only, archs, timeout, not no_gemm, cpu=cpu), as_json, fmt=fmt))
 
 
 def kernel_results(python, devices, compile_only, archs, timeout, gemm=True, announce=True, cpu=False) -> list:
@@ -155,7 +173,8 @@ _allreduce_options = [
 @click.option("--emit", type=click.Choice(["slurm", "torchrun"]), help="Print a multi-node job script instead of running.")
 @click.option("--quiet", is_flag=True, help="No per-size progress on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def allreduce_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, warmup, iters, nnodes, node_rank, rdzv_endpoint, rdzv_id, timeout, emit, quiet, as_json) -> None:
+@_REPORT_FORMAT
+def allreduce_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, warmup, iters, nnodes, node_rank, rdzv_endpoint, rdzv_id, timeout, emit, quiet, as_json, fmt) -> None:
     """All-reduce sweep through torch.distributed: exact sums, algbw and busbw per size.
 
     busbw = algbw * 2(n-1)/n in GB/s (1e9 bytes), as nccl-tests reports it.
@@ -177,7 +196,7 @@ def allreduce_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busb
         click.echo(script, nl=False)
         return
     result = run_allreduce(opts, quiet)
-    sys.exit(_emit([result], as_json, ar.render_table(result)))
+    sys.exit(_emit([result], as_json, ar.render_table(result), fmt=fmt))
 
 
 def run_allreduce(opts, quiet: bool = False, host_facts=None, kb=None):
@@ -199,15 +218,21 @@ def run_allreduce(opts, quiet: bool = False, host_facts=None, kb=None):
 @smoke.command("all")
 @with_options(_allreduce_options)
 @click.option("--no-allreduce", is_flag=True, help="Skip the all-reduce step.")
+@click.option("--cpu", is_flag=True, help="On the CPU: kernel --cpu and the all-reduce over gloo (runs anywhere).")
 @click.option("--timeout", type=float, default=600.0, show_default=True, callback=_seconds, help="Seconds for each step (kernel, allreduce).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False), help="Write the JSON report here (schema: doctor/smoke/suite.py).")
 @kb_option
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the summary.")
-def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_allreduce, timeout, report_file, kb_dir, as_json) -> None:
+def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_allreduce, cpu, timeout, report_file, kb_dir, as_json) -> None:
     """check --deep, then kernel, then allreduce: one summary, one JSON report.
 
     Exit 1 when check has an error finding or any test failed; skips do not fail.
+    With --cpu every step runs on the CPU, as `smoke kernel --cpu` and
+    `smoke allreduce --backend gloo` do.
     """
+    if cpu and backend == "nccl":
+        fail("--cpu runs on the CPU: its all-reduce is gloo's, not --backend nccl")
+    backend = "gloo" if cpu else backend
     target = _python(python)
     opts = ar.AllreduceOptions(python=target, backend=backend, nproc=nproc, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, timeout=timeout, min_busbw=min_busbw)
     try:
@@ -224,7 +249,7 @@ def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_
     report = judge(facts, kb, RULES)
     suite = SuiteResult(python=target, check=to_json(report, checked_at=utc_now()), provenance=facts.provenance)
     click.echo("fwdoctor smoke all: kernel ...", err=True)
-    suite.kernel = kernel_results(target, (), False, (), timeout, announce=False)
+    suite.kernel = kernel_results(target, (), False, (), timeout, announce=False, cpu=cpu)
     if not no_allreduce:
         click.echo("fwdoctor smoke all: allreduce ...", err=True)
         suite.allreduce = [run_allreduce(opts, host_facts=facts, kb=kb)]
@@ -244,3 +269,13 @@ def all_cmd(python, backend, nproc, min_bytes, max_bytes, factor, min_busbw, no_
             click.echo(f"report: {report_file}")
     sys.exit(suite.exit_code)
 
+
+def _elapsed(started: str | None) -> float:
+    """Seconds since the group began (its collected_at stamp), 0 when unknown."""
+    from datetime import datetime, timezone
+
+    try:
+        begun = datetime.fromisoformat(str(started).replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    return max(0.0, (datetime.now(timezone.utc) - begun).total_seconds())

@@ -7,11 +7,9 @@ fwdoctor.escape, XML through xml.etree (which escapes text and attributes), JSON
 
 from __future__ import annotations
 
-import json
-import time
-import xml.etree.ElementTree as ET
 from typing import Any
 
+from fwdoctor import testreport
 from fwdoctor.escape import terminal
 from fwdoctor.gate.run import GateResult
 
@@ -45,7 +43,7 @@ def exit_code(result: GateResult, scheme: str) -> int:
 
 def one_line(result: GateResult, limit: int | None = None) -> str:
     cause = result.first_cause
-    text = f"{result.verdict.upper()}" + (f": {cause.id}: {cause.message}" if cause else f": {len(result.findings)} findings, none that matter to the policy")
+    text = f"{result.verdict.upper()}" + (f": {cause.id}: {cause.message}" if cause else f": {len(result.findings)} finding(s), none that matter to the policy")
     text = " ".join(terminal(text).split())
     if limit is not None and len(text) > limit:
         text = text[: limit - 3] + "..."
@@ -79,32 +77,12 @@ def _tests(result: GateResult) -> list[dict[str, Any]]:
 
 
 def render_ctrf(result: GateResult, finished: float | None = None) -> str:
-    """Common Test Report Format (ctrf.io, schema ctrf-json v0.0.x: results.tool.name,
-    results.summary{tests, passed, failed, pending, skipped, other, start, stop}, results.tests[])."""
-    stop = int((finished if finished is not None else time.time()) * 1000)
-    start = stop - int(result.elapsed_s * 1000)
-    tests = _tests(result)
-    count = {s: sum(1 for t in tests if t["status"] == s) for s in ("passed", "failed", "pending", "skipped", "other")}
-    doc = {"results": {"tool": {"name": "fwdoctor gate"},
-                       "summary": {"tests": len(tests), **count, "start": start, "stop": stop},
-                       "tests": tests,
-                       "extra": {"verdict": result.verdict, "budget_s": result.budget_s}}}
-    return json.dumps(doc, indent=2) + "\n"
+    """CTRF JSON (fwdoctor.testreport): a test per step and per cause."""
+    return testreport.ctrf("fwdoctor gate", _tests(result), result.elapsed_s, finished,
+                           {"verdict": result.verdict, "budget_s": result.budget_s})
 
 
 def render_junit(result: GateResult) -> str:
-    """JUnit XML as Jenkins, GitLab and GitHub reporters read it: one testsuite, a testcase
-    per step and cause; drains are <failure>, warnings and unknowns pass with <system-out>."""
-    tests = _tests(result)
-    suite = ET.Element("testsuite", name="fwdoctor gate", tests=str(len(tests)),
-                       failures=str(sum(1 for t in tests if t["status"] == "failed")), errors="0", skipped="0",
-                       time=f"{result.elapsed_s:.3f}")
-    for test in tests:
-        case = ET.SubElement(suite, "testcase", classname="fwdoctor.gate", name=test["name"], time=f"{test['duration'] / 1000:.3f}")
-        if test["status"] == "failed":
-            ET.SubElement(case, "failure", message=test.get("message", ""), type=test["name"]).text = test.get("message", "")
-        elif test.get("message"):
-            ET.SubElement(case, "system-out").text = f"{test['status']}: {test['message']}"
-    root = ET.Element("testsuites", name="fwdoctor", tests=suite.get("tests", "0"), failures=suite.get("failures", "0"))
-    root.append(suite)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    """JUnit XML (fwdoctor.testreport): drains are <failure>, warnings and unknowns pass
+    with <system-out>."""
+    return testreport.junit("fwdoctor gate", "fwdoctor.gate", _tests(result), result.elapsed_s)
