@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TextIO
 
 from fwdoctor import runner
+from fwdoctor.recipes import netcheck
 from fwdoctor.recipes.plan import FileWrite, Plan, Step
 
 ConfirmFn = Callable[[Plan], bool]
@@ -210,6 +211,17 @@ def _run_step(step: Step, base_env: Mapping[str, str], log: TextIO, say: Progres
         # credential fails the step with sudo's own message.
         argv = ["sudo", "-n", "--", *argv]
     say(f"{label} {step.why.splitlines()[0] if step.why else what}")
+    indexes, links = netcheck.pip_sources(step.argv)
+    if indexes or links:
+        # Where pip goes, said before it runs; one that does not answer fails the step now
+        # with the reason, not after pip's retries with "No matching distribution".
+        say(f"{label} pip asks: {', '.join(indexes + links)}")
+        down = netcheck.probe_sources(indexes, links)
+        if down:
+            tail = "; ".join(f"{where} did not answer: {why}" for where, why in down) + " (pip was not run)"
+            _log(log, f"# {tail}\n\n")
+            say(f"{label} FAILED: {what}")
+            return StepOutcome(what, "failed", None, tail)
     _log(log, f"$ {quote_argv(argv)}\n" + (f"# cwd {step.cwd}\n" if step.cwd else ""))
     res = wait(f"{label} running {os.path.basename(step.argv[0])}", runner.run, argv, timeout=step.timeout_s, env=env, cwd=step.cwd)
     _log(log, (res.stdout or "") + (res.stderr or ""))

@@ -5,6 +5,8 @@ timeout, so an unreachable one is named at once with the reason (DNS, refused, T
 status, no answer) instead of pip's "No matching distribution" minutes later. pip's own
 configuration is not used for a lock (it names everything it was resolved from); the
 settings this machine has are named as ignored, with the flag that passes each explicitly.
+A plan's pip step (install/fix --apply) names the indexes it asks and is failed at once
+when one does not answer; there pip's configuration is the user's and stays honoured.
 """
 
 from __future__ import annotations
@@ -111,3 +113,22 @@ def pip_config_in_effect(environ: Mapping[str, str] | None = None, honoured: Seq
             seen.add(path)
             found.append(str(path))
     return found
+
+
+def pip_sources(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(indexes, find-links URLs) a pip command line names: --index-url, --extra-index-url,
+    --find-links / -f (as `--opt VALUE` or `--opt=VALUE`); ([], []) for a command that is
+    not pip (`pip`, `pip3`, `python -m pip`)."""
+    args = [str(a) for a in argv]
+    is_pip = any(Path(a).name in ("pip", "pip3") for a in args[:3]) or any(args[i:i + 2] == ["-m", "pip"] for i in range(len(args)))
+    if not is_pip:
+        return [], []
+    indexes: list[str] = []
+    links: list[str] = []
+    for i, arg in enumerate(args):
+        for flag, into in (("--index-url", indexes), ("-i", indexes), ("--extra-index-url", indexes), ("--find-links", links), ("-f", links)):
+            if arg == flag and i + 1 < len(args):
+                into.append(args[i + 1])
+            elif flag.startswith("--") and arg.startswith(flag + "="):
+                into.append(arg.split("=", 1)[1])
+    return list(dict.fromkeys(indexes)), [link for link in dict.fromkeys(links) if "://" in link]

@@ -11,6 +11,7 @@ import hashlib
 import http.server
 import shutil
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -193,3 +194,25 @@ def test_a_download_from_a_refused_port_says_connection_refused(tmp_path):
     with pytest.raises(dl.DownloadError) as err:
         dl.download(url, str(tmp_path / "cuda.run"), "0" * 64, timeout=5)
     assert str(err.value) == f"{url}: connection refused (nothing listens on that port)"
+
+
+def test_a_plans_pip_step_names_its_index_and_fails_at_once_when_it_does_not_answer(tmp_path):
+    from fwdoctor.recipes.apply import FAILED, apply_plan
+    from fwdoctor.recipes.plan import Plan, Step
+
+    url = f"http://127.0.0.1:{_closed_port()}/simple"
+    step = Step((sys.executable, "-m", "pip", "install", "--index-url", url, "torch==2.14.1"), why="install torch")
+    said: list[str] = []
+    started = time.monotonic()
+    result = apply_plan(Plan("torch-wheel", "torch", steps=(step,)), log_path=str(tmp_path / "log"), progress=said.append)
+    assert time.monotonic() - started < netcheck.PROBE_TIMEOUT_S + 5
+    assert result.status == FAILED
+    assert f"[1/1] pip asks: {url}" in said
+    assert result.outcomes[0].output_tail == f"{url} did not answer: connection refused (nothing listens on that port) (pip was not run)"
+
+
+def test_pip_sources_are_read_from_pip_command_lines_only():
+    assert netcheck.pip_sources(["/v/bin/python", "-m", "pip", "install", "--index-url", "https://i/simple",
+                                 "--extra-index-url=https://e/simple", "-f", "https://l/", "-f", "wheels", "x"]) == (
+        ["https://i/simple", "https://e/simple"], ["https://l/"])
+    assert netcheck.pip_sources(["curl", "--index-url", "https://i/"]) == ([], [])
