@@ -139,9 +139,23 @@ class Report:
 
     @property
     def exit_code(self) -> int:
+        return self.exit_for(Severity.ERROR)
+
+    def exit_for(self, fail_on: Severity) -> int:
+        """2 when nothing could be checked, 1 when a finding is at least as severe as
+        `fail_on` (`check --fail-on warning` in CI), else 0."""
         if self.nothing_checked:
             return 2
-        return 1 if self.has_errors else 0
+        return 1 if any(f.severity.rank <= fail_on.rank for f in self.findings) else 0
+
+
+def applies(item: Rule, facts: Facts) -> bool:
+    """Whether a rule is a check of this report at all. The source-build pre-flight rules
+    (area "build", in `check`'s RULES so that a facts file of a build request is judged by
+    `check` too) apply only to facts that hold a build request (`request.build.torch`);
+    elsewhere their "not checked" would count checks the command never makes ("9 checks
+    not run" on every check, in text, markdown and Prometheus alike)."""
+    return item.area != "build" or facts.fact("request.build.torch") is not None
 
 
 def judge(
@@ -150,6 +164,7 @@ def judge(
     rules: Iterable[Rule],
     only: Iterable[str] | None = None,
     on_rule_error: Callable[[Rule, Exception], None] | None = None,
+    ignore: Iterable[str] = (),
 ) -> Report:
     """Evaluate rules (optionally only those ids) and add `probe-failed` findings.
 
@@ -159,9 +174,10 @@ def judge(
     suite's switch (FWDOCTOR_RAISE_RULE_ERRORS=1, fwdoctor.rules.base) the exception
     propagates, so a rule that crashes fails the test that ran it."""
     wanted = set(only) if only else None
+    ignored = set(ignore)  # `--ignore ID`: not judged at all, neither reported nor "not run"
     report = Report(facts)
     for item in rules:
-        if wanted is not None and item.id not in wanted:
+        if (wanted is not None and item.id not in wanted) or item.id in ignored:
             continue
         report.evaluated += 1
         try:
@@ -176,9 +192,12 @@ def judge(
                 f"could not be evaluated: a fact has an unexpected type or shape, or the rule has a bug ({type(exc).__name__}: {exc}; --debug shows where)",
             )
         report.findings.extend(findings)
+        if skipped is not None and not applies(item, facts):
+            report.evaluated -= 1  # not a check this command makes: neither run nor "not run"
+            continue
         if skipped is not None:
             report.not_checked.append(skipped)
-    if wanted is None or "probe-failed" in wanted:
+    if (wanted is None or "probe-failed" in wanted) and "probe-failed" not in ignored:
         pf = kind("probe-failed")
         for failure in facts.failures:
             report.findings.append(

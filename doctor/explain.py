@@ -6,7 +6,7 @@ Fix), the way ruff documents its rules.
 
 from __future__ import annotations
 
-from fwdoctor.findings import AREA_TITLES, BY_ID, FINDING_KINDS
+from fwdoctor.findings import AREA_TITLES, BY_ID, FINDING_KINDS, did_you_mean
 
 PROBE_FAILED_DOC = """\
 What it does
@@ -37,7 +37,8 @@ def explanation(finding_id: str) -> str:
     by_code = {k.code.lower(): k for k in FINDING_KINDS}
     kind = BY_ID.get(wanted) or by_code.get(wanted.lower())
     if kind is None:
-        raise KeyError(f"unknown finding id {finding_id!r}; `fwdoctor list` shows them all")
+        close = did_you_mean(finding_id)
+        raise KeyError(f"unknown finding id {finding_id!r}{close + ' ' if close else '; '}`fwdoctor list` shows them all")
     header = f"{kind.id} ({kind.code}, default severity {kind.severity.value}, area {kind.area})\n{kind.title}\n"
     if kind.id == "probe-failed":
         return header + "\n" + PROBE_FAILED_DOC

@@ -147,3 +147,14 @@ def kind(finding_id: str) -> FindingKind:
         return BY_ID[finding_id]
     except KeyError:
         raise KeyError(f"unknown finding id {finding_id!r}; see `fwdoctor list`") from None
+
+
+def did_you_mean(finding_id: str) -> str:
+    """"" or "; did you mean 'driver-too-old-for-torch'?": the known ids (and codes) closest
+    to an unknown one, for the message that refuses it."""
+    import difflib
+
+    wanted = finding_id.strip()
+    names = [*BY_ID, *(k.code for k in FINDING_KINDS)]
+    close = difflib.get_close_matches(wanted, names, n=2, cutoff=0.75) or difflib.get_close_matches(wanted.upper(), names, n=2, cutoff=0.75)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

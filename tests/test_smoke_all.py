@@ -40,6 +40,23 @@ def test_all_writes_a_report_with_every_part_and_the_same_exit_code(cli, tmp_pat
     assert f"report: {report}" in result.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(TORCH_PY is None, reason="no interpreter with torch (make test-venv)")
+def test_all_on_the_cpu_runs_kernel_cpu_and_a_gloo_allreduce(cli, tmp_path):
+    report = tmp_path / "smoke.json"
+    result = cli("smoke", "all", "--cpu", "--python", TORCH_PY, "--max-bytes", "64", "--factor", "8", "--report", str(report))
+    data = json.loads(report.read_text())
+    assert data["kernel"] and all(r["details"].get("device") == "cpu" or "cpu" in r["test"] for r in data["kernel"]), data["kernel"]
+    (ar,) = data["allreduce"]
+    assert ar["details"]["backend"] == "gloo" and ar["details"]["world_size"] == 2
+    assert data["exit_code"] == result.exit_code
+
+
+def test_all_on_the_cpu_refuses_nccl(cli):
+    result = cli("smoke", "all", "--cpu", "--backend", "nccl")
+    assert result.exit_code == 2 and "--cpu runs on the CPU: its all-reduce is gloo's, not --backend nccl" in result.output
+
+
 def _suite(check_exit=0, kernel=(), allreduce=()):
     return SuiteResult(python="/usr/bin/python3", check={"exit_code": check_exit, "findings": []}, kernel=list(kernel), allreduce=list(allreduce))
 

@@ -59,10 +59,78 @@ class TableGroup(click.Group):
         return command
 
 
+# The root's own options (main's below), also accepted after the command as users type them
+# (`fwdoctor check -q`), unless that command has an option of the same name (build --debug).
+GLOBAL_FLAGS = ("-q", "--quiet", "--debug")
+GLOBAL_VALUED = ("--color",)
+
+
 class Group(TableGroup):
     """The top-level commands (COMMANDS); nothing escapes as a traceback."""
 
     table = COMMANDS
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, self._hoist_globals(ctx, list(args)))
+
+    def _hoist_globals(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Move -q/--debug/--color X found after the command (before any `--`) in front of it."""
+        at = 0
+        while at < len(args) and args[at].startswith("-") and args[at] != "--":
+            at += 2 if args[at] in GLOBAL_VALUED else 1
+        if at >= len(args) or args[at] == "--":
+            return args
+        own = self._chain_options(ctx, args[at:])
+        head, rest, moved = args[:at + 1], args[at + 1:], []
+        kept: list[str] = []
+        index = 0
+        while index < len(rest):
+            token = rest[index]
+            if token == "--":
+                kept += rest[index:]
+                break
+            name = token.split("=", 1)[0]
+            if name in own:
+                kept.append(token)
+            elif token in GLOBAL_FLAGS:
+                moved.append(token)
+            elif name in GLOBAL_VALUED and "=" in token:
+                moved.append(token)
+            elif token in GLOBAL_VALUED and index + 1 < len(rest):
+                moved += rest[index:index + 2]
+                index += 1
+            else:
+                kept.append(token)
+            index += 1
+        return moved + head + kept if moved else args
+
+    def _chain_options(self, ctx: click.Context, args: list[str]) -> set[str]:
+        """The option names of the command args[0] names and of its subcommands named after it."""
+        names: set[str] = set()
+        command: click.Command | None = self.get_command(ctx, args[0]) if args[0] in self.list_commands(ctx) else None
+        rest = args[1:]
+        while command is not None:
+            for param in command.params:
+                names.update(getattr(param, "opts", ()))
+                names.update(getattr(param, "secondary_opts", ()))
+            if not isinstance(command, click.Group):
+                break
+            following = next((a for a in rest if a in command.list_commands(ctx)), None)
+            if following is None:
+                break
+            rest = rest[rest.index(following) + 1:]
+            command = command.get_command(ctx, following)
+        return names
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and not name.startswith("-") and name not in self.list_commands(ctx):
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint} `fwdoctor --help` lists them.")
+        return super().resolve_command(ctx, args)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         # Ctrl-C while click parses the line: exit 130 like any other interruption, not

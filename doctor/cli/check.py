@@ -13,7 +13,8 @@ from fwdoctor.background import Background
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
 from fwdoctor.cli.output import emit_json, settings, use_color, waiting
 from fwdoctor.engine import Report, judge
-from fwdoctor.findings import BY_ID
+from fwdoctor.findings import BY_ID, did_you_mean
+from fwdoctor.model import Severity
 from fwdoctor.rules import KB_AREAS, RULES
 from fwdoctor.sources import SourceRequest, utc_now
 
@@ -25,8 +26,12 @@ from fwdoctor.sources import SourceRequest, utc_now
               help="markdown strips UUIDs and home paths, for pasting into a bug report; prometheus writes node_exporter textfile metrics.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the evidence behind each finding and the checks that could not run.")
 @click.option("--only", multiple=True, metavar="ID", help="Only evaluate these finding ids (repeatable).")
+@click.option("--ignore", multiple=True, metavar="ID", help="Do not evaluate these finding ids (repeatable): accepted findings in CI.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
+              help="Exit 1 on findings of this severity or worse (warning: warnings too).")
 @kb_option
-def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: tuple[str, ...], kb_dir: str | None) -> None:
+def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: tuple[str, ...], ignore: tuple[str, ...], fail_on: str,
+          kb_dir: str | None) -> None:
     """Inspect the host and report problems, each with evidence and a fix.
 
     \b
@@ -47,7 +52,7 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
     fwdoctor_version_info{component,version,source}, fwdoctor_check_not_run{rule,area},
     fwdoctor_check_timestamp_seconds (docs/monitoring.md).
     """
-    report = check_report(source, only, kb_dir)
+    report = check_report(source, only, kb_dir, ignore)
     fmt = "json" if as_json else fmt
     if fmt == "json":
         click.echo(rep.render_json(report, checked_at=utc_now(), kb_dir=kb_dir), nl=False)
@@ -59,21 +64,24 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
         click.echo(rep.render_text(report, verbose=verbose, color=use_color(), kb_dir=kb_dir), nl=False)
     if report.nothing_checked:
         click.echo("fwdoctor: error: nothing could be checked: no check had the facts it needs", err=True)
-    sys.exit(report.exit_code)
+    sys.exit(report.exit_for(Severity(fail_on)))
 
 
-def check_report(source: SourceRequest, only: Sequence[str] = (), kb_dir: str | None = None) -> Report:
+def check_report(source: SourceRequest, only: Sequence[str] = (), kb_dir: str | None = None, ignore: Sequence[str] = ()) -> Report:
     """The judged report `check` renders (also the MCP server's `check` tool); raises
     DoctorError with the one-line reason when the facts or the KB cannot be had."""
     for finding_id in only:
         if finding_id not in BY_ID:
-            fail(f"--only {finding_id}: unknown finding id (see `fwdoctor list`)")
+            fail(f"--only {finding_id}: unknown finding id{did_you_mean(finding_id)} (see `fwdoctor list`)")
+    for finding_id in ignore:
+        if finding_id not in BY_ID:
+            fail(f"--ignore {finding_id}: unknown finding id{did_you_mean(finding_id)} (see `fwdoctor list`)")
     # The KB parses while the probes read the host (and, with --deep, while torch imports
     # in its child): neither waits for the other.
     kb_loading = Background(load_kb, kb_dir, KB_AREAS)
     facts = waiting("fwdoctor: importing torch in a child (--deep)", facts_from, source) if source.deep else facts_from(source)
     kb = kb_loading.result()
-    return judge(facts, kb, RULES, only=tuple(only) or None, on_rule_error=_show_rule_error)
+    return judge(facts, kb, RULES, only=tuple(only) or None, on_rule_error=_show_rule_error, ignore=ignore)
 
 
 def _show_rule_error(rule: object, exc: Exception) -> None:

@@ -12,6 +12,7 @@ import click
 
 from fwdoctor.cli.common import fail, kb_option, load_kb
 from fwdoctor.cli.output import emit_json, note
+from fwdoctor.findings import BY_ID, did_you_mean
 from fwdoctor.fleet.drift import MAX_LISTED
 from fwdoctor.schema import stamp
 
@@ -24,8 +25,12 @@ from fwdoctor.schema import stamp
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), help="Write the report to FILE (atomically) instead of stdout.")
 @click.option("--max-listed", type=click.IntRange(1, 10000), default=MAX_LISTED, show_default=True,
               help="Odd nodes named per value before '+K more'.")
+@click.option("--ignore", multiple=True, metavar="ID", help="Leave these finding ids out, fleet and node findings alike (repeatable).")
+@click.option("--fail-on", "fail_on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
+              help="Exit 1 on findings of this severity or worse (warning: warnings too).")
 @kb_option
-def fleet_report(paths: tuple[str, ...], fmt: str, as_json: bool, out_file: str | None, max_listed: int, kb_dir: str | None) -> None:
+def fleet_report(paths: tuple[str, ...], fmt: str, as_json: bool, out_file: str | None, max_listed: int, ignore: tuple[str, ...], fail_on: str,
+                 kb_dir: str | None) -> None:
     """Compare many nodes: drift between them, cross-node findings, each node's own findings.
 
     PATH is a file or a folder (walked for *.json and *.jsonl) of documents from
@@ -45,10 +50,18 @@ def fleet_report(paths: tuple[str, ...], fmt: str, as_json: bool, out_file: str 
     from fwdoctor.rules import KB_AREAS
 
     fmt = "json" if as_json else fmt
+    for finding_id in ignore:
+        if finding_id not in BY_ID:
+            fail(f"--ignore {finding_id}: unknown finding id{did_you_mean(finding_id)} (see `fwdoctor list`)")
     if out_file:
         _check_out(out_file)
     kb = load_kb(kb_dir, KB_AREAS)
     report = fr.build(list(paths), kb, max_listed=max_listed, progress=lambda n: note(f"fwdoctor: fleet report: {n} documents read ..."))
+    if ignore:
+        report.findings[:] = [f for f in report.findings if f.id not in ignore]
+        report.slow = {key: f for key, f in report.slow.items() if f.id not in ignore}
+        for row in report.rows:
+            row.findings = [found for found in row.findings if found[0] not in ignore]
     chunks: Iterable[str] = ()
     if fmt == "json" and not out_file:
         pass
@@ -74,7 +87,10 @@ def fleet_report(paths: tuple[str, ...], fmt: str, as_json: bool, out_file: str 
         click.echo(f"fwdoctor: {item.where}: {item.reason}", err=True)
     if not report.rows:
         click.echo("fwdoctor: error: no facts, check or smoke document could be read from " + ", ".join(paths), err=True)
-    sys.exit(report.exit_code)
+    code = report.exit_code
+    if code == 0 and fail_on == "warning" and report.counts().get("warning"):
+        code = 1
+    sys.exit(code)
 
 
 def _check_out(path: str) -> None:

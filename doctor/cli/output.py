@@ -49,6 +49,9 @@ def settings() -> Settings:
 
 def configure(ctx: click.Context, color: str, quiet: bool, debug: bool) -> None:
     ctx.find_root().meta[_KEY] = Settings(color, quiet, debug)
+    # click.echo strips ANSI codes when stdout is not a terminal unless the context says
+    # otherwise: --color always must survive `| less -R`; subcommands inherit it.
+    ctx.find_root().color = {"always": True, "never": False}.get(color)
 
 
 def use_color(stream: Any = None) -> bool:

@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 from fwdoctor.cli.common import EXIT_FINDINGS, facts_from, fail, kb_option, live_only, load_kb, source_options
 from fwdoctor.cli.output import emit_json, note, waiting
 from fwdoctor.engine import judge
-from fwdoctor.findings import BY_ID
+from fwdoctor.findings import BY_ID, did_you_mean
 from fwdoctor.host import EnvFileError, load_env_file
 from fwdoctor.kb import KB
 from fwdoctor.model import Facts
@@ -200,7 +200,7 @@ def plan_fixes(ids: Sequence[str], source: SourceRequest, kb_dir: str | None = N
     (also the MCP server's `plan_fix` tool); DoctorError naming the input on failure."""
     for finding_id in ids:
         if finding_id not in BY_ID:
-            fail(f"{finding_id}: unknown finding id (see `fwdoctor list`)")
+            fail(f"{finding_id}: unknown finding id{did_you_mean(finding_id)} (see `fwdoctor list`)")
     kb = load_kb(kb_dir)
     facts = facts_from(source)
     todo = fixes.hold_for_driver(fixes.group_findings(judge(facts, kb, RULES).findings, tuple(ids)), facts, kb)
