@@ -202,7 +202,8 @@ def test_8x_h100_on_r535_with_torch_cu130_says_the_driver_is_too_old(fakehost, t
     host = scenario("h100x8-r535")
     code, report = check(host, tmp_path)
     assert code == 1
-    assert ids(report) - TOOLKIT_IDS == {"driver-too-old-for-torch"}
+    # R535's end of life has passed by the KB's date (driver-branch-eol, 1ce935f).
+    assert ids(report) - TOOLKIT_IDS == {"driver-too-old-for-torch", "driver-branch-eol"}
     hit = next(f for f in report["findings"] if f["id"] == "driver-too-old-for-torch")
     assert "535.104.05" in hit["message"] and "580.65.06" in hit["message"] and "CUDA 13.0" in hit["message"]
     if toolkit_major(report) == 13:  # the machine's nvcc 13.0 cannot run on R535 either
@@ -274,7 +275,7 @@ def test_version_mismatch_is_reported_from_the_files_and_from_nvml(fakehost, tmp
     host = scenario("version-mismatch")
     code, report = check(host, tmp_path)
     assert code == 1
-    assert {"driver-library-mismatch", "driver-too-old-for-torch"} == ids(report) - TOOLKIT_IDS
+    assert {"driver-library-mismatch", "driver-too-old-for-torch", "driver-branch-eol"} == ids(report) - TOOLKIT_IDS
     assert "mismatch" in value(report, "driver.nvml_error")  # the binding's text for NVML_ERROR_LIB_RM_VERSION_MISMATCH
     hit = next(f for f in report["findings"] if f["id"] == "driver-library-mismatch")
     assert "575.57.08" in hit["message"] and "580.95.05" in hit["message"]
