@@ -717,8 +717,10 @@ def _file_project(filename: str) -> tuple[str, Version] | None:
 def verify(text: str, timeout: float = VERIFY_TIMEOUT_S, base: Path | None = None) -> tuple[list[str], list[str]]:
     """(problems, not verified): each pin's sha256 against the hashes its lock's indexes
     publish for that project and the files its --find-links entries offer (folders relative
-    to `base`, the lock's folder). A hash no reachable source offers is a problem; a pin no
-    source could be asked about (offline, a folder gone) is listed as not verified."""
+    to `base`, the lock's folder). A hash an index that answered publishes is verified; one
+    no source offers while every source answered is a problem; a pin no source could be
+    asked about, or found only in a find-links file or nowhere while an index did not
+    answer, is listed as not verified ("index unreachable"), never passed."""
     sources = Sources.read(text)
     if sources is None:
         return ["the lock names no --index-url: nothing to verify against"], []
@@ -747,6 +749,7 @@ def verify(text: str, timeout: float = VERIFY_TIMEOUT_S, base: Path | None = Non
             except (OSError, ValueError, http.client.HTTPException) as exc:
                 down[index] = netcheck.reason(exc, timeout) if isinstance(exc, (OSError, http.client.HTTPException)) else str(exc)
                 errors.append(f"{index}: {down[index]}")
+        from_indexes = set(published)
         for link in sources.find_links:
             try:
                 published |= find_links_hashes(link, pin.name, pin.version, base, timeout, deadline)
@@ -755,8 +758,10 @@ def verify(text: str, timeout: float = VERIFY_TIMEOUT_S, base: Path | None = Non
                 errors.append(f"--find-links {link}: {getattr(exc, 'reason', None) or getattr(exc, 'strerror', None) or exc}")
         if not asked:
             unverified.append(f"{pin.name}=={pin.version}: index unreachable: no index answered ({'; '.join(errors)})")
+        elif pin.sha256.lower() in from_indexes:
+            continue  # an index that answered publishes it
         elif errors:
-            # A hash only a local file offers is no proof while the index stays silent.
+            # A hash only a find-links file offers is no proof while an index stays silent.
             unverified.append(f"{pin.name}=={pin.version}: index unreachable ({'; '.join(errors)}); "
                               f"{'found only in ' + ', '.join(asked) if pin.sha256.lower() in published else 'not found in ' + ', '.join(asked)}")
         elif pin.sha256.lower() not in published:

@@ -216,3 +216,21 @@ def test_pip_sources_are_read_from_pip_command_lines_only():
                                  "--extra-index-url=https://e/simple", "-f", "https://l/", "-f", "wheels", "x"]) == (
         ["https://i/simple", "https://e/simple"], ["https://l/"])
     assert netcheck.pip_sources(["curl", "--index-url", "https://i/"]) == ([], [])
+
+
+def test_verify_takes_a_hash_an_answering_index_publishes_while_another_index_is_down(use_test_kb, tmp_path):
+    """The committed CPU lock's case: download.pytorch.org silent, pypi.org answering. The
+    pins pypi.org publishes are verified; torch (+cpu, not on pypi.org) is not verified."""
+    stack = copy_stack(tmp_path, "cpu-py311")
+    resolved = stack_mod.load_and_resolve(stack, KB(TEST_KB_DIR))
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "filelock-3.20.0-py3-none-any.whl").write_bytes(b"filelock bytes")
+    torch_file = "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    pins = [lockfile.Pin("filelock", "3.20.0", hashlib.sha256(b"filelock bytes").hexdigest(), "filelock-3.20.0-py3-none-any.whl"),
+            lockfile.Pin("torch", "2.13.0+cpu", hashlib.sha256(b"torch bytes").hexdigest(), torch_file)]
+    down = f"http://127.0.0.1:{_closed_port()}/whl/cpu"
+    with serve(served, tmp_path / "index") as index:
+        problems, unverified = lockfile.verify(lockfile.render_lock(resolved, pins, "s.yaml", lockfile.Sources.of(down, [index])), timeout=5)
+    assert problems == []
+    assert unverified == [f"torch==2.13.0+cpu: index unreachable ({down}: connection refused (nothing listens on that port)); not found in {index}"]

@@ -138,7 +138,7 @@ def lock_command(stack_file, out_dir, check_only, verify, index_url, extra_index
             click.echo(f"fix: fwdoctor lock {stack_file}")
             sys.exit(EXIT_FINDINGS)
         click.echo(f"{target / lockfile.LOCK_NAME}: matches {stack_file}"
-                   + (f" (hashes not verified for {len(pip_unverified)} pins: index unreachable, see the notes)" if pip_unverified else ""))
+                   + (f" (hashes not verified for {len(pip_unverified)} pin{'s' if len(pip_unverified) > 1 else ''}: index unreachable, see the notes)" if pip_unverified else ""))
         if resolved.conda:
             click.echo(f"{target / lockfile.CONDA_LOCK_NAME}: matches {stack_file}" + (" (not re-solved: see the notes)" if unverified else ""))
         return
