@@ -109,6 +109,10 @@ def triage_patterns() -> dict[str, re.Pattern[str]]:
         for name, value in vars(module).items():
             if isinstance(value, re.Pattern):
                 found[f"{module.__name__.rsplit('.', 1)[-1]}.{name}"] = value
+    from fwdoctor.triage.errors import signatures  # the error-text rows of doctor/kb/errors.yaml
+
+    for sig in signatures().signatures:
+        found[f"errors.yaml.{sig.id}"] = sig.pattern
     return found
 
 

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from conftest import DATA
+from fwdoctor.kb import KB_DIR as REPO_KB
 from fwdoctor.findings import BY_ID
 from fwdoctor.model import Severity
 from fwdoctor.triage.judge import run
@@ -93,71 +94,50 @@ def test_the_known_misses_are_corpus_items():
     assert set(KNOWN_MISSES) <= {p.name for p in ITEMS}
 
 
-# One row per error-text signature of fwdoctor.triage.errors: a verbatim line from a public
-# thread (the corpus item it sits in, or the thread), the `report.errors` entry it must give
-# and the finding it supports (None: the text names no version, so it is recorded only).
-SIGNATURES = [
-    ("driver-too-old", "01-driver-too-old-fooocus-11040.md",
-     "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with your version of the CUDA driver.\n",
-     {"driver_cuda": "11.4", "found": 11040}, "driver-too-old-for-torch"),
-    ("sm-incompatible", "14-sm120-wyoming-xtts.md",
-     "NVIDIA GeForce RTX 5060 Ti with CUDA capability sm_120 is not compatible with the current PyTorch installation.\n"
-     "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.\n",
-     {"cc": "12.0", "gpu": "NVIDIA GeForce RTX 5060 Ti", "supports": ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]},
-     "gpu-arch-unsupported-by-torch"),
-    ("cuda-version-mismatch", "28-detected-cuda-openpcdet-118-117.md",
-     "The detected CUDA version (11.8) mismatches the version that was used to compile\nPyTorch (11.7). Please make sure to use the same CUDA versions.\n",
-     {"detected": "11.8", "torch": "11.7"}, "torch-toolkit-mismatch"),
-    ("unsupported-gnu", "21-gnu-xmr-stak-gcc7.md",
-     "`/opt/cuda/include/crt/host_config.h:121:2: error: #error -- unsupported GNU version! gcc versions later than 6 are not supported!`\n",
-     {"gcc_max": "6"}, "host-compiler-unsupported"),
-    ("unsupported-gpu-arch", "31-compute89-3detr-nvcc115.md",
-     "nvcc fatal: Unsupported gpu architecture 'compute_89'\n", {"arch": "compute_89"}, "gpu-arch-unsupported-by-toolkit"),
-    # Not in the corpus: https://github.com/NVIDIA/nvidia-container-toolkit/issues/224
-    ("cudnn-undefined-symbol", "https://github.com/NVIDIA/nvidia-container-toolkit/issues/224",
-     "Could not load library libcudnn_cnn_train.so.8. Error: /home/czh/anaconda3/envs/python39/bin/../lib/libcudnn_ops_train.so.8: undefined symbol: _Z22cudnnGenericOpTensorNdILi2EE13cudnnStatus_t, version libcudnn_ops_infer.so.8\n",
-     {"library": "libcudnn_ops_train.so.8"}, "cudnn-shadowed"),
-    ("torch-not-compiled-with-cuda", "35-cpu-torch-fooocus-api-rtx2060.md", "# Torch not compiled with CUDA enabled\n", {}, None),
-    # Not in the corpus: https://github.com/mlcommons/inference/issues/54
-    ("driver-insufficient", "https://github.com/mlcommons/inference/issues/54",
-     "RuntimeError: cuda runtime error (35) : CUDA driver version is insufficient for CUDA runtime version at /pytorch/torch/csrc/cuda/Module.cpp:34\n",
-     {}, None),
-    # Not in the corpus: https://github.com/nv-tlabs/SCube/issues/7
-    ("no-kernel-image", "https://github.com/nv-tlabs/SCube/issues/7",
-     "RuntimeError: CUDA error: no kernel image is available for execution on the device\n", {}, None),
-    ("nvml-mismatch", "09-nvml-mismatch-unattended-upgrade.md", "Failed to initialize NVML: Driver/library version mismatch\n", {},
-     "driver-library-mismatch"),
-    # pynvml's spelling of the same error; not in the corpus: https://github.com/rapidsai/dask-cuda/issues/949
-    ("nvml-mismatch", "https://github.com/rapidsai/dask-cuda/issues/949",
-     "pynvml.nvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.\n", {}, "driver-library-mismatch"),
-    ("nvrm-api-mismatch", "45-nvrm-api-mismatch-syslog-stackhpc.md",
-     "Jun 30 11:07:05 gpu-0 kernel: NVRM: API mismatch: the client has the version 535.54.03, but#012NVRM: this kernel module has the version 530.30.02.  Please#012NVRM: make sure that this kernel module and all NVIDIA driver#012NVRM: components have the same version.\n",
-     {}, "driver-library-mismatch"),
-]
+# Every signature row of doctor/kb/errors.yaml (fwdoctor.triage.errors interprets them), on
+# each of its verbatim examples from a public thread (quoted from a corpus item when `corpus`
+# names one): the `report.errors` entry it must give, the facts it implies and the findings it
+# supports (a row with none: no error finding, and its note is printed).
+def _examples():
+    from fwdoctor.triage.errors import signatures
+
+    return [(sig, ex) for sig in signatures().signatures for ex in sig.examples]
 
 
-@pytest.mark.parametrize("kind, source, text, data, finding", SIGNATURES, ids=[f"{row[0]}-{i}" for i, row in enumerate(SIGNATURES)])
-def test_each_error_signature_reads_its_own_real_example(kind, source, text, data, finding, test_kb):
-    if not source.startswith("https://"):  # the example is quoted from that corpus item, verbatim
-        assert text in load(CORPUS / source).body, source
-    report = run(text, test_kb).report
+EXAMPLES = _examples()
+
+
+@pytest.mark.parametrize("sig, example", EXAMPLES, ids=[f"{sig.id}-{i}" for i, (sig, _) in enumerate(EXAMPLES)])
+def test_each_error_signature_reads_its_own_real_example(sig, example, test_kb):
+    from fwdoctor.kb.errors import fill
+    from fwdoctor.triage.render import render_markdown, render_text
+
+    if example.corpus:  # the example is quoted from that corpus item, verbatim
+        item = load(CORPUS / example.corpus)
+        assert example.text in item.body, example.corpus
+    result = run(example.text, test_kb)
+    report = result.report
     (entry,) = report.facts["report.errors"]
-    assert entry["kind"] == kind and entry["line"] == 1
-    assert {key: entry[key] for key in data} == data
+    assert entry["kind"] == sig.id and entry["line"] == 1
+    assert {key: entry.get(key) for key in example.expect} == dict(example.expect)
+    for key, template in sig.facts.items():
+        assert report.facts[key] == fill(template, entry), key
     ids = {f.id for f in report.findings}
-    if finding is None:
+    assert set(sig.findings) <= ids, ids
+    if not sig.findings:
         assert not [f for f in report.findings if f.severity is Severity.ERROR], ids
-    else:
-        assert finding in ids, ids
+        assert sig.note in render_text(result) and sig.note in render_markdown(result, example.text)
 
 
-def test_every_signature_kind_has_an_example():
-    import inspect
+def test_every_signature_has_a_public_source_and_a_linear_pattern():
+    from fwdoctor.triage.errors import signatures
 
-    from fwdoctor.triage import errors
-
-    kinds = set(re.findall(r'_one\("error", number, "([a-z-]+)"', inspect.getsource(errors)))
-    assert kinds == {row[0] for row in SIGNATURES}
+    sources = yaml.safe_load((REPO_KB / "errors.yaml").read_text(encoding="utf-8"))["sources"]
+    rows = signatures().signatures
+    assert len(rows) >= 11 and len({s.id for s in rows}) == len(rows)
+    for sig in rows:
+        for example in sig.examples:
+            assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+", sources[example.source]), sig.id
 
 
 def test_torch_not_compiled_with_cuda_says_the_torch_is_a_cpu_build(test_kb):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # each area module loads on first use of its property (see KB
     from fwdoctor.kb.build import BuildKB
     from fwdoctor.kb.conda import CondaKB
     from fwdoctor.kb.cuda import CudaKB
+    from fwdoctor.kb.errors import ErrorsKB
     from fwdoctor.kb.docker import DockerKB
     from fwdoctor.kb.extensions import ExtensionsKB
     from fwdoctor.kb.frameworks import FrameworksKB
@@ -335,6 +336,15 @@ class KB:
             return nodetypes.NodeTypesKB()
         return self._area("nodetypes.yaml", nodetypes.from_yaml)
 
+    @cached_property
+    def errors(self) -> ErrorsKB:  # error-text signatures (`triage`, `build ext`'s summary)
+        from fwdoctor.kb import errors
+
+        # Optional like conda.yaml. triage itself reads the bundled file (fwdoctor.triage.errors).
+        if not (self.directory / "errors.yaml").exists():
+            return errors.ErrorsKB()
+        return self._area("errors.yaml", errors.from_yaml)
+
 
 # The areas `KB.load` validates up front.
-AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build", "frameworks", "conda", "extensions", "nodetypes")
+AREAS: tuple[str, ...] = ("sources", "cuda", "gpus", "torch", "libs", "docker", "build", "frameworks", "conda", "extensions", "nodetypes", "errors")

@@ -40,7 +40,23 @@ def render_text(result: Triage, verbose: bool = False, color: bool = False) -> s
     head += [f"  line {f.start}-{f.end}  {f.kind}" + (f"  ({'; '.join(f.notes)})" if verbose and f.notes else "") for f in result.fragments]
     if not result.fragments:
         head.append("  (none: no collect_env, nvidia-smi, nvcc -V, pip list ... and no known error text)")
+    said = _error_notes(result)
+    if said:
+        head += ["", "Error texts no finding id covers (doctor/kb/errors.yaml says what they mean):"]
+        head += [f"  line {line}  {kind}: {note}" for line, kind, note in said]
     return terminal_lines(head) + "\n\n" + rep.render_text(result.report, verbose=verbose, color=color)
+
+
+def _error_notes(result: Triage) -> list[tuple[int, str, str]]:
+    """(line, kind, note) of each error text in the report whose signature row names no
+    finding: what a correct tool would say about it, once per kind."""
+    facts = result.report.facts
+    entries = facts["report.errors"] if facts.known("report.errors") else []
+    seen: dict[str, tuple[int, str, str]] = {}
+    for entry in entries or []:
+        if isinstance(entry, dict) and entry.get("note") and entry.get("kind") not in seen:
+            seen[entry["kind"]] = (int(entry.get("line") or 0), str(entry["kind"]), str(entry["note"]))
+    return list(seen.values())
 
 
 def _ranges(source: str) -> list[tuple[int, int]]:
@@ -94,6 +110,11 @@ def render_markdown(result: Triage, text: str) -> str:
             if finding.fix.commands:
                 out += [*md_block([rep.scrub(c) for c in finding.fix.commands], info="sh"), ""]
         out += [f"`fwdoctor explain {finding.id}` says more.", ""]
+    said = _error_notes(result)
+    if said:
+        # The note may quote nothing from the report, but it is kept in code like every value.
+        out += ["#### Error texts no finding id covers", ""]
+        out += [*md_block([f"line {line}: {kind}: {note}" for line, kind, note in said]), ""]
     missing = _missing(result)
     if missing:
         out += ["<details><summary>Not checked: the report does not show</summary>", ""]

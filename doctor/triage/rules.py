@@ -132,4 +132,39 @@ def cudnn_undefined_symbol(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol)
+# The signature kinds the rules above read; every other row of doctor/kb/errors.yaml that
+# names findings is raised by a generic rule per finding id (_from_rows), so a new row needs
+# no code here.
+_HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "cuda-version-mismatch", "sm-incompatible", "unsupported-gnu",
+                      "unsupported-gpu-arch", "cudnn-undefined-symbol"})
+
+
+def _from_rows() -> tuple[Rule, ...]:
+    from fwdoctor.triage.errors import signatures
+
+    kinds: dict[str, list[str]] = {}
+    for sig in signatures().signatures:
+        if sig.id in _HANDLED:
+            continue
+        for finding_id in sig.findings:
+            kinds.setdefault(finding_id, []).append(sig.id)
+    return tuple(_generic(finding_id, tuple(ids)) for finding_id, ids in kinds.items())
+
+
+def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
+    def said_by_the_report(facts: Facts, kb: KB) -> Hit | None:
+        said = [e for kind in kinds for e in _errors(facts, kind)]
+        if not said:
+            return None
+        from fwdoctor.triage.errors import signatures
+
+        sig = signatures().by_id(said[0]["kind"])
+        program = sig.program if sig else "a program"
+        return Hit(f"{program} says so in the report: {_line(said[0])}", evidence={"report.errors": said})
+
+    said_by_the_report.__doc__ = f"The report's own error text ({', '.join(kinds)}; doctor/kb/errors.yaml) (see {finding_id})."
+    return rule(finding_id, needs=("report.errors",))(said_by_the_report)
+
+
+RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
+                           *_from_rows())
