@@ -128,13 +128,20 @@ def assign(reports: list[Report], split: dict) -> dict:
 
 def replay(split: dict, sources: dict[str, tuple[str, str]]) -> dict:
     """The split the rule gives when the recorded batches are assigned again in order
-    (sources: key -> (group, url)); a report moved to dev by hand is assigned as recorded."""
+    (sources: key -> (group, url)). A report moved from test to dev carries `moved` (why)
+    and `moved_after_batch` (how many batches existed then); the replay moves it at that
+    point, so the batches after it are assigned as they really were."""
     out = {"batches": 0, "reports": {}}
     for batch in range(1, split["batches"] + 1):
         keys = [k for k, e in split["reports"].items() if e["batch"] == batch]
         fake = [Report(k, {"source": sources[k][1], "group": sources[k][0]}, "") for k in keys]
         out = assign(fake, out)
         out["batches"] = batch
+        # a test report moved to dev after this batch (a rule was changed for it) is dev
+        # from here on, so later batches are assigned as they were
+        for key, entry in split["reports"].items():
+            if entry.get("moved_after_batch") == batch and key in out["reports"]:
+                out["reports"][key] = dict(out["reports"][key], part="dev")
     return out
 
 
