@@ -24,9 +24,10 @@ from fwdoctor.kb import Ctx
 
 _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _TEMPLATE = re.compile(r"\{([A-Za-z_]\w*)\}")
-# What would make a pattern's cost grow faster than its line: a quantified group that
-# itself holds a quantifier ("(a+)+", "(?:\s*x)*"), or an unbounded ".*"/".+" gap.
-_NESTED = re.compile(r"\((?:[^()]|\([^()]*\))*[*+}]\)[*+{]")
+# What would make a pattern's cost grow faster than its line: a group holding a quantifier
+# repeated without bound ("(a+)+", "(?:x\d+)*", "(?:x\d+){2,}"; a bounded "{0,2}" only
+# multiplies by a constant), or an unbounded ".*"/".+" gap.
+_NESTED = re.compile(r"\((?:[^()]|\([^()]*\))*[*+}]\)(?:[*+]|\{\d*,\})")
 _OPEN_GAP = re.compile(r"(?<!\\)\.[*+]")
 
 

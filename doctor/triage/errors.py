@@ -178,6 +178,11 @@ def _one(number: int, sig: Signature, text: str, hit: Hit) -> Fragment:
     where = f"report line {number}" + (f"-{last}" if last != number else "")
     entry = {"kind": sig.id, "line": number, "end": last, "text": text.strip()[:300], **hit.data}
     if sig.note:
-        entry["note"] = sig.note
+        entry["note"] = _note(sig.note, hit.data)
     frag.facts.append(Fact("report.errors", [entry], source=f"{where}: error"))
     return frag
+
+
+def _note(note: str, data: dict[str, Any]) -> str:
+    """The row's note with the values the text named ("{loaded}"); one it did not: "(not shown)"."""
+    return re.sub(r"\{([A-Za-z_]\w*)\}", lambda m: str(data.get(m.group(1)) if data.get(m.group(1)) is not None else "(not shown)"), note)
