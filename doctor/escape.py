@@ -30,8 +30,6 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-import yaml
-
 __all__ = ["terminal", "terminal_lines", "md_code", "md_cell", "md_block", "yaml_dumper", "yaml_dump"]
 
 # C0 (newline included), DEL, C1, and lone surrogates (bytes that were not UTF-8).
@@ -108,23 +106,32 @@ def yaml_typed(value: str) -> bool:
         or value.lower() in (".inf", "-.inf", "+.inf", ".nan")
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
+_DUMPER: Any = None
 
 
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if yaml_typed(value):
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="'")
-    return dumper.represent_str(value)
+def yaml_dumper() -> Any:
+    """A yaml.SafeDumper subclass that quotes every typable string. PyYAML is imported
+    here, not with the module: a plain `check` escapes terminal text and never writes
+    YAML, and importing PyYAML cost it ~15 ms (issue 30, `python -X importtime`)."""
+    global _DUMPER
+    if _DUMPER is None:
+        import yaml
 
+        class _Dumper(yaml.SafeDumper):
+            pass
 
-_Dumper.add_representer(str, _represent_str)
+        def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+            if yaml_typed(value):
+                return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="'")
+            return dumper.represent_str(value)
 
-
-def yaml_dumper() -> type[yaml.SafeDumper]:
-    return _Dumper
+        _Dumper.add_representer(str, _represent_str)
+        _DUMPER = _Dumper
+    return _DUMPER
 
 
 def yaml_dump(data: Any) -> str:
     """yaml.safe_dump with every typable string quoted (block style, keys in order)."""
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=False)
+    import yaml
+
+    return yaml.dump(data, Dumper=yaml_dumper(), sort_keys=False, default_flow_style=False, allow_unicode=False)

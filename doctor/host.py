@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Mapping, Sequence
 
 from fwdoctor import runner
+from fwdoctor.probecache import ProbeCache
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MAX_READ_BYTES = 4 * 1024 * 1024  # no probe needs more; protects against /dev/zero-like files
@@ -94,6 +95,9 @@ class Host:
     env: Mapping[str, str]
     live: bool
     command_timeout: float = runner.DEFAULT_TIMEOUT_S
+    # Answers of version-style questions by the program file's identity (run_version);
+    # None: always run (--no-cache, tests, and every root or image, where nothing runs).
+    probe_cache: ProbeCache | None = field(default=None, repr=False, compare=False)
     _resolve_cache: dict[str, str] = field(default_factory=dict, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
     # The last path a probe asked about: named when a probe overruns its deadline (a read
@@ -101,9 +105,11 @@ class Host:
     last_path: str = field(default="", repr=False, compare=False)
 
     @classmethod
-    def live_host(cls, env: Mapping[str, str] | None = None, command_timeout: float = runner.DEFAULT_TIMEOUT_S) -> "Host":
+    def live_host(cls, env: Mapping[str, str] | None = None, command_timeout: float = runner.DEFAULT_TIMEOUT_S,
+                  probe_cache: ProbeCache | None = None) -> "Host":
         # A snapshot: nothing in the doctor mutates its own os.environ.
-        return cls(Path("/"), dict(os.environ if env is None else env), live=True, command_timeout=command_timeout)
+        return cls(Path("/"), dict(os.environ if env is None else env), live=True, command_timeout=command_timeout,
+                   probe_cache=probe_cache)
 
     @classmethod
     def at_root(cls, root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> "Host":
@@ -278,6 +284,16 @@ class Host:
         if not self.live:
             return None
         return runner.run(argv, timeout=timeout or self.command_timeout, env=self.env)
+
+    def run_version(self, argv: Sequence[str], timeout: float | None = None) -> runner.CommandResult | None:
+        """`run` for a question whose answer is a pure function of the program file
+        (`nvcc --version`, `gcc -dumpfullversion`): served from `probe_cache` while the
+        file is unchanged (fwdoctor/probecache.py). Never for live GPU or driver state."""
+        if not self.live:
+            return None
+        if self.probe_cache is None:
+            return self.run(argv, timeout)
+        return self.probe_cache.run(argv, self.env, lambda: self.run(argv, timeout))
 
 
 def parse_env_file(text: str, name: str = "env file") -> dict[str, str]:

@@ -17,6 +17,7 @@ from fwdoctor import interpreter
 from fwdoctor.engine import collect, overlay_host
 from fwdoctor.host import EnvFileError, Host, load_env_file, read_regular_file
 from fwdoctor.model import TIMESTAMP_FORMAT, Fact, Facts, Provenance
+from fwdoctor.probecache import ProbeCache
 from fwdoctor.probes import PROBES
 from fwdoctor.probes import driver as driver_probes
 from fwdoctor.probes import gpus as gpu_probes
@@ -45,6 +46,7 @@ class SourceRequest:
     deep: bool = False
     python: str | None = None
     timeout: float = 10.0
+    no_cache: bool = False  # --no-cache: run every probe command, read no cached answer
 
     @property
     def is_live(self) -> bool:
@@ -106,7 +108,9 @@ def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) 
             notice("--deep ignored with --root/--image: nothing inside a root folder is executed")
         deep = False
     else:
-        host = Host.live_host(env, command_timeout=request.timeout)
+        # Version answers cached by each program file's identity (fwdoctor/probecache.py);
+        # a root or an image runs nothing, so there is nothing to cache there.
+        host = Host.live_host(env, command_timeout=request.timeout, probe_cache=None if request.no_cache else ProbeCache.default())
     # --timeout bounds each probe too (engine.probe_deadline), on roots and images alike.
     host.command_timeout = request.timeout
     if request.python:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 from typing import Any, Callable, Sequence, TypeVar
 
 import click
 
+from fwdoctor.cli.output import settings
 from fwdoctor.cli.errors import EXIT_DOCTOR, EXIT_FINDINGS, EXIT_OK, DoctorError, fail, findings_exit
 from fwdoctor.kb import KB, KBError
 from fwdoctor.model import Facts
@@ -69,8 +71,9 @@ _SOURCE_OPTIONS = [
     click.option("--deep", is_flag=True, help="Also import torch in the target interpreter (child process, with a timeout)."),
     click.option("--python", help="The interpreter whose environment to inspect (default: the active venv/conda env, else python3 on PATH)."),
     click.option("--timeout", type=float, default=10.0, show_default=True, callback=lambda ctx, param, value: seconds(value, "--timeout"), help="Seconds allowed for each command the probes run."),
+    click.option("--no-cache", is_flag=True, help="Run every probe command again instead of reusing answers cached by each program file's identity (also: fwdoctor --no-cache)."),
 ]
-_SOURCE_NAMES = ("root", "env_file", "facts_file", "image", "image_archive", "against_host", "deep", "python", "timeout")
+_SOURCE_NAMES = ("root", "env_file", "facts_file", "image", "image_archive", "against_host", "deep", "python", "timeout", "no_cache")
 
 
 def source_options(func: F) -> F:
@@ -79,6 +82,8 @@ def source_options(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         kwargs["source"] = SourceRequest(**{name: kwargs.pop(name) for name in _SOURCE_NAMES})
+        if settings().no_cache:  # the global `fwdoctor --no-cache COMMAND`
+            kwargs["source"] = replace(kwargs["source"], no_cache=True)
         return func(*args, **kwargs)
 
     return with_options(_SOURCE_OPTIONS)(wrapper)  # type: ignore[return-value]

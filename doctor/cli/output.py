@@ -37,6 +37,7 @@ class Settings:
     color: str = "auto"  # auto | always | never
     quiet: bool = False
     debug: bool = False
+    no_cache: bool = False  # --no-cache: no probe answer is served from the cache
 
 
 def settings() -> Settings:
@@ -47,8 +48,8 @@ def settings() -> Settings:
     return value if isinstance(value, Settings) else Settings()
 
 
-def configure(ctx: click.Context, color: str, quiet: bool, debug: bool) -> None:
-    ctx.find_root().meta[_KEY] = Settings(color, quiet, debug)
+def configure(ctx: click.Context, color: str, quiet: bool, debug: bool, no_cache: bool = False) -> None:
+    ctx.find_root().meta[_KEY] = Settings(color, quiet, debug, no_cache)
     # click.echo strips ANSI codes when stdout is not a terminal unless the context says
     # otherwise: --color always must survive `| less -R`; subcommands inherit it.
     ctx.find_root().color = {"always": True, "never": False}.get(color)

@@ -82,7 +82,7 @@ def has_cuda_headers(host: Host, root: str) -> bool:
 def release_of(host: Host, root: str, nvcc: str) -> str:
     """nvcc's "release X.Y" on a live host; version.json / version.txt where nothing runs."""
     if host.live:
-        result = host.run([nvcc, "--version"])
+        result = host.run_version([nvcc, "--version"])
         parsed = cuda_probe.parse_nvcc_version(result.stdout) if result is not None and result.ok else None
         if parsed is None:
             raise NotAToolkit(f"{nvcc} --version: {result.describe_failure() if result is not None and not result.ok else 'no release line'}")
@@ -100,7 +100,7 @@ def describe(host: Host, root: str, nvcc: str, release: str | None = None) -> di
     release = release or release_of(host, root, nvcc)
     archs = None
     if host.live:
-        result = host.run([nvcc, "--list-gpu-arch"])
+        result = host.run_version([nvcc, "--list-gpu-arch"])
         archs = parse_gpu_arch_list(result.stdout) if result is not None and result.ok else None
     header = next((p for p in (posixpath.join(root, d, "crt/host_config.h") for d in cuda_probe.INCLUDE_DIRS) if host.is_file(p)), None)
     bounds = parse_host_config(host.read_text(header) or "") if header else None

@@ -91,7 +91,7 @@ def tool(host: Host, name: str, search: str, parse: Callable[[str], str | None],
     path = host.which(name, path=search)
     if path is None:
         return None
-    result = host.run([path, "--version"])
+    result = host.run_version([path, "--version"])
     version = None
     if result is not None and not result.ok:
         failures.append(ProbeFailure("build-programs", result.describe_failure()))

@@ -147,7 +147,7 @@ def gcc_version(host: Host, path: str, failures: list[ProbeFailure], default: bo
     """(version, where it came from) for the gcc at `path`; (None, why) if unknown."""
     if host.live:
         for flag in ("-dumpfullversion", "-dumpversion"):  # -dumpfullversion: gcc >= 7
-            result = host.run([path, flag])
+            result = host.run_version([path, flag])
             if result is None:
                 break
             if result.ok:

@@ -487,7 +487,7 @@ def describe(host: Host, install: _Install, reader: _Reader) -> dict:
 
     nvcc_release = None
     if nvcc and host.live:
-        result = host.run([nvcc, "--version"])
+        result = host.run_version([nvcc, "--version"])
         if result is not None and result.ok:
             parsed = parse_nvcc_version(result.stdout)
             if parsed:
