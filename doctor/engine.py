@@ -180,9 +180,11 @@ def judge(
         if (wanted is not None and item.id not in wanted) or item.id in ignored:
             continue
         report.evaluated += 1
+        crashed = False
         try:
             findings, skipped = item.evaluate(facts, kb)
         except Exception as exc:  # keep the rest of the report
+            crashed = True
             if raise_rule_errors():
                 raise
             if on_rule_error is not None:
@@ -192,7 +194,7 @@ def judge(
                 f"could not be evaluated: a fact has an unexpected type or shape, or the rule has a bug ({type(exc).__name__}: {exc}; --debug shows where)",
             )
         report.findings.extend(findings)
-        if skipped is not None and not applies(item, facts):
+        if skipped is not None and not crashed and not applies(item, facts):
             report.evaluated -= 1  # not a check this command makes: neither run nor "not run"
             continue
         if skipped is not None:
