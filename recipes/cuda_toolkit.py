@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from packaging.version import InvalidVersion, Version
 
+from fwdoctor.kb import cache
 from fwdoctor.recipes.apply import file_step
 from fwdoctor.recipes.plan import Plan, Step
 from fwdoctor.recipes.scripts import read as read_script
@@ -103,7 +104,8 @@ def _plan(facts: Any, kb: KB, options: Mapping[str, Any]) -> Plan:
     if refusal:
         notes.insert(0, f"--force: {refusal}")
     home = os.path.expanduser("~")
-    work_dir = str(options.get("work_dir") or posixpath.join(home, ".cache", "fwdoctor"))  # downloads go below it
+    # Downloads go below it: the user's cache folder ($XDG_CACHE_HOME, else ~/.cache).
+    work_dir = str(options.get("work_dir") or posixpath.join(cache.cache_home() or posixpath.join(home, ".cache"), "fwdoctor"))
     env_file = str(options.get("env_file") or posixpath.join(home, ".config", "fwdoctor", f"cuda-{xy}.env.sh"))
     fw_python = str(options.get("fwdoctor_python") or sys.executable)
     if method == "pip":

@@ -15,8 +15,8 @@
       platforms: [linux-64]    # conda subdirs (default [linux-64])
       packages: ["python=3.11", "pytorch=2.5.1=cuda126*", "cuda-version=12.6", "cudnn", "nccl"]
     apt: [tini]                # Debian/Ubuntu packages installed in the runtime image
-    copy:                      # project files into the image: src relative to the build
-      - {src: app/, dest: /app/}   # context (no '..'), dest absolute in the image
+    copy:                      # project files into the image: src relative to the stack
+      - {src: app/, dest: /app/}   # file (no '..'), inside the build context; dest absolute
     entrypoint: ["/usr/bin/tini", "--"]   # exec form lists
     command: ["python", "/app/main.py"]   # default: fwdoctor check --deep
     healthcheck: false         # true: HEALTHCHECK runs `fwdoctor smoke kernel` (GPU images)
@@ -36,6 +36,7 @@ the specs and build strings.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -87,7 +88,7 @@ class StackImpossible(ValueError):
 class CopyItem:
     """A project file or folder copied into the image (COPY src dest)."""
 
-    src: str  # relative to the build context, POSIX separators
+    src: str  # relative to the stack file's folder, POSIX separators (see copy_in_context)
     dest: str  # absolute path in the image
 
 
@@ -797,6 +798,26 @@ def _default_os(docker: DockerKB, python: str, cpu: bool) -> str | None:
             if row.python_from_base:
                 return row.os
     return None
+
+
+def copy_in_context(items: tuple[CopyItem, ...], stack_file: str, context: str) -> tuple[CopyItem, ...]:
+    """The copy items with each src as the build context sees it. A src is written relative
+    to the stack file's folder, as compose resolves a build context and pip-compile a `-r`
+    path against the file that names them, so a stack means the same files from any working
+    folder. StackError when one lies outside the context (all Docker can see)."""
+    base = os.path.dirname(os.path.abspath(stack_file))
+    top = os.path.abspath(context)
+    placed: list[CopyItem] = []
+    for item in items:
+        full = os.path.normpath(os.path.join(base, item.src))
+        rel = os.path.relpath(full, top)
+        if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+            raise StackError(f"{stack_file}: copy src {item.src!r} is {full}, outside the build context {top}; pass --context with a folder that holds it")
+        rel = rel.replace(os.sep, "/")
+        if item.src.endswith("/"):  # a folder stays one: "app/" copies app's contents
+            rel = "./" if rel == "." else rel + "/"
+        placed.append(replace(item, src=rel))
+    return tuple(placed)
 
 
 def load_and_resolve(path: str | Path, kb: KB) -> ResolvedStack:

@@ -78,8 +78,28 @@ def test_a_broken_yaml_file_is_a_kb_error_naming_it_whatever_the_cache_holds(cac
         KB.load(folder)
 
 
-def test_a_relative_cache_home_is_not_used(monkeypatch):
+def test_a_relative_cache_home_is_ignored_as_the_xdg_spec_says(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("FWDOCTOR_NO_CACHE", raising=False)
-    assert cache.cache_dir() is None
-    assert cache.entry(b"x", "a.yaml") is None
+    assert cache.cache_dir() == tmp_path / ".cache" / "fwdoctor" / "kb"
+    monkeypatch.setenv("HOME", "relative-home")
+    assert cache.cache_dir() is None and cache.entry(b"x", "a.yaml") is None
+
+
+def test_the_cache_follows_xdg_cache_home_and_an_unwritable_home_is_not_fatal(cli, tmp_path, monkeypatch):
+    # HOME a plain file: nothing can be created below it, even by root (chmod would not stop root).
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("FWDOCTOR_NO_CACHE", raising=False)
+    path = tmp_path / "gpus.yaml"
+    path.write_text("gpus: [x]\n")
+    assert cache.cache_dir() == home / ".cache" / "fwdoctor" / "kb"
+    assert load_yaml(path) == {"gpus": ["x"]}  # parsed; the cache could not be written, no error
+    assert cli("explain", "driver-too-old-for-torch").exit_code == 0
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    path.write_text("gpus: [y]\n")
+    assert load_yaml(path) == {"gpus": ["y"]}
+    assert list((tmp_path / "xdg" / "fwdoctor" / "kb").glob("gpus-*.json"))

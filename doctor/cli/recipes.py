@@ -436,7 +436,7 @@ install_tensorflow_cmd = _framework_install_cmd("tensorflow")
 @click.option("--sha256", help="Expected sha256 of the runfile.")
 @click.option("--keyring-sha256", help="apt: expected sha256 of NVIDIA's cuda-keyring .deb (lets the plan set up the repository).")
 @click.option("--index-url", help="pip: install the wheels from this index.")
-@click.option("--download-dir", type=click.Path(file_okay=False), help="Where downloads are kept (default: ~/.cache/fwdoctor/downloads).")
+@click.option("--download-dir", type=click.Path(file_okay=False), help="Where downloads are kept (default: fwdoctor/downloads in $XDG_CACHE_HOME, else ~/.cache).")
 @click.option("--env-out", type=click.Path(dir_okay=False), help="Where to write the env snippet (default: ~/.config/fwdoctor/cuda-X.Y.env.sh).")
 @_apply_options
 @kb_option

@@ -11,6 +11,7 @@ import hashlib
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -190,9 +191,14 @@ def _dockerfile_text(resolved, stack_file: str, lock_dir: str | None, base_image
     rel = os.path.relpath(lock_path.resolve(), Path(context).resolve())
     if rel.startswith(".."):
         fail(f"--lock-dir {lock_path} is outside the build context {context}")
-    for item in resolved.copy:
+    try:
+        placed = stack_mod.copy_in_context(resolved.copy, stack_file, context)  # src: relative to the stack file
+    except stack_mod.StackError as exc:
+        fail(str(exc))
+    for item, written in zip(placed, resolved.copy):
         if not (Path(context) / item.src).exists():
-            fail(f"{stack_file}: copy src {item.src!r} does not exist in the build context {context}")
+            fail(f"{stack_file}: copy src {written.src!r} does not exist in the build context {context} ({Path(context) / item.src})")
+    resolved = replace(resolved, copy=placed)
     try:
         text = dockerfile.render(resolved, lock_text, stack_file, rel.replace(os.sep, "/"), base_image, conda_lock_text=conda_text)
     except (QuotingError, dockerfile.DockerfileError) as exc:

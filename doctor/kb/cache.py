@@ -24,11 +24,22 @@ from typing import Any
 FORMAT = "1"
 
 
+def cache_home() -> str | None:
+    """The user's cache folder: $XDG_CACHE_HOME when it is an absolute path (the XDG Base
+    Directory spec ignores a relative one), else ~/.cache; None when neither is absolute
+    (no HOME). Every fwdoctor cache lives in its fwdoctor/ folder."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(base):
+        return base
+    home = os.path.expanduser("~")
+    return os.path.join(home, ".cache") if os.path.isabs(home) else None
+
+
 def cache_dir() -> Path | None:
     if os.environ.get("FWDOCTOR_NO_CACHE"):
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not os.path.isabs(base):
+    base = cache_home()
+    if base is None:
         return None
     return Path(base) / "fwdoctor" / "kb"
 
