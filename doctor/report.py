@@ -19,6 +19,7 @@ from fwdoctor.findings import AREA_TITLES, AREAS
 from fwdoctor.model import TIMESTAMP_FORMAT, Finding, Provenance, Severity
 from fwdoctor.schema import stamp
 from fwdoctor.summary import summary
+from fwdoctor.textfit import WIDTH, fit
 from fwdoctor.summary import to_json as summary_json
 
 NOTHING_CHECKED = "Nothing could be checked: no check had the facts it needs (`-v` lists what each lacked)."
@@ -38,16 +39,25 @@ def _fix_lines(finding: Finding) -> list[str]:
     return lines
 
 
-def render_text(report: Report, verbose: bool = False, color: bool = False, kb_dir: str | None = None) -> str:
+def render_text(report: Report, verbose: bool = False, color: bool = False, kb_dir: str | None = None, width: int | None = WIDTH) -> str:
+    """The text report; each line wrapped to `width` columns (None: as long as it is),
+    nothing cut. `verbose` (-v) prints every line whole, as --json holds every value."""
+    if verbose:
+        width = None
+    def fitted(text: str) -> list[str]:
+        return fit(text, width) if width else [text]
+
     def paint(text: str, severity: Severity | None) -> str:
         text = terminal(text)  # escaped before fwdoctor's own colour codes go around it
         if not color or severity is None:
-            return _Escaped(text)
+            return _Escaped("\n".join(fitted(text)))
         code = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}[severity]
-        return _Escaped(f"\x1b[{code}m{text}\x1b[0m")
+        return _Escaped("\n".join(f"\x1b[{code}m{line}\x1b[0m" for line in fitted(text)))
 
     out: list[str] = [f"fwdoctor {__version__}: {_summary_line(report)}", ""]
-    out += [f"  {layer:<8} {text}" for layer, text in (*summary(report.facts), _kb_row(kb_dir))]
+    # A layer's text wraps under its own column.
+    out += [_Escaped("\n".join(fit(terminal(f"  {layer:<8} {text}"), width, hang=11) if width else [terminal(f"  {layer:<8} {text}")]))
+            for layer, text in (*summary(report.facts), _kb_row(kb_dir))]
     by_area: dict[str, list[Finding]] = {}
     for finding in report.findings:
         by_area.setdefault(finding.area, []).append(finding)
@@ -81,7 +91,7 @@ def render_text(report: Report, verbose: bool = False, color: bool = False, kb_d
         out.append("`fwdoctor explain ID` explains a finding; `--json` gives machine-readable output.")
     # Every line through the terminal layer (painted ones already were, and hold no other
     # control character than the colour codes added after): one line each, nothing raw.
-    return "\n".join(line if isinstance(line, _Escaped) else terminal(line) for line in out) + "\n"
+    return "\n".join(line if isinstance(line, _Escaped) else "\n".join(fitted(terminal(line))) for line in out) + "\n"
 
 
 def _kb_row(kb_dir: str | None = None) -> tuple[str, str]:
@@ -100,7 +110,7 @@ def _summary_line(report: Report) -> str:
     for finding in report.findings:
         counts[finding.severity] += 1
     return (f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} info; "
-            f"{report.not_run} check(s) not run for lack of facts")
+            f"{report.not_run} check(s) not run")  # why, area by area below: the line fits 80 columns
 
 
 def _short(value: Any, limit: int = 300) -> str:

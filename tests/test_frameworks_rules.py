@@ -15,6 +15,7 @@ from fwdoctor.probes.frameworks import parse_build_info, parse_metadata
 from fwdoctor.recipes.select_frameworks import select_framework
 from fwdoctor.rules.frameworks import RULES, common_version
 from fwdoctor.selection import Gpu, Target
+from fwdoctor.textfit import unwrap
 
 pytestmark = pytest.mark.usefixtures("use_test_kb")
 DATA = Path(__file__).resolve().parent / "data" / "frameworks"
@@ -55,7 +56,7 @@ def test_the_mixed_env_names_the_installed_wheel_the_broken_framework_and_a_vers
 
 def test_the_summary_has_a_line_per_framework_with_what_it_runs_on(cli):
     result = cli("check", "--root", str(ROOTS / "frameworks-torch-jax"), "--env-file", str(ROOTS / "frameworks-torch-jax" / "fixture.env"))
-    assert "  JAX      0.10.2 (CUDA 13 plugin; jax 0.10.2, jaxlib 0.10.2, jax-cuda13-plugin 0.10.2, jax-cuda13-pjrt 0.10.2)" in result.output
+    assert "  JAX      0.10.2 (CUDA 13 plugin; jax 0.10.2, jaxlib 0.10.2, jax-cuda13-plugin 0.10.2, jax-cuda13-pjrt 0.10.2)" in unwrap(result.output)
     result = cli("check", "--root", str(ROOTS / "frameworks-tf"), "--env-file", str(ROOTS / "frameworks-tf" / "fixture.env"))
     assert "  TF       2.19.1 (CUDA 12.5.1, cuDNN 9; tensorflow 2.19.1)" in result.output
 

@@ -10,6 +10,7 @@ from fwdoctor.cli.errors import fail
 from fwdoctor.cli.output import emit_json
 from fwdoctor.explain import explanation
 from fwdoctor.findings import BY_ID, FINDING_KINDS, FindingKind
+from fwdoctor.textfit import fit
 
 
 @click.command("list")
@@ -19,8 +20,11 @@ def list_findings(as_json: bool) -> None:
     if as_json:
         emit_json("finding-list", finding_list())
         return
+    column = max(len(k.id) for k in FINDING_KINDS)
     for k in FINDING_KINDS:
-        click.echo(f"{k.code}  {k.severity.value:<7}  {k.id:<32} {k.title}")
+        # 80 columns: the title wraps under its own column (--json has every field whole).
+        for line in fit(f"{k.code}  {k.severity.value:<7}  {k.id:<{column}} {k.title}", hang=18 + column):
+            click.echo(line)
 
 
 def finding_list() -> dict[str, Any]:

@@ -29,6 +29,7 @@ from fwdoctor.model import Facts
 from fwdoctor.recipes import cuda_toolkit, framework_wheel, select_frameworks, torch_wheel
 from fwdoctor.recipes import fix as fixes
 from fwdoctor import selection as sel
+from fwdoctor.textfit import fit_text
 from fwdoctor.recipes.apply import ApplyResult, apply_plan
 from fwdoctor.recipes.plan import Plan
 from fwdoctor.rules import RULES
@@ -268,7 +269,7 @@ def select_torch_cmd(source: SourceRequest, driver, gpus, torch_spec, cuda, as_j
     if as_json:
         emit_json("selection", selection.to_json())
     else:
-        click.echo(sel.render_text(selection), nl=False)
+        click.echo(fit_text(sel.render_text(selection)), nl=False)
     if not selection.ok:
         sys.exit(EXIT_FINDINGS)
 
@@ -298,7 +299,7 @@ def _framework_select_cmd(framework: str):
         if as_json:
             emit_json("selection", selection.to_json())
         else:
-            click.echo(select_frameworks.render_text(selection), nl=False)
+            click.echo(fit_text(select_frameworks.render_text(selection)), nl=False)
         if not selection.ok:
             sys.exit(EXIT_FINDINGS)
 
