@@ -193,7 +193,19 @@ class CudaKB:
 
     def newest_cuda_for_driver(self, driver: str) -> str | None:
         """The highest CUDA major.minor whose programs `driver` runs: by Table 3, or by
-        minor-version compatibility within a major. None when older than every row."""
+        minor-version compatibility within a major. None when older than every row.
+        Memoized by driver string in the instance's __dict__ (fields, equality and hash
+        untouched): a fleet report asks it for every node (issue 30)."""
+        memo = self.__dict__.setdefault("_memo_newest_cuda_for_driver", {})
+        try:
+            return memo[driver]
+        except KeyError:
+            found = memo[driver] = self._newest_cuda_for_driver(driver)
+            return found
+        except TypeError:
+            return self._newest_cuda_for_driver(driver)
+
+    def _newest_cuda_for_driver(self, driver: str) -> str | None:
         have = driver_version(driver)
         best: Version | None = None
         for row in self.toolkit_drivers:

@@ -150,6 +150,22 @@ class DriverFloor:
 
 def driver_branch(version: str) -> int | None:
     """"535.230.02" -> 535; None for anything that does not start with a number."""
+    try:
+        return _BRANCHES[version]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable: not memoized
+        return _driver_branch(version)
+    found = _driver_branch(version)
+    if len(_BRANCHES) < 4096:  # a fleet has a handful of driver versions; bounded anyway
+        _BRANCHES[version] = found
+    return found
+
+
+_BRANCHES: dict[Any, int | None] = {}
+
+
+def _driver_branch(version: str) -> int | None:
     head = str(version).strip().split(".")[0]
     return int(head) if head.isdigit() else None
 
@@ -177,6 +193,18 @@ class GpuKB:
         return self.by_pci.get(key) if key else None
 
     def family_for_cc(self, cc: str) -> GpuFamily | None:
+        # Memoized by CC in the instance's __dict__ (the frozen fields, equality and hash
+        # are untouched): a fleet report asks it for every GPU of every node (issue 30).
+        memo = self.__dict__.setdefault("_memo_family_for_cc", {})
+        try:
+            return memo[cc]
+        except KeyError:
+            found = memo[cc] = self._family_for_cc(cc)
+            return found
+        except TypeError:  # an unhashable value from a malformed facts file
+            return self._family_for_cc(cc)
+
+    def _family_for_cc(self, cc: str) -> GpuFamily | None:
         try:
             wanted = parse_cc(cc)
         except ValueError:

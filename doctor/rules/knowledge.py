@@ -4,7 +4,8 @@ rather than judged by the nearest older row."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import weakref
+from typing import TYPE_CHECKING, Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
@@ -28,7 +29,27 @@ def _minor(text: Any) -> Version | None:
     return Version(f"{v.major}.{v.minor}") if v is not None and len(v.release) >= 2 else None
 
 
+# newest_torch and newest_branch are pure functions of the KB, asked once per judged host:
+# `fleet report` judges every node against one KB, and recomputing them cost 10,000 nodes
+# ~25% of their judging time (issue 30, item 4; cProfile of benchmarks/fleet_report.py).
+_PER_KB: "weakref.WeakKeyDictionary[Any, dict[str, Any]]" = weakref.WeakKeyDictionary()
+
+
+def _per_kb(kb: Any, name: str, compute: Callable[[], Any]) -> Any:
+    try:
+        memo = _PER_KB.setdefault(kb, {})
+    except TypeError:  # a KB stand-in that cannot be weakly referenced: no memo
+        return compute()
+    if name not in memo:
+        memo[name] = compute()
+    return memo[name]
+
+
 def newest_torch(kb: KB) -> Version | None:
+    return _per_kb(kb, "newest_torch", lambda: _newest_torch(kb))
+
+
+def _newest_torch(kb: KB) -> Version | None:
     releases = [Version(v.torch) for v in kb.torch.variants()]
     return max(releases) if releases else None
 
@@ -36,6 +57,10 @@ def newest_torch(kb: KB) -> Version | None:
 def newest_branch(kb: KB) -> int | None:
     """The newest driver branch any KB row names: a CUDA toolkit's driver, a GPU's first
     listing, a family's first or last release, a branch of NVIDIA's lifecycle table."""
+    return _per_kb(kb, "newest_branch", lambda: _newest_branch(kb))
+
+
+def _newest_branch(kb: KB) -> int | None:
     branches = [driver_branch(r.driver) for r in kb.cuda.toolkit_drivers]
     branches += [driver_branch(r) for f in kb.gpus.floors.values() for r in f.first]
     branches += [b for fam in kb.gpus.families for b in (fam.first_branch, fam.last_branch)]
