@@ -71,7 +71,8 @@ def test_the_installed_wheel_runs_from_outside_the_repository_beside_doctor_and_
     # The answer names a wheel and the command that installs it (what, not which: the
     # shipped KB moves on, and this test is about the installed package working).
     assert re.search(r"^torch \d+\.\d+\.\d+\+cu\d+ ", chosen.stdout, re.M), chosen.stdout
-    assert re.search(r"install: +pip install torch==\d+\.\d+\.\d+ --index-url https://", chosen.stdout), chosen.stdout
+    pasted = re.sub(r" \\\n +", " ", chosen.stdout)  # the command wraps at 80 columns with backslashes, as a shell reads it
+    assert re.search(r"install: +pip install torch==\d+\.\d+\.\d+ --index-url https://", pasted), chosen.stdout
     # The others' packages are really there (so the test proves coexistence, not absence).
     # find_spec locates them without importing (they were installed without their deps).
     probe = "from importlib.util import find_spec as f; print(*(f(n).origin for n in ('doctor', 'recipes', 'fwdoctor.recipes')))"
