@@ -132,3 +132,20 @@ def test_not_run_agrees_in_text_markdown_and_prometheus(cli):
     assert f"{listed} check(s) not run" in text
     prom = cli("check", "--root", MISMATCH, "--format", "prometheus").stdout
     assert f'fwdoctor_checks{{state="not_run"}} {listed}' in prom
+
+
+def test_gate_ignore_and_fail_on(cli):
+    def verdict(*args: str) -> tuple[str, list[tuple[str, str]], int]:
+        result = cli("gate", "--root", MISMATCH, "--json", *args)
+        document = json.loads(result.stdout)
+        return document["verdict"], [(c["id"], c["verdict"]) for c in document["causes"]], result.exit_code
+
+    first, causes, code = verdict()
+    drains = [a for i, v in causes if v == "drain" for a in ("--ignore", i)]
+    warns = [a for i, v in causes if v == "warn" for a in ("--ignore", i)]
+    assert first == "drain" and code == 1 and drains and warns, causes
+    assert verdict(*drains)[::2] == ("warn", 0)
+    assert verdict(*drains, "--fail-on", "warning")[::2] == ("warn", 1)
+    assert verdict(*drains, *warns, "--fail-on", "warning")[2] == 0
+    bad = cli("gate", "--root", MISMATCH, "--ignore", "driver-libary-mismatch")
+    assert bad.exit_code == 2 and "did you mean 'driver-library-mismatch'" in bad.output

@@ -7,11 +7,13 @@ import re
 import socket
 import sys
 import time
+from dataclasses import replace
 
 import click
 
 from fwdoctor.cli.common import fail, kb_option
 from fwdoctor.cli.output import note
+from fwdoctor.findings import BY_ID, did_you_mean
 from fwdoctor.gate import policy as gate_policy
 from fwdoctor.gate import report, slurm
 from fwdoctor.gate.run import run_gate
@@ -49,13 +51,16 @@ def _node_name(value: str | None) -> str:
 @click.option("--report-format", "fmt", type=click.Choice(["text", "json", "ctrf", "junit"]), default="text", show_default=True,
               help="text for people, json for scripts, ctrf (Common Test Report Format) or junit (JUnit XML) for CI dashboards.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --report-format json.")
+@click.option("--ignore", "ignored", multiple=True, metavar="ID", help="Also ignore these finding ids (added to the policy's ignore list; repeatable).")
+@click.option("--fail-on", "fail_on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
+              help="With --exit-codes fwdoctor: exit 1 on drain (error), or on warn too (warning).")
 @click.option("--exit-codes", "scheme", type=click.Choice(["fwdoctor", "nagios", "npd"]), default="fwdoctor", show_default=True,
               help="fwdoctor: 0 may run jobs, 1 drain, 2 failed; nagios (NHC): 0 OK 1 WARNING 2 CRITICAL 3 UNKNOWN; "
                    "npd (Node Problem Detector custom plugin): 0 OK 1 problem 2 unknown, one line of at most 80 characters.")
 @kb_option
 def gate(root: str | None, env_file: str | None, facts_file: str | None, deep: bool, smoke: tuple[str, ...], budget_s: float,
          policy_file: str | None, show_policy: bool, baseline_file: str | None, use_slurm: bool, node: str | None,
-         log_file: str | None, fmt: str, as_json: bool, scheme: str, kb_dir: str | None) -> None:
+         log_file: str | None, fmt: str, as_json: bool, ignored: tuple[str, ...], fail_on: str, scheme: str, kb_dir: str | None) -> None:
     """Judge this node for scheduling: check, hardware health, optional smoke, one verdict.
 
     \b
@@ -71,6 +76,11 @@ def gate(root: str | None, env_file: str | None, facts_file: str | None, deep: b
         policy = gate_policy.load(policy_file)
     except gate_policy.PolicyError as exc:
         fail(str(exc))
+    for finding_id in ignored:
+        if finding_id not in BY_ID:
+            fail(f"--ignore {finding_id}: unknown finding id{did_you_mean(finding_id)} (see `fwdoctor list`)")
+    if ignored:  # ignore wins over drain and warn, as in the policy file itself
+        policy = replace(policy, ignore=policy.ignore + tuple(i for i in ignored if i not in policy.ignore))
     if show_policy:
         if policy_file is None:
             click.echo(gate_policy.DEFAULT, nl=False)
@@ -107,7 +117,10 @@ def gate(root: str | None, env_file: str | None, facts_file: str | None, deep: b
             fail(f"slurm: {exc}")
     _log(log_file, result)
     _render(result, "json" if as_json else fmt, scheme)
-    sys.exit(report.exit_code(result, scheme))
+    code = report.exit_code(result, scheme)
+    if scheme == "fwdoctor" and fail_on == "warning" and result.verdict == "warn":
+        code = 1
+    sys.exit(code)
 
 
 def _cause_text(result) -> str | None:
