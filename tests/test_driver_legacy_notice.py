@@ -71,6 +71,8 @@ def test_a_module_that_left_because_its_only_gpu_is_legacy(check_json, tmp_path:
     assert hit["severity"] == "error"
     assert "ignores the GeForce GT 710" in hit["message"] and "R470 legacy branch" in hit["message"]
     assert "did not stay loaded" in hit["message"]
+    # No module is loaded, so the notice's own driver is the one named.
+    assert "the NVIDIA 535.129.03 module ignores" in hit["message"]
     assert "nvidia-driver-470-server" in " ".join(hit["fix"]["commands"])
     assert hit["evidence"]["source"] == "/var/log/kern.log"
 
@@ -88,3 +90,13 @@ def test_a_notice_from_an_earlier_boot_with_another_driver_is_not_evidence(check
     root = _root(tmp_path, "driver-ok", TALOS_GT710, "0x2330")
     _, report = check_json("--root", str(root))
     assert "driver-gpu-unsupported" not in _ids(report)
+
+
+def test_of_three_boots_notices_the_newest_names_the_driver(check_json, tmp_path: Path) -> None:
+    # kern.log keeps every boot; with no module loaded now, the newest boot's notice speaks
+    # (a mutation that read another notice survived `make mutants` before this test).
+    log = "".join(TALOS_GT710.replace("535.129.03", driver) for driver in ("535.129.03", "545.29.06", "550.54.14"))
+    root = _root(tmp_path, "driver-missing", log, "0x128b")
+    _, report = check_json("--root", str(root))
+    hit = _ids(report)["driver-gpu-unsupported"]
+    assert "the NVIDIA 550.54.14 module ignores" in hit["message"]

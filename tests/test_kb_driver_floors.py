@@ -180,3 +180,26 @@ def test_an_hgx_b200_known_by_its_pci_id_needs_r570(gpus):
     assert model.name == "B200"
     assert "570.86.15" in gpus.driver_problem(model.cc, model.name, "565.77").message
     assert gpus.driver_problem(model.cc, model.name, "570.86.15", "open") is None
+
+
+def _unsupported(cli, tmp_path, document: dict) -> dict:
+    path = tmp_path / "host.json"
+    path.write_text(json.dumps(document))
+    result = cli("check", "--json", "--facts", str(path), "--kb", str(KB_DIR), "--only", "driver-gpu-unsupported")
+    (hit,) = [f for f in json.loads(result.output)["findings"] if f["id"] == "driver-gpu-unsupported"]
+    return hit
+
+
+def test_a_gpu_nvml_lists_and_the_bus_shows_is_judged_once(cli, tmp_path):
+    # NVML writes the slot with an 8-digit domain (00000000:01:00.0), sysfs with 4
+    # (0000:01:00.0): the same GPU, one entry (a mutation that forgot the listed slot
+    # judged it twice, once per spelling; found by `make mutants`).
+    hit = _unsupported(cli, tmp_path, facts_document("NVIDIA H200", "0x2335", "9.0", "535.230.02"))
+    assert [g["where"] for g in hit["evidence"]["gpus"]] == ["00000000:01:00.0"]
+
+
+def test_a_gpu_the_driver_names_only_by_its_device_id_is_named_from_its_pci_id(cli, tmp_path):
+    # An old driver prints "NVIDIA device 2335" for a GPU it predates: the KB's product
+    # name from the PCI id is what the message names.
+    hit = _unsupported(cli, tmp_path, facts_document("NVIDIA device 2335", "0x2335", "9.0", "535.230.02"))
+    assert ": H200 (Hopper, sm_90)" in hit["message"] and "NVIDIA device 2335" not in hit["message"]
