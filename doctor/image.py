@@ -26,6 +26,7 @@ import re
 import shutil
 import tarfile
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -33,6 +34,10 @@ from fwdoctor.imagefs import KEEP_BUDGET, ImageHost, ImageTree, TreeBuilder, Tre
 
 # An export streams the whole rootfs; a chunked reader keeps memory flat.
 _CHUNK = 1 << 20
+# The whole export of one image, as an image archive gets (image_archive.Limits.deadline_s):
+# an engine that streams slower than that is refused, not waited on. A read that stalls
+# inside one chunk is ended by the client's own 600 s socket timeout (docker_client).
+EXPORT_DEADLINE_S = 600.0
 
 
 
@@ -171,7 +176,7 @@ def _export_stream(tag: str, client: Any, consume: Callable[[IO[bytes]], None]) 
         # Created, never started: nothing in the image runs. A command is needed only for
         # images without CMD/ENTRYPOINT, and is never executed.
         container = client.containers.create(image.id, command=["/nonexistent-fwdoctor-export"], entrypoint=[], network_disabled=True)
-        consume(ChunkReader(container.export(chunk_size=_CHUNK)))
+        consume(ChunkReader(_within_deadline(container.export(chunk_size=_CHUNK), f"the export of {tag!r}", EXPORT_DEADLINE_S)))
     except docker.errors.APIError as exc:
         raise ImageError(f"exporting {tag!r} failed: {api_message(exc)}") from None
     except tarfile.TarError as exc:
@@ -185,6 +190,16 @@ def _export_stream(tag: str, client: Any, consume: Callable[[IO[bytes]], None]) 
             except Exception:  # the export worked; a leftover container is not worth failing for
                 pass
     return config
+
+
+def _within_deadline(chunks: Iterable[bytes], what: str, seconds: float) -> Iterator[bytes]:
+    """The chunks of a stream until `seconds` have passed since the first was asked for;
+    then an ImageError naming the stream and the limit."""
+    deadline = time.monotonic() + seconds
+    for chunk in chunks:
+        if time.monotonic() > deadline:
+            raise ImageError(f"{what}: not read within {seconds:g} s (the limit for one image)")
+        yield chunk
 
 
 def parse_env(items: Iterable[str]) -> dict[str, str]:

@@ -127,6 +127,34 @@ def test_export_unpacks_a_created_never_started_container_and_removes_it():
     assert client.container.removed and client.created[0]["network_disabled"] is True
 
 
+class SlowContainer(FakeContainer):
+    """An engine that keeps streaming, one small chunk at a time, past any deadline."""
+
+    def export(self, chunk_size: int):
+        import time
+
+        # One member that claims 1 GiB, then its content trickling in: a tar that never ends
+        # early (zero blocks alone would read as the end of the archive).
+        info = tarfile.TarInfo("opt/huge.bin")
+        info.size = 1 << 30
+        yield info.tobuf(format=tarfile.GNU_FORMAT)
+        while True:
+            time.sleep(0.05)
+            yield b"x" * 4096
+
+
+@pytest.mark.parametrize("read", ["export", "inspect"])
+def test_an_export_that_streams_past_its_deadline_is_refused_naming_it(monkeypatch, read):
+    # issue 24: --image-archive had a deadline per image; the engine's export had none.
+    require_module("docker", "pip install 'fwdoctor[docker]'")
+    monkeypatch.setattr(image, "EXPORT_DEADLINE_S", 0.3)
+    client = FakeClient(b"", [])
+    client.container = SlowContainer(b"")
+    with pytest.raises(image.ImageError, match=r"the export of 'demo:1': not read within 0.3 s \(the limit for one image\)"):
+        getattr(image, read)("demo:1", client=client)
+    assert client.container.removed
+
+
 def test_export_of_a_missing_image_is_an_image_error():
     require_module("docker", "pip install 'fwdoctor[docker]'")
     with pytest.raises(image.ImageError, match="no image 'nope:1' in the local engine"):
