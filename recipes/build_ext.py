@@ -219,6 +219,10 @@ def ext_plan(facts: Facts, kb: KB, report: Report) -> ExtPlan:
             prepare_args += ["--gencode", ",".join(archs)]
             notes.append(f"{row.name}'s setup.py fixes its -gencode list ({', '.join(row.archs_for(str(toolkit['release'])))}) and torch then ignores "
                          f"TORCH_CUDA_ARCH_LIST: {src}/setup.py is rewritten to keep {', '.join(archs)} only")
+        if row.arch_choice == "arch-env" and row.arch_env:
+            env[row.arch_env] = row.arch_env_value(archs)
+            notes.append(f"{row.name}'s setup.py reads its arch list from {row.arch_env}, not TORCH_CUDA_ARCH_LIST: {row.arch_env}={env[row.arch_env]}")
+        notes.extend(f"{row.name}: {n}" for n in row.notes)
         if row.nvcc_threads:
             notes.append(f"{row.name} runs each nvcc with --threads {row.nvcc_threads}: {row.gib_per_job:g} GiB per job is the peak of that")
     else:

@@ -25,7 +25,9 @@ from fwdoctor.kb import Ctx
 #     (TORCH_CUDA_ARCH_LIST is then ignored: torch's cpp_extension adds no arch flags of its
 #     own when the extension already passes -gencode); the plan rewrites that list.
 #   torch-arch-list: torch's cpp_extension reads TORCH_CUDA_ARCH_LIST.
-ARCH_CHOICE: tuple[str, ...] = ("gencode-in-setup", "torch-arch-list")
+#   arch-env: setup.py reads its own variable (`arch_env:`, e.g. tiny-cuda-nn's
+#     TCNN_CUDA_ARCHITECTURES, integers like 86) and not TORCH_CUDA_ARCH_LIST; the plan sets it.
+ARCH_CHOICE: tuple[str, ...] = ("gencode-in-setup", "torch-arch-list", "arch-env")
 _CC = re.compile(r"^\d+\.\d+$")
 
 
@@ -51,9 +53,9 @@ class Project:
     versions: SpecifierSet
     import_name: str
     modules: tuple[str, ...]
-    archs: tuple[ArchRow, ...]
+    archs: tuple[ArchRow, ...] | None  # None: setup.py fixes no list the KB could read
     arch_choice: str
-    min_cuda: str
+    min_cuda: str | None  # None: no floor read from setup.py
     force_build: dict[str, str]
     no_build_isolation: bool
     nvcc_threads: int | None
@@ -63,9 +65,17 @@ class Project:
     source: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
     smoke: str | None = None  # Python that calls one kernel on cuda:0 (run only where a GPU exists)
+    wheels_unknown: str | None = None  # no `wheels:` because their naming was not read (what was searched)
+    arch_env: str | None = None  # arch-env: the variable setup.py reads its arch list from
 
-    def archs_for(self, cuda: str) -> list[str]:
-        """The arches setup.py compiles for with nvcc `cuda`."""
+    def arch_env_value(self, ccs: list[str] | tuple[str, ...]) -> str:
+        """The arch list as arch-env projects read it: "8.6" -> "86", comma separated."""
+        return ",".join(cc.replace(".", "") for cc in ccs)
+
+    def archs_for(self, cuda: str) -> list[str] | None:
+        """The arches setup.py compiles for with nvcc `cuda`; None when the row lists none."""
+        if self.archs is None:
+            return None
         release = Version(cuda)
         return [a.cc for a in self.archs if a.min_cuda is None or release >= Version(a.min_cuda)]
 
@@ -113,8 +123,8 @@ def from_yaml(data: Any, ctx: Ctx) -> ExtensionsKB:
     for i, row in enumerate(ctx.at("projects").rows(data.get("projects"))):
         c = ctx.at("projects").at(i)
         source = c.source(row)
-        archs = []
-        for j, a in enumerate(c.at("archs").rows(row.get("archs"))):
+        archs: list[ArchRow] | None = None if row.get("archs") is None else []
+        for j, a in enumerate(c.at("archs").rows(row.get("archs")) if archs is not None else ()):
             ca = c.at("archs").at(j)
             cc = str(ca.field(a, "cc", (str, float)))
             if not _CC.match(cc):
@@ -123,6 +133,11 @@ def from_yaml(data: Any, ctx: Ctx) -> ExtensionsKB:
         choice = c.field(row, "arch_choice", str)
         if choice not in ARCH_CHOICE:
             raise c.at("arch_choice").error(f"unknown {choice!r} (one of {', '.join(ARCH_CHOICE)})")
+        arch_env = c.field(row, "arch_env", str, optional=True)
+        if (choice == "arch-env") != (arch_env is not None):
+            raise c.at("arch_env").error("arch_env names the variable of an arch-env row, and only of one")
+        if choice == "gencode-in-setup" and not archs:
+            raise c.at("archs").error("a gencode-in-setup row lists the -gencode entries of its setup.py")
         wheels = None
         if row.get("wheels") is not None:
             w = c.at("wheels").mapping(row["wheels"])
@@ -132,14 +147,16 @@ def from_yaml(data: Any, ctx: Ctx) -> ExtensionsKB:
                             cw.field(w, "published", str, optional=True), cw.source(w))
         projects.append(Project(
             name=c.field(row, "name", str), versions=_spec(c, row, "versions"), import_name=c.field(row, "import", str),
-            modules=tuple(c.field(row, "modules", list)), archs=tuple(archs), arch_choice=choice,
-            min_cuda=str(c.version(row, "min_cuda")),
+            modules=tuple(c.field(row, "modules", list)), archs=None if archs is None else tuple(archs),
+            arch_choice=choice, arch_env=arch_env,
+            min_cuda=None if row.get("min_cuda") is None else str(c.version(row, "min_cuda")),
             force_build={str(k): str(v) for k, v in c.mapping(c.field(row, "force_build", dict)).items()},
             no_build_isolation=bool(c.field(row, "no_build_isolation", bool)),
             nvcc_threads=c.field(row, "nvcc_threads", int, optional=True),
             gib_per_job=float(c.field(row, "gib_per_job", (int, float))), disk_gib=float(c.field(row, "disk_gib", (int, float))),
             wheels=wheels, source=source, notes=tuple(c.field(row, "notes", list, optional=True) or ()),
             smoke=c.field(row, "smoke", str, optional=True),
+            wheels_unknown=c.field(row, "wheels_unknown", str, optional=True),
         ))
     seen: set[tuple[str, str]] = set()
     for p in projects:

@@ -195,6 +195,9 @@ def arch_unsupported_by_project(facts: Facts, kb: KB) -> Hit | None:
         raise NotCheckable(f"no data for {facts['ext.source'].get('name')} in doctor/kb/extensions.yaml")
     release = str(facts["build.toolkit"].get("release"))
     supported = row.archs_for(release)
+    if supported is None:
+        raise NotCheckable(f"{row.name}'s KB row lists no arch set its setup.py fixes"
+                           + (f" ({row.notes[0]})" if row.notes else ""))
     bad = [cc for cc in requested_ccs(facts) if cc not in supported]
     if not bad:
         return None
@@ -225,6 +228,8 @@ def cuda_unsupported_by_project(facts: Facts, kb: KB) -> Hit | None:
     release = parse_version(facts["build.toolkit"].get("release"))
     if release is None:
         raise NotCheckable(f"cannot read the toolkit release {facts['build.toolkit'].get('release')!r}")
+    if row.min_cuda is None:
+        raise NotCheckable(f"{row.name}'s KB row has no oldest nvcc read from its setup.py")
     if release >= Version(row.min_cuda):
         return None
     return Hit(f"{row.name} needs nvcc {row.min_cuda} or newer; the toolkit is {release}",
@@ -355,6 +360,8 @@ def prebuilt_wheel(facts: Facts, kb: KB) -> Hit | None:
     if row is None:
         raise NotCheckable(f"no data for {facts['ext.source'].get('name')} in doctor/kb/extensions.yaml")
     if row.wheels is None:
+        if row.wheels_unknown:
+            return Hit(f"{row.name}: its prebuilt wheels' naming is not in the KB ({row.wheels_unknown}): none is named", evidence={"wheel": None})
         return Hit(f"{row.name} publishes no prebuilt wheels: it is built from source", evidence={"wheel": None})
     source, torch = facts["ext.source"], facts["ext.torch"]
     if not source.get("version"):
