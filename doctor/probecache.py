@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from fwdoctor.kb.cache import cache_home
 from fwdoctor.runner import CommandResult
 
 # Bump when what an entry holds, or how a key is made, changes.
@@ -44,17 +45,6 @@ ENV_KEYS = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "GCC_EXEC_PREFIX", "COMPILE
             "CUDA_HOME", "CUDA_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
 MAX_ENTRY_BYTES = 1024 * 1024  # a version banner is a few hundred bytes; more is not ours
 ELF_MAGIC = b"\x7fELF"
-
-
-def cache_home() -> str | None:
-    """The user's cache folder: $XDG_CACHE_HOME when absolute (the XDG Base Directory spec
-    ignores a relative one), else ~/.cache; None when neither is absolute. The same rule
-    as the KB's cache (fwdoctor/kb/cache.py)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if os.path.isabs(base):
-        return base
-    home = os.path.expanduser("~")
-    return os.path.join(home, ".cache") if os.path.isabs(home) else None
 
 
 def default_folder() -> Path | None:

@@ -12,6 +12,7 @@ failed, 2 unusable options.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -80,19 +81,7 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
     except ts.InputError as exc:
         raise DoctorError(str(exc)) from None
 
-    if as_json:
-        emit_json("build", {"findings": [f.to_json() for f in report.findings], "plan": bp.to_plan().to_json() if bp else None})
-    else:
-        for finding in report.findings:
-            click.echo(f"{MARK[finding.severity]} {finding.id}: {finding.message}", err=True)
-            if finding.fix and finding.fix.note:
-                click.echo(f"      fix: {finding.fix.note}", err=True)
-            for command in finding.fix.commands if finding.fix else ():
-                click.echo(f"        $ {command}", err=True)
-    if bp is None:
-        errors = sum(1 for f in report.findings if f.severity is Severity.ERROR)
-        click.echo(f"fwdoctor: build refused: {errors} pre-flight error(s); nothing was run", err=True)
-        sys.exit(1)
+    _show_preflight(report, bp, as_json)
     if as_json:
         return
     if dry_run or docker_image:
@@ -158,19 +147,7 @@ def ext_command(spec, python, arch, gpus, jobs, workdir, dry_run, as_json) -> No
         report, ep = bx.run_plan(opts, kb)
     except bx.InputError as exc:
         raise DoctorError(str(exc)) from None
-    if as_json:
-        emit_json("build", {"findings": [f.to_json() for f in report.findings], "plan": ep.to_plan().to_json() if ep else None})
-    else:
-        for finding in report.findings:
-            click.echo(f"{MARK[finding.severity]} {finding.id}: {finding.message}", err=True)
-            if finding.fix and finding.fix.note:
-                click.echo(f"      fix: {finding.fix.note}", err=True)
-            for command in finding.fix.commands if finding.fix else ():
-                click.echo(f"        $ {command}", err=True)
-    if ep is None:
-        errors = sum(1 for f in report.findings if f.severity is Severity.ERROR)
-        click.echo(f"fwdoctor: build refused: {errors} pre-flight error(s); nothing was run", err=True)
-        sys.exit(1)
+    _show_preflight(report, ep, as_json)
     if as_json:
         return
     if dry_run:
@@ -179,3 +156,21 @@ def ext_command(spec, python, arch, gpus, jobs, workdir, dry_run, as_json) -> No
     result = bx.execute(ep, progress=lambda line: click.echo(f"fwdoctor: {line}", err=True))
     click.echo(result.message)
     sys.exit(0 if result.ok else 1)
+
+
+def _show_preflight(report: Any, plan: Any, as_json: bool) -> None:
+    """The pre-flight's findings (stderr) or the JSON document (findings and plan); exit 1
+    when the findings left no plan to run. `build torch` and `build ext` alike."""
+    if as_json:
+        emit_json("build", {"findings": [f.to_json() for f in report.findings], "plan": plan.to_plan().to_json() if plan else None})
+    else:
+        for finding in report.findings:
+            click.echo(f"{MARK[finding.severity]} {finding.id}: {finding.message}", err=True)
+            if finding.fix and finding.fix.note:
+                click.echo(f"      fix: {finding.fix.note}", err=True)
+            for command in finding.fix.commands if finding.fix else ():
+                click.echo(f"        $ {command}", err=True)
+    if plan is None:
+        errors = sum(1 for f in report.findings if f.severity is Severity.ERROR)
+        click.echo(f"fwdoctor: build refused: {errors} pre-flight error(s); nothing was run", err=True)
+        sys.exit(1)

@@ -488,9 +488,16 @@ def not_checked(facts: Facts, kb: KB) -> Iterable[Hit]:
     Fix
         Check the named item by hand before a long build (the message says what is unknown).
     """
+    return not_checked_hits(facts, kb, RULES, skip=("build-not-checked",))
+
+
+def not_checked_hits(facts: Facts, kb: KB, rules: Iterable[Rule], skip: Iterable[str]) -> list[Hit]:
+    """One hit per pre-flight rule (but `skip`) that could not be evaluated, with why: what
+    `build torch` and `build ext` list as "not checked"."""
     hits: list[Hit] = []
-    for item in RULES:
-        if item.id == "build-not-checked":
+    skipped_ids = set(skip)
+    for item in rules:
+        if item.id in skipped_ids:
             continue
         try:
             _, skipped = item.evaluate(facts, kb)

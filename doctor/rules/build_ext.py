@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 from fwdoctor.arch import parse_targets
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules import build as build_rules
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, raise_rule_errors, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
 from fwdoctor.versions import parse_version
 
 if TYPE_CHECKING:
@@ -394,22 +394,7 @@ def not_checked(facts: Facts, kb: KB) -> Iterable[Hit]:
     Fix
         Check the named item by hand before the build (the message says what is unknown).
     """
-    hits: list[Hit] = []
-    for item in RULES:
-        if item.id in ("ext-not-checked", "ext-project-unknown"):
-            continue
-        try:
-            _, skipped = item.evaluate(facts, kb)
-        except Exception as exc:  # that rule's bug; the build still hears of it
-            if raise_rule_errors():
-                raise
-            reason = f"internal error in rule: {type(exc).__name__}: {exc}"
-        else:
-            if skipped is None:
-                continue
-            reason = skipped.reason
-        hits.append(Hit(f"{item.id} not checked: {reason}", evidence={"rule": item.id, "reason": reason}))
-    return hits
+    return build_rules.not_checked_hits(facts, kb, RULES, skip=("ext-not-checked", "ext-project-unknown"))
 
 
 # Every rule of the extension pre-flight, as `fwdoctor build ext` judges them.
