@@ -93,3 +93,16 @@ def test_the_loader_refuses_a_row_whose_arch_fields_do_not_fit_its_arch_choice(e
     # Without a fixed list and a floor, a torch-arch-list row loads and says so (None, not []).
     row = from_yaml({"projects": [{**ROW, "arch_choice": "torch-arch-list"}]}, Ctx("extensions.yaml", sources={"S": "s"})).projects[0]
     assert row.archs is None and row.archs_for("13.0") is None and row.min_cuda is None
+
+
+def test_the_deepspeed_dry_run_forces_the_ops_and_says_what_it_leaves_to_the_op_builders(shipped):
+    row = shipped.extensions.project("deepspeed", "0.16.4")
+    assert row is not None and row.force_build == {"DS_BUILD_OPS": "1"} and row.arch_choice == "torch-arch-list"
+    assert shipped.extensions.project("deepspeed", "0.3.0") is None  # another build logic: no data
+    facts, report, found = dry_run(shipped, "deepspeed", "0.16.4")
+    assert not report.has_errors, [f.message for f in report.findings]
+    ep = bx.ext_plan(facts, shipped, report)
+    assert ep.env["DS_BUILD_OPS"] == "1" and ep.env["TORCH_CUDA_ARCH_LIST"] == "9.0"
+    assert any("DS_BUILD_<OP>" in n for n in ep.notes) and any("DS_ENABLE_NINJA" in n for n in ep.notes)
+    not_checked = " ".join(f.message for f in report.findings if f.id == "ext-not-checked")
+    assert "deepspeed's KB row lists no arch set" in not_checked and "deepspeed's KB row has no oldest nvcc" in not_checked
