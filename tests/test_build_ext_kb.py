@@ -106,3 +106,14 @@ def test_the_deepspeed_dry_run_forces_the_ops_and_says_what_it_leaves_to_the_op_
     assert any("DS_BUILD_<OP>" in n for n in ep.notes) and any("DS_ENABLE_NINJA" in n for n in ep.notes)
     not_checked = " ".join(f.message for f in report.findings if f.id == "ext-not-checked")
     assert "deepspeed's KB row lists no arch set" in not_checked and "deepspeed's KB row has no oldest nvcc" in not_checked
+
+
+def test_the_apex_dry_run_turns_on_its_extensions_and_names_its_exact_cuda_rule(shipped):
+    row = shipped.extensions.project("apex", "0.1")
+    assert row is not None and row.modules == ("apex_C", "amp_C") and row.archs is None
+    facts, report, found = dry_run(shipped, "apex", "0.1")
+    assert not report.has_errors, [f.message for f in report.findings]
+    ep = bx.ext_plan(facts, shipped, report)
+    assert ep.env["APEX_CPP_EXT"] == ep.env["APEX_CUDA_EXT"] == "1" and ep.env["TORCH_CUDA_ARCH_LIST"] == "9.0"
+    assert any("equals torch's CUDA exactly" in n for n in ep.notes)
+    assert "apex's KB row lists no arch set" in " ".join(f.message for f in report.findings if f.id == "ext-not-checked")
