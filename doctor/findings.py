@@ -53,7 +53,6 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("gpu-memory-repair-pending", "FWD112", W, "driver", "a GPU waits for a reset to retire pages / remap rows"),
     FindingKind("gpu-xid-errors", "FWD113", W, "driver", "the kernel log has NVIDIA Xid errors"),
     FindingKind("gpu-mig-enabled", "FWD114", I, "driver", "MIG mode is on for a GPU"),
-    FindingKind("toolkit-missing", "FWD201", I, "toolkit", "CUDA torch installed but no nvcc anywhere"),
     # Hardware health (rules/hardware.py): what ends in slow or hung training, read without a workload.
     FindingKind("pcie-link-degraded", "FWD115", W, "driver", "a GPU's PCIe link trained below its capability"),
     FindingKind("iommu-translation", "FWD116", W, "driver", "the IOMMU translates the GPUs' DMA (not passthrough)"),
@@ -67,6 +66,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("node-differs-from-type", "FWD123", W, "driver", "a node's GPUs or links differ from its node type's normal"),
     # NVIDIA's data-center driver lifecycle (cuda.yaml driver_branches): rules/lifecycle.py.
     FindingKind("driver-branch-eol", "FWD124", W, "driver", "the driver's branch is past NVIDIA's end of life"),
+    FindingKind("toolkit-missing", "FWD201", I, "toolkit", "CUDA torch installed but no nvcc anywhere"),
     FindingKind("multiple-toolkits", "FWD202", I, "toolkit", "several CUDA toolkits installed"),
     FindingKind("cuda-path-inconsistent", "FWD203", W, "toolkit", "PATH, CUDA_HOME, the link and LD_LIBRARY_PATH disagree"),
     FindingKind("torch-toolkit-mismatch", "FWD204", E, "toolkit", "active toolkit's CUDA differs from torch's"),
