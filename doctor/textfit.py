@@ -43,28 +43,40 @@ def fit_text(text: str, width: int = WIDTH) -> str:
     return "\n".join(part for line in lines for part in fit(line, width)) + end
 
 
+def _bare(text: str) -> tuple[list[bool], bool]:
+    """For each character of a shell line: is it bare (outside single/double quotes and not
+    escaped by a backslash), where a word may end or a comment begin? And is a quote left
+    open at the end? One scanner for every question this module asks of a command line."""
+    bare: list[bool] = []
+    quote = ""
+    escaped = False
+    for char in text:
+        if escaped:
+            bare.append(False)
+            escaped = False
+        elif quote:
+            bare.append(False)
+            if char == "\\" and quote != "'":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        else:
+            bare.append(True)
+            if char == "\\":
+                escaped = True
+            elif char in "'\"":
+                quote = char
+    return bare, bool(quote)
+
+
 def _words(command: str) -> list[str]:
     """Split at spaces outside single/double quotes and not escaped: where a shell line may
     continue with a backslash-newline."""
+    bare, _ = _bare(command)
     words: list[str] = []
     current: list[str] = []
-    quote = ""
-    escaped = False
-    for char in command:
-        if escaped:
-            current.append(char)
-            escaped = False
-        elif char == "\\" and quote != "'":
-            current.append(char)
-            escaped = True
-        elif quote:
-            current.append(char)
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            current.append(char)
-            quote = char
-        elif char == " ":
+    for char, free in zip(command, bare):
+        if char == " " and free:
             if current:
                 words.append("".join(current))
                 current = []
@@ -95,19 +107,9 @@ def _command(lead: str, body: str, width: int, follow: str) -> list[str]:
 
 def _comment(body: str) -> tuple[str, str]:
     """(the command, its trailing "# comment" or ""): a # at a word's start, outside quotes."""
-    quote = ""
-    escaped = False
+    bare, _ = _bare(body)
     for index, char in enumerate(body):
-        if escaped:
-            escaped = False
-        elif char == "\\" and quote != "'":
-            escaped = True
-        elif quote:
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and index > 0 and body[index - 1] == " ":
+        if char == "#" and bare[index] and index > 0 and body[index - 1] == " ":
             return body[:index].rstrip(), body[index:]
     return body, ""
 
@@ -130,19 +132,7 @@ def _continued(lead: str, follow: str, words: list[str], width: int) -> list[str
 
 def quote_open(text: str) -> bool:
     """True when a quote is left open (a command we do not understand: left whole)."""
-    quote = ""
-    escaped = False
-    for char in text:
-        if escaped:
-            escaped = False
-        elif char == "\\" and quote != "'":
-            escaped = True
-        elif quote:
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-    return bool(quote)
+    return _bare(text)[1]
 
 
 def unwrap(text: str) -> str:
