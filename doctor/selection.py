@@ -489,8 +489,12 @@ def decision_grid(kb: KB, drivers: Sequence[str], gpus: Sequence[str], python: s
     return rows
 
 
-def render_grid(rows: list[list[GridCell]], fmt: str = "text") -> str:
-    """The grid as an aligned text table or a Markdown table: drivers down, GPUs across."""
+def render_grid(rows: list[list[GridCell]], fmt: str = "text", width: int = 80) -> str:
+    """The grid as an aligned text table or a Markdown table: drivers down, GPUs across.
+
+    The text table fits `width` columns (issue 29): GPU columns that do not fit beside the
+    others go to a further block below, which repeats the driver column, the way wide
+    tables are folded on a terminal. Markdown is one table (a renderer scrolls it)."""
     if not rows:
         return ""
     heads = ["driver"] + [f"{c.gpu.name} (sm_{c.gpu.cc.replace('.', '')})" for c in rows[0]]
@@ -500,6 +504,18 @@ def render_grid(rows: list[list[GridCell]], fmt: str = "text") -> str:
         lines += ["| " + " | ".join(r) + " |" for r in body]
         return "\n".join(lines) + "\n"
     widths = [max(len(r[i]) for r in [heads, *body]) for i in range(len(heads))]
-    out = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip()]
-    out += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in body]
+    blocks: list[list[int]] = [[]]
+    used = widths[0]
+    for column in range(1, len(heads)):
+        if blocks[-1] and used + 2 + widths[column] > width:
+            blocks.append([])
+            used = widths[0]
+        blocks[-1].append(column)
+        used += 2 + widths[column]
+    out: list[str] = []
+    for block in blocks:
+        if out:
+            out.append("")
+        shown = [0, *block]
+        out += ["  ".join(r[i].ljust(widths[i]) for i in shown).rstrip() for r in [heads, *body]]
     return "\n".join(out) + "\n"

@@ -46,6 +46,29 @@ def test_select_fits_80_columns_on_every_host_of_the_grid(cli, framework, gpu, b
         assert width <= WIDTH, line
 
 
+def test_select_grid_folds_into_blocks_that_fit_and_keep_every_cell(cli):
+    from fwdoctor import selection as sel
+    from fwdoctor.kb import KB
+
+    text = cli("select", "grid", "--kb", str(KB_DIR)).stdout
+    assert _widest(text)[0] <= WIDTH
+    blocks = text.split("\n\n")
+    assert len(blocks) > 1  # the default grid is wider than 80 columns: it was folded
+    # Every block repeats the driver column, and every (driver, GPU) answer is in one.
+    rows = sel.decision_grid(KB.load(KB_DIR), sel.GRID_DRIVERS, sel.GRID_GPUS, "3.12")
+    seen: dict[tuple[str, str], str] = {}
+    for block in blocks:
+        lines = [line for line in block.splitlines() if not line.startswith("#")]
+        assert lines[0].startswith("driver  ")
+        starts = [lines[0].index(f"{c.gpu.name} (sm_") for c in rows[0] if f"{c.gpu.name} (sm_" in lines[0]]
+        names = [c.gpu.name for c in rows[0] if f"{c.gpu.name} (sm_" in lines[0]]
+        for line in lines[1:]:
+            driver = line.split()[0]
+            for name, start, end in zip(names, starts, [*starts[1:], None]):
+                seen[(driver, name)] = line[start:end].strip()
+    assert seen == {(c.driver, c.gpu.name): c.text for row in rows for c in row}
+
+
 def test_list_fits_80_columns_and_json_keeps_the_titles_whole(cli):
     text = cli("list").stdout
     assert _widest(text)[0] <= WIDTH
