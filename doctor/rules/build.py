@@ -488,27 +488,28 @@ def not_checked(facts: Facts, kb: KB) -> Iterable[Hit]:
     Fix
         Check the named item by hand before a long build (the message says what is unknown).
     """
-    return not_checked_hits(facts, kb, RULES, skip=("build-not-checked",))
+    return not_checked_hits(facts, kb, RULES, skip=(not_checked,))
 
 
-def not_checked_hits(facts: Facts, kb: KB, rules: Iterable[Rule], skip: Iterable[str]) -> list[Hit]:
+def not_checked_hits(facts: Facts, kb: KB, rules: Iterable[Rule], skip: Iterable[Rule]) -> list[Hit]:
     """One hit per pre-flight rule (but `skip`) that could not be evaluated, with why: what
-    `build torch` and `build ext` list as "not checked"."""
+    `build torch` and `build ext` list as "not checked". `skip` holds the rules themselves,
+    not their ids, so renaming a finding cannot quietly stop a rule being skipped."""
     hits: list[Hit] = []
-    skipped_ids = set(skip)
+    skipped = tuple(skip)
     for item in rules:
-        if item.id in skipped_ids:
+        if any(item is other for other in skipped):
             continue
         try:
-            _, skipped = item.evaluate(facts, kb)
+            _, unevaluated = item.evaluate(facts, kb)
         except Exception as exc:  # that rule's bug; the build still hears of it
             if raise_rule_errors():  # the test suite's switch: a crash fails the test
                 raise
             reason = f"internal error in rule: {type(exc).__name__}: {exc}"
         else:
-            if skipped is None:
+            if unevaluated is None:
                 continue
-            reason = skipped.reason
+            reason = unevaluated.reason
         hits.append(Hit(f"{item.id} not checked: {reason}", evidence={"rule": item.id, "reason": reason}))
     return hits
 

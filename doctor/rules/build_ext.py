@@ -394,7 +394,7 @@ def not_checked(facts: Facts, kb: KB) -> Iterable[Hit]:
     Fix
         Check the named item by hand before the build (the message says what is unknown).
     """
-    return build_rules.not_checked_hits(facts, kb, RULES, skip=("ext-not-checked", "ext-project-unknown"))
+    return build_rules.not_checked_hits(facts, kb, RULES, skip=(not_checked, project_unknown))
 
 
 # Every rule of the extension pre-flight, as `fwdoctor build ext` judges them.
