@@ -60,8 +60,9 @@ class TableGroup(click.Group):
 
 
 # The root's own options (main's below), also accepted after the command as users type them
-# (`fwdoctor check -q`), unless that command has an option of the same name (build --debug).
-GLOBAL_FLAGS = ("-q", "--quiet", "--debug")
+# (`fwdoctor check -q`, `fwdoctor explain ID --no-cache`), unless that command has an
+# option of the same name (build --debug; check's own --no-cache means the same).
+GLOBAL_FLAGS = ("-q", "--quiet", "--debug", "--no-cache")
 GLOBAL_VALUED = ("--color",)
 
 
@@ -74,7 +75,7 @@ class Group(TableGroup):
         return super().parse_args(ctx, self._hoist_globals(ctx, list(args)))
 
     def _hoist_globals(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """Move -q/--debug/--color X found after the command (before any `--`) in front of it."""
+        """Move -q/--debug/--no-cache/--color X found after the command (before any `--`) in front of it."""
         at = 0
         while at < len(args) and args[at].startswith("-") and args[at] != "--":
             at += 2 if args[at] in GLOBAL_VALUED else 1

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import click
 
-from fwdoctor.cli.output import settings
+from fwdoctor.cli.output import note, settings
 from fwdoctor.cli.errors import EXIT_DOCTOR, EXIT_FINDINGS, EXIT_OK, DoctorError, fail, findings_exit
 from fwdoctor.kb import KB, KBError
 from fwdoctor.model import Facts
@@ -92,7 +92,8 @@ def source_options(func: F) -> F:
 def facts_from(source: SourceRequest) -> Facts:
     """The facts `source` names; exit 2 with the reason when they cannot be had."""
     try:
-        return gather(source, notice=lambda text: click.echo(f"fwdoctor: {text}", err=True))
+        # A remark ("--deep ignored ..."), not an error: -q silences it (issue 29).
+        return gather(source, notice=lambda text: note(f"fwdoctor: {text}"))
     except SourceError as exc:
         fail(str(exc))
 
