@@ -43,6 +43,48 @@ def fit_text(text: str, width: int = WIDTH) -> str:
     return "\n".join(part for line in lines for part in fit(line, width)) + end
 
 
+# In the rules' docstrings, sections are indented by four and code examples by eight.
+CODE_INDENT = 8
+
+
+def fit_paragraphs(text: str, width: int = WIDTH) -> str:
+    """Documentation text (a docstring's sections) in `width` columns: a paragraph (lines
+    of one indent, up to a blank line or an indent change) that has a line too long is
+    re-filled as one paragraph, so the result reads as prose, not as a ragged fold of each
+    line; a command line goes through fit() and stays runnable; the rest is untouched."""
+    out: list[str] = []
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph and any(len(line) > width for line in paragraph):
+            indent = len(paragraph[0]) - len(paragraph[0].lstrip(" "))
+            out.extend(textwrap.wrap(" ".join(line.strip() for line in paragraph), width=width,
+                                     initial_indent=" " * indent, subsequent_indent=" " * indent,
+                                     break_long_words=True, break_on_hyphens=False))
+        else:
+            out.extend(paragraph)
+        paragraph.clear()
+
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" "))
+        if not line.strip() or COMMAND.match(line[indent:]):
+            flush()
+            out.extend(fit(line, width))
+            continue
+        if indent >= CODE_INDENT:  # a docstring's code block: a command, never re-filled
+            flush()
+            lines = _command(line[:indent], line[indent:], width, " " * (indent + 4)) if len(line) > width else [line]
+            if len(lines) == 1 and len(line) > width and len(line.split()) > 1:
+                lines = fit(line, width)  # not a line a shell could split (example output): as prose
+            out.extend(lines)
+            continue
+        if paragraph and indent != len(paragraph[0]) - len(paragraph[0].lstrip(" ")):
+            flush()
+        paragraph.append(line)
+    flush()
+    return "\n".join(out)
+
+
 def _bare(text: str) -> tuple[list[bool], bool]:
     """For each character of a shell line: is it bare (outside single/double quotes and not
     escaped by a backslash), where a word may end or a comment begin? And is a quote left

@@ -106,3 +106,45 @@ def test_prose_wraps_under_its_indent_and_nothing_is_lost():
     assert fitted.endswith("\n") and all(len(line) <= WIDTH for line in fitted.splitlines())
     assert "".join(fitted.split()) == "".join(text.split())
     assert all(line.startswith("      ") for line in fitted.splitlines()[1:])
+
+
+def _commands():
+    """Every command path of the CLI: ["check"], ["fleet", "report"], ..."""
+    import click
+
+    from fwdoctor.cli import main
+
+    def walk(command, path):
+        yield path
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                yield from walk(command.get_command(ctx, name), [*path, name])
+
+    return list(walk(main, []))
+
+
+@pytest.mark.parametrize("path", _commands(), ids=lambda p: " ".join(p) or "fwdoctor")
+def test_every_help_fits_80_columns(path):
+    from click.testing import CliRunner
+
+    from fwdoctor.cli import main
+
+    result = CliRunner().invoke(main, [*path, "--help"], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    width, line = _widest(result.output)
+    assert width <= WIDTH, line
+
+
+def test_every_explanation_fits_80_columns_and_keeps_every_word(cli):
+    ids = [f["id"] for f in json.loads(cli("list", "--json").stdout)["findings"]]
+    for finding_id in ids:
+        text = cli("explain", finding_id).stdout
+        # Over 80 only where one shell word is longer than the line (it cannot be split
+        # and still run): nvidia-smi's --query-gpu=a,b,c,... list.
+        over = [line for line in text.splitlines() if len(line) > WIDTH]
+        assert all(len(line.rstrip(" \\").split()) == 1 for line in over), (finding_id, over)
+        whole = json.loads(cli("explain", finding_id, "--json").stdout)["explanation"]
+        # Re-filled, never cut: the same words in the same order (a wrapped command's
+        # backslash continuation aside).
+        assert text.replace(" \\\n", " ").split() == whole.split(), finding_id

@@ -192,7 +192,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and the date of the knowledge base, then exit.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
@@ -206,15 +206,15 @@ def main(ctx: click.Context, color: str, quiet: bool, debug: bool, no_cache: boo
 
     \b
     The workflow, in the order the commands are listed below:
-      fwdoctor check                 inspect this host: problems, evidence, fixes
-      fwdoctor explain ID            what a finding means and how to fix it
-      fwdoctor fix                   plan (or --apply) the fixes for the findings
-      fwdoctor select torch          the newest torch wheel this host runs, and why
-      fwdoctor smoke all             prove it: GPU kernels, nvcc, all-reduce
-      fwdoctor lock / docker         freeze a stack: hash-pinned lock, Dockerfile, image
-      fwdoctor build torch           a PyTorch source build with an explicit CUDA/NCCL/Python
-      fwdoctor fleet report DIR      many nodes' facts: what differs, node by node
-      fwdoctor mcp                   the read-only answers above, for a coding assistant
+      fwdoctor check             inspect this host: problems, evidence, fixes
+      fwdoctor explain ID        what a finding means and how to fix it
+      fwdoctor fix               plan (or --apply) the fixes for the findings
+      fwdoctor select torch      the newest torch wheel this host runs, and why
+      fwdoctor smoke all         prove it: GPU kernels, nvcc, all-reduce
+      fwdoctor lock / docker     freeze a stack: hashed lock, Dockerfile, image
+      fwdoctor build torch       a PyTorch source build, explicit CUDA/NCCL/Python
+      fwdoctor fleet report DIR  many nodes' facts: what differs, node by node
+      fwdoctor mcp               the read-only answers above, for an assistant
 
     Exit codes: 0 healthy, 1 error findings (or a refused/failed action), 2 fwdoctor
     itself failed (bad input), always with a one-line reason.

@@ -55,13 +55,15 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
 
     \b
     Before anything runs, a pre-flight checks the host compiler against nvcc's
-    host_config.h, every target arch against nvcc, the CUDA major of NCCL/cuDNN, the
-    Python environment, cmake/ninja, free disk and RAM; errors stop it (exit 1).
+    host_config.h, every target arch against nvcc, the CUDA major of NCCL/cuDNN,
+    the Python environment, cmake/ninja, free disk and RAM; errors stop it (exit
+    1).
     \b
     Examples:
-      fwdoctor build torch --version 2.9.1 --cuda 12.8 --nccl 2.27.5 --cudnn 9.10.2.21 \\
-          --arch "8.0;9.0+PTX" --python ~/venvs/t/bin/python
-      fwdoctor build torch --source ~/pytorch --cuda 13.0 --arch auto --python .venv/bin/python --cmake-only --apply
+      fwdoctor build torch --version 2.9.1 --cuda 12.8 --nccl 2.27.5 \\
+          --cudnn 9.10.2.21 --arch "8.0;9.0+PTX" --python ~/venvs/t/bin/python
+      fwdoctor build torch --source ~/pytorch --cuda 13.0 --arch auto \\
+          --python .venv/bin/python --cmake-only --apply
     """
     # Only the build area must load; a broken area elsewhere (cuda.yaml) costs only the
     # KB arch check, which then falls back to nvcc --list-gpu-arch or "not checked".
@@ -125,15 +127,17 @@ def ext_command(spec, python, arch, gpus, jobs, workdir, dry_run, as_json) -> No
     """Build a CUDA extension (flash-attn, causal-conv1d, mamba-ssm, a source folder) against the installed torch.
 
     \b
-    SPEC is a requirement (causal-conv1d==1.7.0), an sdist file or a source folder. Before
-    anything runs, a pre-flight checks the nvcc against torch's CUDA, the host compiler
-    against nvcc, each arch against nvcc and the project, Python.h, ninja, disk and memory
-    per job, and names the prebuilt wheel that would fit. --apply builds with
-    pip wheel --no-build-isolation and proves the wheel: import, kernels, symbols.
+    SPEC is a requirement (causal-conv1d==1.7.0), an sdist file or a source
+    folder. Before anything runs, a pre-flight checks the nvcc against torch's
+    CUDA, the host compiler against nvcc, each arch against nvcc and the project,
+    Python.h, ninja, disk and memory per job, and names the prebuilt wheel that
+    would fit. --apply builds with pip wheel --no-build-isolation and proves the
+    wheel: import, kernels, symbols.
     \b
     Examples:
       fwdoctor build ext causal-conv1d==1.7.0 --arch 9.0
-      fwdoctor build ext flash-attn==2.8.3 --gpu H100 --python ~/venvs/t/bin/python --apply
+      fwdoctor build ext flash-attn==2.8.3 --gpu H100 \\
+          --python ~/venvs/t/bin/python --apply
     """
     from fwdoctor.recipes import build_ext as bx
 

@@ -9,6 +9,7 @@ import click
 from fwdoctor.cli.errors import fail
 from fwdoctor.cli.output import emit_json
 from fwdoctor.explain import explanation
+from fwdoctor.textfit import fit_paragraphs
 from fwdoctor.findings import BY_ID, FINDING_KINDS, FindingKind
 from fwdoctor.textfit import fit
 
@@ -59,4 +60,5 @@ def explain(finding_id: str, as_json: bool) -> None:
     if as_json:
         emit_json("finding", entry)
         return
-    click.echo(entry["explanation"])
+    # Text fits 80 columns (issue 29); --json keeps the explanation as written.
+    click.echo(fit_paragraphs(entry["explanation"]))

@@ -39,18 +39,20 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
       fwdoctor check
       fwdoctor check --deep -v
       fwdoctor check --root /srv/rootfs --env-file image.env --json
-      fwdoctor check --image-archive image.tar     # docker save / OCI layout, no engine
+      fwdoctor check --image-archive image.tar   # docker save / OCI, no engine
       fwdoctor facts > host.json; fwdoctor check --facts host.json
 
     
-    Monitoring (node_exporter's textfile collector, --collector.textfile.directory=DIR):
-    write to a temporary file in DIR, then rename it, so the collector never reads half a
-    file; exit 1 (error findings) still writes metrics, a failed run writes none:
+    Monitoring (node_exporter's textfile collector,
+    --collector.textfile.directory=DIR): write to a temporary file in DIR, then
+    rename it, so the collector never reads half a file; exit 1 (error findings)
+    still writes metrics, a failed run writes none:
       f=DIR/fwdoctor.prom.$$; fwdoctor check --format prometheus > $f
       [ -s $f ] && mv $f DIR/fwdoctor.prom || rm -f $f
-    Series: fwdoctor_finding{id,code,severity,area}, fwdoctor_findings{severity},
-    fwdoctor_version_info{component,version,source}, fwdoctor_check_not_run{rule,area},
-    fwdoctor_check_timestamp_seconds (docs/monitoring.md).
+    Series: fwdoctor_finding{id,code,severity,area},
+    fwdoctor_findings{severity}, fwdoctor_version_info{component,version,source},
+    fwdoctor_check_not_run{rule,area}, fwdoctor_check_timestamp_seconds
+    (docs/monitoring.md).
     """
     report = check_report(source, only, kb_dir, ignore)
     fmt = "json" if as_json else fmt

@@ -48,7 +48,8 @@ def fleet_collect(slurm, hosts_file, local, out_dir, what, fwdoctor_cmd, timeout
     \b
     Examples:
       fwdoctor fleet collect --slurm --out facts/ -- -N 32 -p gpu
-      fwdoctor fleet collect --slurm --what smoke --out smoke/ -- -N 4 --gpus-per-node=8
+      fwdoctor fleet collect --slurm --what smoke --out smoke/ \\
+          -- -N 4 --gpus-per-node=8
       fwdoctor fleet collect --hosts nodes.txt --out facts/ -- -l admin
       fwdoctor fleet report facts/
     \b
@@ -200,13 +201,16 @@ def emit_k8s(image, namespace, name, what, selector, gpus, runtime_class, timeou
 
     \b
     Examples:
-      fwdoctor fleet emit k8s --image registry.example/train:2.14-fwdoctor > fwdoctor.yaml
+      fwdoctor fleet emit k8s --image registry.example/train:2.14-fwdoctor \\
+          > fwdoctor.yaml
       kubectl apply -f fwdoctor.yaml
       kubectl rollout status -n default daemonset/fwdoctor-facts
-      kubectl logs -n default -l app.kubernetes.io/name=fwdoctor-facts -c fwdoctor --tail=-1 > fleet.jsonl
+      kubectl logs -n default -l app.kubernetes.io/name=fwdoctor-facts \\
+          -c fwdoctor --tail=-1 > fleet.jsonl
       fwdoctor fleet report fleet.jsonl
       kubectl delete -f fwdoctor.yaml
-      fwdoctor fleet emit k8s --gate --image registry.example/train:2.14-fwdoctor > gate.yaml
+      fwdoctor fleet emit k8s --gate \\
+          --image registry.example/train:2.14-fwdoctor > gate.yaml
     """
     from fwdoctor.fleet import k8s
 

@@ -65,12 +65,13 @@ def gate(root: str | None, env_file: str | None, facts_file: str | None, deep: b
 
     \b
     Examples:
-      fwdoctor gate                                  # ok / warn / drain, exit 1 on drain
-      fwdoctor gate --slurm --budget 45s             # slurm.conf: HealthCheckProgram, Prolog
-      fwdoctor gate --exit-codes npd                 # a Node Problem Detector custom plugin
+      fwdoctor gate                       # ok / warn / drain, exit 1 on drain
+      fwdoctor gate --slurm --budget 45s  # HealthCheckProgram, Prolog
+      fwdoctor gate --exit-codes npd      # a Node Problem Detector plugin
       fwdoctor gate --report-format junit > gate.xml
-      fwdoctor gate --show-policy > policy.yaml; fwdoctor gate --policy policy.yaml
-      fwdoctor gate --baseline baseline.yaml --smoke kernel   # from `fwdoctor fleet baseline`
+      fwdoctor gate --show-policy > policy.yaml
+      fwdoctor gate --policy policy.yaml
+      fwdoctor gate --baseline baseline.yaml --smoke kernel   # fleet baseline
     """
     try:
         policy = gate_policy.load(policy_file)

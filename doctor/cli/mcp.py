@@ -23,9 +23,9 @@ def mcp(allow_roots: tuple[str, ...], http_port: int | None, kb_dir: str | None)
 
     \b
     Tools, all read-only: check, explain, list_findings, select, plan_fix, triage,
-    fleet_report. Each returns the document its command prints with --json, typed by
-    the schemas in fwdoctor/schemas. Nothing installs, applies, builds or runs on a GPU:
-    plan_fix names the `fwdoctor fix ID --apply` a person runs.
+    fleet_report. Each returns the document its command prints with --json, typed
+    by the schemas in fwdoctor/schemas. Nothing installs, applies, builds or runs
+    on a GPU: plan_fix names the `fwdoctor fix ID --apply` a person runs.
     Paths the assistant passes must resolve inside an --allow-root folder.
 
     \b

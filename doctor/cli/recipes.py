@@ -122,8 +122,9 @@ def fix(ids: tuple[str, ...], source: SourceRequest, do_apply: bool, yes: bool, 
     """Plan fixes for the current findings (all, or the finding ids named).
 
     \b
-    Prints each plan as a commented shell script (dry run). With --apply: asks, runs it,
-    logs everything, then checks again and exits 1 if a finding it should fix remains.
+    Prints each plan as a commented shell script (dry run). With --apply: asks,
+    runs it, logs everything, then checks again and exits 1 if a finding it should
+    fix remains.
     Examples:
       fwdoctor fix
       fwdoctor fix driver-too-old-for-torch --apply
@@ -263,7 +264,8 @@ def select_torch_cmd(source: SourceRequest, driver, gpus, torch_spec, cuda, as_j
     Examples:
       fwdoctor select torch
       fwdoctor select torch --driver 535.104.05 --gpu 9.0 --python 3.11
-      fwdoctor select torch --gpu "Tesla K80" --driver 470.82.01 --python 3.10 --json
+      fwdoctor select torch --gpu "Tesla K80" --driver 470.82.01 \\
+          --python 3.10 --json
     """
     _, _, _, selection = _selection(source, driver, gpus, torch_spec, cuda, kb_dir)
     if as_json:
@@ -327,12 +329,14 @@ def select_grid_cmd(drivers, gpus, python, torch_spec, fmt, kb_dir) -> None:
     """Every `select torch` decision for drivers x GPUs, as one table.
 
     \b
-    Each cell is the wheel a host with that driver and that single GPU gets, or why none:
-    "no: R470 max" (the driver branch is newer than the GPU's last one), "no: R570+" (older
-    than its first), "no wheel" (no official wheel fits). Reads only the KB.
+    Each cell is the wheel a host with that driver and that single GPU gets, or
+    why none: "no: R470 max" (the driver branch is newer than the GPU's last one),
+    "no: R570+" (older than its first), "no wheel" (no official wheel fits). Reads
+    only the KB.
     Examples:
       fwdoctor select grid
-      fwdoctor select grid --driver 535.230.02 --gpu "Tesla K80" --gpu 8.6 --format markdown
+      fwdoctor select grid --driver 535.230.02 --gpu "Tesla K80" --gpu 8.6 \\
+          --format markdown
     """
     kb = load_kb(kb_dir)
     try:
@@ -366,11 +370,12 @@ def install_torch_cmd(source: SourceRequest, driver, gpus, torch_spec, cuda, ins
     """Install the torch wheel `select torch` picks, pinned, into the target interpreter.
 
     \b
-    --python names the interpreter to install into (default: the active venv/conda env,
-    else python3 on PATH). A system Python marked EXTERNALLY-MANAGED (PEP 668: Debian 12,
-    Ubuntu 23.04+) is never installed into: the plan creates ./.venv (or --venv DIR) with
-    it and installs there, unless --break-system-packages is given.
-    Verifies afterwards: import torch, torch.version.cuda, is_available() on a GPU host.
+    --python names the interpreter to install into (default: the active venv/conda
+    env, else python3 on PATH). A system Python marked EXTERNALLY-MANAGED (PEP
+    668: Debian 12, Ubuntu 23.04+) is never installed into: the plan creates
+    ./.venv (or --venv DIR) with it and installs there, unless
+    --break-system-packages is given. Verifies afterwards: import torch,
+    torch.version.cuda, is_available() on a GPU host.
     """
     if do_apply:
         live_only(source)
@@ -447,7 +452,7 @@ def install_cuda_toolkit_cmd(version, source: SourceRequest, method, prefix, lin
 
     \b
     Examples:
-      fwdoctor install cuda-toolkit 12.8                      # print the runfile plan
+      fwdoctor install cuda-toolkit 12.8                # print the runfile plan
       fwdoctor install cuda-toolkit 13.0 --method pip --apply # no root needed
     """
     if do_apply:

@@ -92,12 +92,13 @@ def smoke() -> None:
 
     \b
     Examples:
-      fwdoctor smoke kernel                       every GPU: matmul, elementwise, reduction, conv2d (cuDNN), AMP steps
-      fwdoctor smoke kernel --cpu                 the same checks on the CPU (oneDNN conv2d, bf16 autocast)
+      fwdoctor smoke kernel          # every GPU: matmul, elementwise, reduction,
+                                     # conv2d (cuDNN), AMP steps
+      fwdoctor smoke kernel --cpu    # the same on the CPU (oneDNN, bf16 autocast)
       fwdoctor smoke kernel --compile-only --arch 8.0 --arch 9.0
-      fwdoctor smoke allreduce --min-busbw 100    one rank per GPU over NCCL, gated
+      fwdoctor smoke allreduce --min-busbw 100   # one rank per GPU over NCCL
       fwdoctor smoke allreduce --backend gloo --nproc 2 --max-bytes 1M
-      fwdoctor smoke all --report smoke.json      check --deep + kernel + allreduce
+      fwdoctor smoke all --report smoke.json     # check --deep, kernel, allreduce
     """
     # The JSON's collected_at: when the test began, not when it ended minutes later.
     click.get_current_context().meta[_STARTED_KEY] = utc_now()

@@ -55,9 +55,9 @@ def stack_resolve(stack_file: str, as_json: bool, kb_dir: str | None) -> None:
     """Fill STACK_FILE's missing fields from the KB and say whether it can be built.
 
     \b
-    Exit 1 with the reason when it cannot: no wheel for that Python, no kernels for a
-    target GPU, a CUDA the fleet's oldest driver cannot run, no base image for that
-    CUDA/OS. Exit 2 when the file itself is malformed.
+    Exit 1 with the reason when it cannot: no wheel for that Python, no kernels
+    for a target GPU, a CUDA the fleet's oldest driver cannot run, no base image
+    for that CUDA/OS. Exit 2 when the file itself is malformed.
     """
     resolved = _resolve(stack_file, kb_dir)
     if as_json:
@@ -103,15 +103,16 @@ def lock_command(stack_file, out_dir, check_only, verify, index_url, extra_index
     """Write a hash-pinned pip lock for STACK_FILE (lockfiles/<stack>/requirements.lock).
 
     \b
-    The lock is resolved for the stack's Python and Linux platform, not this machine's,
-    and is byte-for-byte reproducible. It names the indexes it was resolved against, so
-    it installs with no other flag:
+    The lock is resolved for the stack's Python and Linux platform, not this
+    machine's, and is byte-for-byte reproducible. It names the indexes it was
+    resolved against, so it installs with no other flag:
       pip install --require-hashes -r requirements.lock
-    pylock.toml (PEP 751) holds the same resolution. Needs pip >= 23.3 beside fwdoctor.
-    Stacks with conda packages also get conda-lock.yml (conda-lock's format; solved by
-    conda-lock with conda/mamba/micromamba where one exists, else by py-rattler), with
-    environment.yml and virtual-packages.yml. --check re-solves the conda part and
-    compares it record by record, and hashes the package files of a local channel.
+    pylock.toml (PEP 751) holds the same resolution. Needs pip >= 23.3 beside
+    fwdoctor. Stacks with conda packages also get conda-lock.yml (conda-lock's
+    format; solved by conda-lock with conda/mamba/micromamba where one exists,
+    else by py-rattler), with environment.yml and virtual-packages.yml. --check
+    re-solves the conda part and compares it record by record, and hashes the
+    package files of a local channel.
     """
     resolved = _resolve(stack_file, kb_dir)
     _conda_extra(resolved, f"`fwdoctor lock{' --check' if check_only or verify else ''}` of a conda stack ({stack_file})", solve=True)
@@ -250,12 +251,13 @@ def docker_generate(stack_file, base_image, lock_dir, out_file, context, fwdocto
     """Write a two-stage Dockerfile installing STACK_FILE's lock with --require-hashes.
 
     \b
-    Also writes CONTEXT/.fwdoctor/: a wheel of this fwdoctor and the hashed requirements
-    line the image installs it from (fwdoctor check/smoke run inside the image).
-    A stack with conda packages gets /opt/conda made from its conda-lock.yml exactly
-    (every file's sha256/md5 checked; py-rattler links them), then the pip lock into
-    that environment's python; .fwdoctor/ then also holds the installer script and its
-    hash-pinned requirements (docs/conda.md).
+    Also writes CONTEXT/.fwdoctor/: a wheel of this fwdoctor and the hashed
+    requirements line the image installs it from (fwdoctor check/smoke run inside
+    the image).
+    A stack with conda packages gets /opt/conda made from its conda-lock.yml
+    exactly (every file's sha256/md5 checked; py-rattler links them), then the pip
+    lock into that environment's python; .fwdoctor/ then also holds the installer
+    script and its hash-pinned requirements (docs/conda.md).
     """
     resolved = _resolve(stack_file, kb_dir)
     _conda_extra(resolved, f"`fwdoctor docker generate` of a conda stack ({stack_file})", solve=False)
@@ -297,8 +299,9 @@ def docker_build(stack_file, base_image, lock_dir, context, fwdoctor_requirement
     (For a stack with conda packages the tag's hash covers both locks.)
 
     \b
-    Validation: labels and non-root user, `fwdoctor check --image`, and `fwdoctor smoke
-    kernel` in a container (--gpus all when this host has GPUs). Any failure exits 1.
+    Validation: labels and non-root user, `fwdoctor check --image`, and `fwdoctor
+    smoke kernel` in a container (--gpus all when this host has GPUs). Any failure
+    exits 1.
     """
     resolved = _resolve(stack_file, kb_dir)
     text, digest, conda_digest, lock_text = _dockerfile_text(resolved, stack_file, lock_dir, base_image, context)
