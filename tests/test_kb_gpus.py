@@ -118,7 +118,19 @@ PCI_CHIPS = {
     "0x28b0": "AD107GL [RTX 2000 / 2000E Ada Generation]", "0x25a7": "GA107M [GeForce RTX 2050]",
     "0x2822": "AD106M [GeForce RTX 3050 A Laptop GPU]", "0x2d83": "GB207 [GeForce RTX 5050]",
     "0x1bb1": "GP104GL [Quadro P4000]", "0x17f0": "GM200GL [Quadro M6000]", "0x1f83": "TU117 [GeForce GTX 1630]",
+    # issue 25: Hopper ids pci.ids names H100 / H200 NVL / GH200 144G HBM3e
+    "0x2336": "GH100 [H100]", "0x2337": "GH100 [H100 SXM5 64GB]", "0x2338": "GH100 [H100 SXM5 96GB]",
+    "0x233d": "GH100 [H100 96GB]", "0x233b": "GH100 [H200 NVL]", "0x2348": "GH100 [GH200 144G HBM3e]",
 }
+
+
+@pytest.mark.parametrize(("device_id", "model"), [
+    ("0x2336", "H100"), ("0x2337", "H100"), ("0x2338", "H100"), ("0x233d", "H100"),
+    ("0x233b", "H200"), ("0x2348", "GH200"),
+])
+def test_hopper_ids_pci_ids_names_resolve_to_their_product(gpus, device_id, model):
+    found = gpus.model_for_pci_id(device_id)
+    assert found is not None and found.name == model
 
 
 @pytest.mark.parametrize("device_id", sorted(PCI_CHIPS))
