@@ -137,10 +137,15 @@ def pcie_acs_redirect(facts: Facts, kb: KB) -> list[Hit]:
         if bridge.get("redirect") is not True:
             continue
         name = bridge.get("bridge")
-        hits.append(Hit(f"PCIe bridge {name} above GPU{'s' if len(bridge.get('gpus') or []) > 1 else ''} {', '.join(bridge.get('gpus') or [])} has ACS redirect on "
-                        f"(control 0x{int(bridge.get('acs_ctrl') or 0):04x}): their peer-to-peer traffic detours through the root complex",
+        gpus = bridge.get("gpus") or []
+        # A pasted `lspci -vvv` (fwdoctor triage) names the bridge but not the GPUs below it,
+        # and a grepped ACSCtl line not even the bridge.
+        below = f"above GPU{'s' if len(gpus) > 1 else ''} {', '.join(gpus)}" if gpus else "(the GPUs below it are not shown)"
+        command = f"sudo setpci -s {sh(name)} ECAP_ACS+0x6.w=0000" if name else "sudo setpci -s <bridge> ECAP_ACS+0x6.w=0000   # each bridge above the GPUs: lspci -tv"
+        hits.append(Hit(f"PCIe bridge {name or '(not named)'} {below} has ACS redirect on "
+                        f"(control 0x{int(bridge.get('acs_ctrl') or 0):04x}): peer-to-peer traffic below it detours through the root complex",
                         evidence={"bridge": bridge},
-                        fix=FixRef(commands=(f"sudo setpci -s {sh(name)} ECAP_ACS+0x6.w=0000",))))
+                        fix=FixRef(commands=(command,))))
     return hits
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from fwdoctor.model import Fact, Facts
 from fwdoctor.rules import RULES
-from fwdoctor.triage import build_config, collect_env, dpkg_rpm, driver_version, ds_report, errors, gcc, hf_env, nvcc, nvidia_smi, packages, repl
+from fwdoctor.triage import build_config, collect_env, conda_builds, dpkg_rpm, driver_version, ds_report, errors, gcc, hf_env, issue_template, lspci, nvcc, nvidia_smi, packages, repl, shm
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -31,6 +31,7 @@ __all__ = ["Fragment", "PARSERS", "UNSHOWN", "triage"]
 PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     collect_env.find, build_config.find, nvidia_smi.find, driver_version.find, nvcc.find, gcc.find, packages.find,
     dpkg_rpm.find, ds_report.find, hf_env.find, repl.find, errors.find,
+    shm.find, lspci.find, issue_template.find, conda_builds.find,  # issue 26
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.
@@ -58,6 +59,8 @@ UNSHOWN = {
     "cudnn.installs": "which cuDNN libraries are installed (`pip list | grep cudnn`, `ldconfig -p | grep cudnn`)",
     "nccl.installs": "which NCCL libraries are installed (`pip list | grep nccl`, `ldconfig -p | grep nccl`)",
     "system.shm_bytes": "the size of /dev/shm (`df -h /dev/shm`)",
+    "pci.acs": "the ACS control bits of the PCIe bridges above the GPUs (`sudo lspci -vvv`, its ACSCtl lines)",
+    "frameworks.installed": "which JAX/TensorFlow build is installed (`conda list`: its build strings say cpu or cuda)",
     "report.errors": "",
 }
 

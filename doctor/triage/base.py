@@ -31,6 +31,9 @@ PRIORITY = {
     "conda list": 50,
     "dpkg/rpm": 40,
     "gcc": 60,
+    "df /dev/shm": 60,
+    "lspci": 60,
+    "issue template": 45,  # what a person typed into a form
 }
 
 

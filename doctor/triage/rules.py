@@ -132,6 +132,47 @@ def cudnn_undefined_symbol(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+@rule("framework-cpu-build-on-gpu-host", needs=("frameworks.installed",), optional=("report.gpu_expected", "gpus.list", "driver.loaded"))
+def framework_cpu_build_gpu_expected(facts: Facts, kb: KB) -> Iterable[Hit] | None:
+    """A CPU-only JAX/TensorFlow the report shows (a conda "cpu_" build, TensorFlow >= 2.11 on
+    native Windows) where the report also shows that a GPU is meant to be used: a GPU or a
+    driver, a CUDA version or GPU model in the issue template, "GPU" as the accelerator
+    (see framework-cpu-build-on-gpu-host; that rule needs the driver's state, which a report
+    seldom shows)."""
+    cpu = [i for i in facts["frameworks.installed"] or [] if isinstance(i, dict) and i.get("gpu_build") is False]
+    expected = facts.get("report.gpu_expected")
+    gpus = facts.get("gpus.list")
+    if gpus:
+        expected = f"GPU {gpus[0].get('name') or '?'} ({facts.source('gpus.list')})"
+    elif facts.get("driver.loaded"):
+        expected = f"an NVIDIA driver ({facts.source('driver.loaded')})"
+    elif expected:
+        expected = f"{expected} ({facts.source('report.gpu_expected')})"
+    if not cpu or not expected:
+        return None
+    from fwdoctor.kb.frameworks import TITLES
+
+    hits = []
+    for item in cpu:
+        title = TITLES.get(item["framework"], item["framework"])
+        version = item.get("version") or "?"
+        if item["framework"] == "tensorflow" and "Windows" in str(item.get("why")):
+            fix = FixRef(commands=("wsl --install   # then, inside WSL2: python3 -m pip install 'tensorflow[and-cuda]'",
+                                   "python -m pip install 'tensorflow<2.11'   # or stay native: 2.10 was the last native-Windows GPU release"),
+                         note="TensorFlow 2.11 and later have no GPU support on native Windows (TensorFlow 2.11.1 release notes)")
+        elif item["framework"] == "jax":
+            fix = FixRef(commands=("conda install -c conda-forge 'jaxlib=*=*cuda*' jax",),
+                         note="conda picks the CPU jaxlib where its solver sees no GPU; ask for the CUDA build explicitly")
+        else:
+            fix = FixRef(commands=("conda install -c conda-forge 'tensorflow=*=*cuda*'",), note="ask conda for the CUDA build explicitly")
+        hits.append(Hit(
+            f"{title} {version} is a CPU-only build ({item.get('why') or 'no GPU support'}), but the report expects a GPU: {expected}",
+            evidence={"framework": item["framework"], "version": item.get("version"), "packages": item.get("packages"), "expected": expected},
+            fix=fix,
+        ))
+    return hits
+
+
 # The signature kinds the rules above read; every other row of doctor/kb/errors.yaml that
 # names findings is raised by a generic rule per finding id (_from_rows), so a new row needs
 # no code here.
@@ -167,4 +208,4 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
-                           *_from_rows())
+                           framework_cpu_build_gpu_expected, *_from_rows())

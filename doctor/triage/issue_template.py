@@ -1,0 +1,141 @@
+"""The fields of TensorFlow's and JAX's GitHub issue templates.
+
+TensorFlow's issue form (2022-) renders each field as a heading and its answer below it; the
+older markdown template as a bullet "- key (hint): value":
+
+    ### TensorFlow version              - TensorFlow version (use command below): 2.4.1
+                                        - OS Platform and Distribution (e.g., Linux Ubuntu 16.04): Windows 10
+    2.11.0                              - CUDA/cuDNN version: 11.0 / 8.0
+                                        - GPU model and memory: RTX 3070 8GB
+    ### OS platform and distribution
+
+    Windows 11
+
+JAX's form asks "What jax/jaxlib version are you using?" and "Which accelerator(s) are you
+using?" (CPU/GPU/TPU).
+
+Facts: python.version; report.gpu_expected (the answer that says the user means to run on
+an NVIDIA GPU: a CUDA/cuDNN version, a GPU model, "GPU" as the accelerator), read by the
+triage rule for framework-cpu-build-on-gpu-host; and, for TensorFlow on native Windows, its
+build: TensorFlow 2.10 was the last release with GPU support on native Windows (TensorFlow
+2.11.1's release notes: "Starting with TensorFlow 2.11, you will need to install TensorFlow
+in WSL2, or install tensorflow-cpu", https://github.com/tensorflow/tensorflow/releases/tag/v2.11.1),
+so a TensorFlow >= 2.11 there is a CPU-only build (frameworks.installed, gpu_build False).
+A version elsewhere says nothing about its build: frameworks.installed stays unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from fwdoctor.triage.base import Fragment, first_version, is_value
+from fwdoctor.triage.text import Lines
+
+# The first TensorFlow release without native-Windows GPU support (see above). A row for
+# doctor/kb/frameworks.yaml when that file grows a per-platform field.
+TF_FIRST_WINDOWS_CPU_ONLY = (2, 11)
+
+# normalised field -> role. A key is lower-cased, its "(hint)" dropped, blanks collapsed.
+FIELDS = {
+    "tensorflow version": "tf_version",
+    "os platform and distribution": "os",
+    "python version": "python",
+    "cuda/cudnn version": "cuda",
+    "gpu model and memory": "gpu",
+    "what jax/jaxlib version are you using?": "jax_version",
+    "which accelerator are you using?": "accelerator",  # "accelerator(s)", its "(s)" dropped with the hints
+    "additional system info": "jax_system",
+}
+_HINT = re.compile(r"\([^()]{0,120}\)")
+_MAX_KEY = 120  # the longest field name is 45 characters; a longer "heading" is prose
+_MAX_GAP = 6  # lines between a heading and its answer (blank lines, a "_No response_")
+_WINDOWS = re.compile(r"\bwin(?:dows)?\s?(?:7|8|10|11|server)?\b", re.IGNORECASE)
+_NOT_NATIVE = re.compile(r"\bwsl|subsystem for linux|docker|linux|ubuntu", re.IGNORECASE)
+
+
+def _key(text: str) -> str | None:
+    text = text.strip().strip("*`_ ").strip()
+    if not text or len(text) > _MAX_KEY:
+        return None
+    key = " ".join(_HINT.sub(" ", text.lower()).split())
+    return key if key in FIELDS else None
+
+
+def _answers(lines: Lines) -> list[tuple[int, str, str]]:
+    """(line, field, value) of every template field the report fills."""
+    out: list[tuple[int, str, str]] = []
+    norm = lines.norm
+    pending: tuple[int, str] | None = None  # a "### field" heading whose answer is below
+    for i, text in enumerate(norm):
+        stripped = text.strip()
+        if stripped.startswith("#"):
+            key = _key(stripped.lstrip("#"))
+            pending = (i, key) if key else None
+            continue
+        if pending is not None and stripped:
+            if i - pending[0] <= _MAX_GAP and stripped != "_No response_":
+                out.append((i + 1, pending[1], stripped))
+            pending = None
+            continue
+        if stripped[:1] in "-*" and ":" in stripped:
+            head, _, value = stripped.lstrip("-* ").partition(":")
+            key = _key(head)
+            if key and value.strip():
+                out.append((i + 1, key, value.strip()))
+    return out
+
+
+def native_windows(text: str) -> bool:
+    """Whether an OS answer names native Windows ("Windows 11", "win10"), not WSL or a Linux VM."""
+    return bool(_WINDOWS.search(text)) and not _NOT_NATIVE.search(text)
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    try:
+        return Version(version).release
+    except InvalidVersion:
+        return None
+
+
+def find(lines: Lines) -> list[Fragment]:
+    answers = _answers(lines)
+    if not answers:
+        return []
+    values = {FIELDS[key]: (number, value) for number, key, value in answers}
+    frag = Fragment("issue template", answers[0][0], answers[-1][0])
+    if "python" in values and is_value(values["python"][1]):
+        version = first_version(values["python"][1])
+        if version:
+            frag.add("python.version", version, values["python"][0])
+    expected = _gpu_expected(values)
+    if expected:
+        frag.add("report.gpu_expected", expected[1], expected[0])
+    tf = values.get("tf_version")
+    os_answer = values.get("os")
+    if tf and os_answer and native_windows(os_answer[1]):
+        version = first_version(tf[1])
+        release = _release(version) if version else None
+        if version and release and release[:2] >= TF_FIRST_WINDOWS_CPU_ONLY:
+            frag.add("frameworks.installed", [_tensorflow_on_windows(version)], tf[0], os_answer[0])
+            frag.notes.append(f"line {tf[0]}: TensorFlow {version} on native Windows ({os_answer[1]}) has no GPU support (2.10 was the last)")
+    return [frag] if frag.facts else []
+
+
+def _gpu_expected(values: dict[str, tuple[int, str]]) -> tuple[int, str] | None:
+    """(line, what the report says) when an answer says the user means to use an NVIDIA GPU."""
+    if "cuda" in values and first_version(values["cuda"][1]):
+        return values["cuda"][0], f"CUDA/cuDNN version: {values['cuda'][1]}"
+    if "gpu" in values and is_value(values["gpu"][1]) and values["gpu"][1].strip().lower() not in ("no", "none", "cpu", "no gpu"):
+        return values["gpu"][0], f"GPU model and memory: {values['gpu'][1]}"
+    if "accelerator" in values and re.search(r"\bGPU\b", values["accelerator"][1]):
+        return values["accelerator"][0], f"accelerator: {values['accelerator'][1]}"
+    return None
+
+
+def _tensorflow_on_windows(version: str) -> dict[str, Any]:
+    return {"framework": "tensorflow", "version": version, "packages": {"tensorflow": version}, "gpu_build": False,
+            "cuda": None, "cudnn": None, "arch_list": None, "requires": {}, "requires_from": None, "pairing": {}, "location": None,
+            "why": "TensorFlow >= 2.11 has no GPU support on native Windows (2.10 was the last; use WSL2)"}

@@ -1,0 +1,318 @@
+"""The environment readers of issue 26 (df /dev/shm, lspci ACSCtl, TensorFlow's and JAX's
+issue templates, conda's CPU builds) on real excerpts from public threads (the source is
+named above each one), their negative cases, and the triage findings they lead to."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from fwdoctor.triage import conda_builds, issue_template, lspci, shm, triage
+from fwdoctor.triage.text import Lines
+
+pytestmark = pytest.mark.usefixtures("use_test_kb")
+
+
+def facts_of(parse, text: str) -> dict:
+    out: dict = {}
+    for frag in parse(Lines.of(text)):
+        for fact in frag.facts:
+            out[fact.key] = fact.value
+    return out
+
+
+def findings(cli, tmp_path, text: str) -> dict:
+    path = tmp_path / "report.md"
+    path.write_text(text)
+    doc = json.loads(cli("triage", "--json", str(path)).output)
+    return {f["id"]: f for f in doc["findings"]}
+
+
+# ----------------------------------------------------------------------------- df /dev/shm
+# https://gitlab.com/gitlab-org/gitlab/-/issues/281199 (`df /dev/shm` inside a Docker-in-Docker job)
+DF_DOCKER_1K = """\
+Filesystem           1K-blocks      Used Available Use% Mounted on
+shm                      65536         0     65536   0% /dev/shm
+"""
+# https://gist.github.com/guoqiao/796c52a01ab3a4cb55616a43570a4ab5 (`docker run --rm -it ubuntu bash; df -h`)
+DF_DOCKER_H = """\
+Filesystem Size Used Avail Use% Mounted on
+...
+shm 64M 0 64M 0% /dev/shm
+"""
+# https://github.com/pytorch/pytorch/issues/5040 (a host's /dev/shm filling up, `df -h | grep sh`)
+DF_HOST = """\
+tmpfs                 24G   38M   24G   1% /dev/shm
+tmpfs                 24G  630M   23G   3% /dev/shm
+"""
+
+
+def test_df_reads_dockers_64_mib_shm_in_1k_blocks_and_human_sizes():
+    for text in (DF_DOCKER_1K, DF_DOCKER_H):
+        facts = facts_of(shm.find, text)
+        assert facts["system.shm_bytes"] == 64 * 1024 * 1024
+        assert facts["system.container"] is True  # Docker names its /dev/shm mount "shm"
+
+
+def test_df_on_a_host_gives_the_size_and_says_nothing_about_containers():
+    facts = facts_of(shm.find, DF_HOST)
+    assert facts["system.shm_bytes"] == 24 * 1024**3
+    assert "system.container" not in facts
+
+
+def test_df_ignores_other_mounts_and_sizes_no_df_prints():
+    assert facts_of(shm.find, "overlay 63G 20G 40G 34% /\n") == {}
+    assert facts_of(shm.find, "shm 99999999999G 0 1G 0% /dev/shm\n") == {}  # not a df -h size
+    assert facts_of(shm.find, "shm 65536 0 65536 0% /dev/shm\n") == {}  # blocks of an unknown unit (no header)
+    assert facts_of(shm.find, "I set /dev/shm to 64M in docker\n") == {}
+
+
+def test_a_64_mib_shm_in_a_container_is_shm_too_small(cli, tmp_path):
+    found = findings(cli, tmp_path, DF_DOCKER_1K)
+    assert found["shm-too-small"]["severity"] == "warning"
+    assert "64 MiB in a container" in found["shm-too-small"]["message"]
+    assert "shm-too-small" not in findings(cli, tmp_path, DF_HOST)
+
+
+# https://github.com/NVIDIA/nccl-tests/issues/166 (NCCL 2.1x: its shared-memory error, no df shown)
+NCCL_SHM = "ubuntu:9621:9688 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-KWfVyt (size 5967872)\n"
+
+
+def test_nccls_shared_memory_error_is_shm_too_small_when_no_size_is_shown(cli, tmp_path):
+    found = findings(cli, tmp_path, NCCL_SHM)
+    assert "report line 1" in found["shm-too-small"]["message"]
+
+
+def test_a_big_shown_shm_wins_over_the_error_text(cli, tmp_path):
+    # the regular rule judges the size the report shows; the error row only speaks when no size is shown
+    assert "shm-too-small" not in findings(cli, tmp_path, DF_HOST + NCCL_SHM)
+
+
+# ----------------------------------------------------------------------------- lspci ACSCtl
+# https://github.com/NVIDIA/nccl/issues/629 (`lspci -vvv | grep ACSCtl`, tabs as pasted)
+ACS_GREPPED = """\
+\t\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-
+\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-
+\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-
+"""
+# https://github.com/NVIDIA/nccl/issues/1405 (ACS disabled everywhere)
+ACS_OFF = """\
+lspci -vvv | grep ACSCtl
+  ACSCtl: SrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-
+  ACSCtl: SrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-
+"""
+# https://github.com/NVIDIA/nccl/issues/2079 (the reporter's retyped register, commas and all)
+ACS_RETYPED = """\
+  both behind AMD Starship/Matisse GPP bridges that had ACS enabled (ACSCtl: 0x001d = SrcValid+, ReqRedir+, CmpltRedir+,
+  UpstreamFwd+), which forced P2P traffic through the IOMMU instead of direct GPU-to-GPU, causing NCCL to hang.
+"""
+# https://github.com/HeyMeco/Rockchip-pcie-devices/issues/6 (`lspci -vvv` of a PLX switch): the
+# header line and the ACSCap/ACSCtl lines are verbatim from that paste, joined here into one block
+# (the excerpt of the paste shows this ACSCtl at the end of the block before the header).
+ACS_BLOCK = """\
+0000:02:08.0 PCI bridge: PLX Technology, Inc. PEX 8725 24-Lane, 10-Port PCI Express Gen 3 (8.0 GT/s) Multi-Root Switch with DMA (rev ca) (prog-if 00 [Normal decode])
+        Subsystem: PLX Technology, Inc. PEX 8725 24-Lane, 10-Port PCI Express Gen 3 (8.0 GT/s) Multi-Root Switch with DMA
+                ACSCap: SrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+
+                ACSCtl: SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-
+        Kernel driver in use: pcieport
+
+"""
+
+
+def test_grepped_acsctl_lines_with_redirect_make_one_entry_without_a_bridge():
+    (entry,) = facts_of(lspci.find, ACS_GREPPED)["pci.acs"]
+    assert entry["bridge"] is None and entry["redirect"] is True
+    assert entry["acs_ctrl"] == 0x1D  # SrcValid, ReqRedir, CmpltRedir, UpstreamFwd
+    assert "2 ACSCtl lines" in entry["why"]
+
+
+def test_acsctl_all_off_and_acscap_alone_say_nothing():
+    assert facts_of(lspci.find, ACS_OFF) == {}
+    assert facts_of(lspci.find, "ACSCap: SrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+\n") == {}
+
+
+def test_a_retyped_register_with_commas_is_read_from_its_flags():
+    (entry,) = facts_of(lspci.find, ACS_RETYPED)["pci.acs"]
+    # the flags on the ACSCtl line itself (UpstreamFwd+ wrapped onto the next line)
+    assert entry["redirect"] is True and entry["acs_ctrl"] == 0x0D
+
+
+def test_an_acsctl_line_belongs_to_the_bridge_of_its_block():
+    (entry,) = facts_of(lspci.find, ACS_BLOCK)["pci.acs"]
+    assert entry["bridge"] == "0000:02:08.0" and entry["redirect"] is True and entry["gpus"] == []
+
+
+def test_an_endpoints_own_acs_is_not_a_bridges():
+    text = "41:00.0 VGA compatible controller: NVIDIA Corporation Device 26b1 (rev a1)\n" + ACS_BLOCK.splitlines(True)[3]
+    assert facts_of(lspci.find, text) == {}
+
+
+def test_acs_redirect_from_a_report_is_pcie_acs_redirect(cli, tmp_path):
+    found = findings(cli, tmp_path, ACS_BLOCK)
+    hit = found["pcie-acs-redirect"]
+    assert "0000:02:08.0" in hit["message"] and "not shown" in hit["message"]
+    grepped = findings(cli, tmp_path, ACS_GREPPED)["pcie-acs-redirect"]
+    assert "(not named)" in grepped["message"]
+    assert "pcie-acs-redirect" not in findings(cli, tmp_path, ACS_OFF)
+
+
+# ----------------------------------------------------------------------------- issue templates
+# https://github.com/tensorflow/tensorflow/issues/60156 (TensorFlow's issue form, native Windows)
+TF_WIN_211 = """\
+### Tensorflow Version
+
+2.11.0
+
+### Custom Code
+
+Yes
+
+### OS Platform and Distribution
+
+Windows 11
+
+### Python version
+
+3.9.10
+
+### CUDA/cuDNN version
+
+11.6r11.6/8.6
+"""
+# https://github.com/tensorflow/tensorflow/issues/60101 (the same form, TensorFlow in WSL2)
+TF_WSL_212 = """\
+### Tensorflow Version
+
+2.12.0
+
+### Custom Code
+
+No
+
+### OS Platform and Distribution
+
+Windows 11 + WSL2
+
+### Python version
+
+3.11
+
+### CUDA/cuDNN version
+
+11.8/8.4.1.50
+"""
+# https://github.com/tensorflow/tensorflow/issues/60241 (native Windows, no CUDA or GPU answer)
+TF_WIN_NO_GPU_ANSWER = """\
+### Tensorflow Version
+
+tf2.12.0
+
+### Custom Code
+
+No
+
+### OS Platform and Distribution
+
+Win11
+
+### Python version
+
+3.10.10
+"""
+# https://github.com/jax-ml/jax/issues/14606 (JAX's issue form and conda's install plan)
+JAX_CONDA_CPU = """\
+$ conda install jax cuda-nvcc -c conda-forge -c nvidia
+
+The following NEW packages will be INSTALLED:
+
+  jax                conda-forge/noarch::jax-0.4.4-pyhd8ed1ab_0
+  jaxlib             conda-forge/linux-64::jaxlib-0.4.4-cpu_py311h7146453_1
+```
+
+### What jax/jaxlib version are you using?
+
+0.4.4
+
+### Which accelerator(s) are you using?
+
+GPU
+"""
+
+
+def test_tensorflow_211_on_native_windows_is_a_cpu_build_and_a_gpu_is_expected():
+    facts = facts_of(issue_template.find, TF_WIN_211)
+    (tf,) = facts["frameworks.installed"]
+    assert tf["framework"] == "tensorflow" and tf["version"] == "2.11.0" and tf["gpu_build"] is False
+    assert facts["report.gpu_expected"] == "CUDA/cuDNN version: 11.6r11.6/8.6"
+    assert facts["python.version"] == "3.9.10"
+
+
+def test_tensorflow_in_wsl2_or_before_211_says_nothing_about_its_build():
+    facts = facts_of(issue_template.find, TF_WSL_212)
+    assert "frameworks.installed" not in facts and facts["report.gpu_expected"].startswith("CUDA/cuDNN")
+    older = TF_WIN_211.replace("2.11.0", "2.10.1")
+    assert "frameworks.installed" not in facts_of(issue_template.find, older)
+
+
+def test_windows_words_are_read_as_native_windows_only_without_wsl_or_linux():
+    assert issue_template.native_windows("win10") and issue_template.native_windows("Windows 11")
+    assert not issue_template.native_windows("Windows 11 + WSL2")
+    assert not issue_template.native_windows("Ubuntu 22.04 (Windows Subsystem for Linux)")
+    assert not issue_template.native_windows("Darwin 23.1")
+
+
+def test_tensorflow_cpu_only_on_windows_is_a_finding_only_when_a_gpu_is_expected(cli, tmp_path):
+    hit = findings(cli, tmp_path, TF_WIN_211)["framework-cpu-build-on-gpu-host"]
+    assert hit["severity"] == "warning"
+    assert "TensorFlow 2.11.0 is a CPU-only build" in hit["message"] and "report line 19" in hit["message"]
+    assert "WSL2" in json.dumps(hit["fix"])
+    assert "framework-cpu-build-on-gpu-host" not in findings(cli, tmp_path, TF_WIN_NO_GPU_ANSWER)
+    assert "framework-cpu-build-on-gpu-host" not in findings(cli, tmp_path, TF_WSL_212)
+
+
+def test_conda_plans_cpu_jaxlib_is_a_cpu_build_and_the_form_expects_a_gpu(cli, tmp_path):
+    facts = facts_of(conda_builds.find, JAX_CONDA_CPU)
+    (jax,) = facts["frameworks.installed"]
+    assert jax["framework"] == "jax" and jax["version"] == "0.4.4" and jax["gpu_build"] is False
+    assert facts_of(issue_template.find, JAX_CONDA_CPU)["report.gpu_expected"] == "accelerator: GPU"
+    hit = findings(cli, tmp_path, JAX_CONDA_CPU)["framework-cpu-build-on-gpu-host"]
+    assert "jaxlib=*=*cuda*" in json.dumps(hit["fix"])
+    cpu_only_user = JAX_CONDA_CPU.replace("\nGPU\n", "\nCPU\n")
+    assert "framework-cpu-build-on-gpu-host" not in findings(cli, tmp_path, cpu_only_user)
+
+
+def test_conda_builds_leave_cuda_and_pip_builds_to_other_readers():
+    # https://github.com/jax-ml/jax/issues/189 (conda-forge's CUDA jaxlib is asked for as `jaxlib=*=*cuda*`)
+    assert facts_of(conda_builds.find, "jaxlib                    0.4.34                   pypi_0    pypi\n") == {}
+    assert facts_of(conda_builds.find, "  jaxlib             conda-forge/linux-64::jaxlib-0.3.10-cuda112py310h1234567_200\n") == {}
+    assert facts_of(conda_builds.find, "numpy                     1.26.4          py311h64a7726_0    conda-forge\n") == {}
+
+
+# ----------------------------------------------------------------------------- budgets
+@pytest.mark.parametrize("line", [
+    "shm " + "9" * 4000 + " 0 1G 0% /dev/shm",
+    "ACSCtl: " + "ReqRedir+ " * 400,
+    "### " + "(" * 4000,
+    "- TensorFlow version " + "(" * 2000 + ": 2.11",
+    "  jaxlib " + "conda-forge::" * 300,
+    " " * 4000 + "/dev/shm",
+])
+def test_hostile_lines_cost_linear_time_and_raise_nothing(line):
+    text = "\n".join([line] * 16)
+    start = time.perf_counter()
+    triage(text)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_values_stay_raw_in_facts_and_are_escaped_by_the_renderers(cli, tmp_path):
+    hostile = TF_WIN_211.replace("11.6r11.6/8.6", "11.6 \x1b]52;c;aGk=\x07 | `x` [a](http://e)")
+    path = tmp_path / "r.md"
+    path.write_text(hostile)
+    text = cli("triage", str(path)).output
+    assert "\x1b" not in text and "\x07" not in text
+    markdown = cli("triage", "--format", "markdown", str(path)).output
+    assert "\x1b" not in markdown and "\x07" not in markdown
+    line = next(x for x in markdown.splitlines() if "[a](http://e)" in x)
+    assert "`" in line  # report text only inside code spans, where GitHub renders no link
