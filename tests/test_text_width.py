@@ -148,3 +148,23 @@ def test_every_explanation_fits_80_columns_and_keeps_every_word(cli):
         # Re-filled, never cut: the same words in the same order (a wrapped command's
         # backslash continuation aside).
         assert text.replace(" \\\n", " ").split() == whole.split(), finding_id
+
+
+@pytest.mark.usefixtures("use_test_kb")
+@pytest.mark.parametrize("root", ROOTS)
+def test_gate_fits_80_columns_on_every_fixture_root(cli, root):
+    where = str(Path(__file__).resolve().parent / "roots" / root)
+    result = cli("gate", "--root", where)
+    width, line = _widest(result.stdout)
+    assert width <= WIDTH, line
+
+
+FIELD = sorted((Path(__file__).resolve().parent / "data" / "triage-field").glob("*/*.md"))
+
+
+def test_triage_fits_80_columns_on_every_field_report(cli):
+    assert len(FIELD) > 50
+    for report in FIELD:
+        result = cli("triage", str(report))
+        width, line = _widest(result.stdout)
+        assert width <= WIDTH, (report.name, line)

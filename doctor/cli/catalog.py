@@ -9,9 +9,8 @@ import click
 from fwdoctor.cli.errors import fail
 from fwdoctor.cli.output import emit_json
 from fwdoctor.explain import explanation
-from fwdoctor.textfit import fit_paragraphs
 from fwdoctor.findings import BY_ID, FINDING_KINDS, FindingKind
-from fwdoctor.textfit import fit
+from fwdoctor.textfit import fit, fit_paragraphs
 
 
 @click.command("list")

@@ -12,6 +12,7 @@ from typing import Any
 from fwdoctor import testreport
 from fwdoctor.escape import terminal
 from fwdoctor.gate.run import GateResult
+from fwdoctor.textfit import fit
 
 # Exit codes by convention.
 # fwdoctor's own: 0 the node may take jobs (ok or warn), 1 drain, 2 the doctor failed.
@@ -58,7 +59,9 @@ def render_text(result: GateResult) -> str:
         lines.append(f"  step {step.name}: {step.status} ({step.seconds:.1f} s)" + (f": {step.detail}" if step.detail else ""))
     for action in result.actions:
         lines.append(f"  {action}")
-    return "\n".join(terminal(line) for line in lines) + "\n"
+    # 80 columns, as check's report (issue 29): a long message hangs under its verdict;
+    # --json and the JUnit/NPD forms keep every message whole.
+    return "\n".join(part for line in lines for part in fit(terminal(line), hang=8)) + "\n"
 
 
 def _tests(result: GateResult) -> list[dict[str, Any]]:

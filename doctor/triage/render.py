@@ -22,6 +22,7 @@ from fwdoctor import __version__
 from fwdoctor import report as rep
 from fwdoctor.escape import md_block, md_cell, md_code, terminal_lines
 from fwdoctor.model import Facts, Finding
+from fwdoctor.textfit import fit
 from fwdoctor.triage import UNSHOWN
 from fwdoctor.triage.judge import Triage
 from fwdoctor.triage.text import Lines
@@ -39,11 +40,12 @@ def render_text(result: Triage, verbose: bool = False, color: bool = False) -> s
     head = [f"Recognised {len(result.fragments)} environment fragment(s) in the report:"]
     head += [f"  line {f.start}-{f.end}  {f.kind}" + (f"  ({'; '.join(f.notes)})" if verbose and f.notes else "") for f in result.fragments]
     if not result.fragments:
-        head.append("  (none: no collect_env, nvidia-smi, nvcc -V, pip list ... and no known error text)")
+        head.append("  (none: no collect_env, nvidia-smi, nvcc -V, pip list ... nor known errors)")
     said = _error_notes(result)
     if said:
         head += ["", "Error texts no finding id covers (doctor/kb/errors.yaml says what they mean):"]
-        head += [f"  line {line}  {kind}: {note}" for line, kind, note in said]
+        # Fitted to 80 columns like check's report (issue 29); --json holds each note whole.
+        head += [part for line, kind, note in said for part in fit(f"  line {line}  {kind}: {note}", hang=4)]
     return terminal_lines(head) + "\n\n" + rep.render_text(result.report, verbose=verbose, color=color)
 
 
