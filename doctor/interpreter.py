@@ -113,7 +113,11 @@ def check_runs(host: Host, path: str, timeout: float = RUNS_TIMEOUT_S) -> str | 
         return None
     if not os.access(path, os.X_OK):
         return "not executable"
-    result = host.run([path, *_RUNS_ARGV], timeout=timeout)
+    # Through the probe cache (fwdoctor/probecache.py): whether an ELF interpreter starts
+    # and which version it prints is a question about the file, answered again whenever
+    # the file (or the symlink's target) changes; a dangling venv link has no identity and
+    # always runs. It cost every `check --python` a ~50 ms child (issue 30).
+    result = host.run_version([path, *_RUNS_ARGV], timeout=timeout)
     if result is None:
         return None
     if result.error:

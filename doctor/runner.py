@@ -73,6 +73,11 @@ def run(
         )
     except OSError as exc:
         return CommandResult(args, None, "", "", error=_spawn_error(exc))
+    return _finish(proc, args, input_text, timeout)
+
+
+def _finish(proc: subprocess.Popen, args: tuple[str, ...], input_text: str | None, timeout: float) -> CommandResult:
+    """Wait for a started child (at most `timeout` seconds) and collect its output."""
     try:
         out, err = proc.communicate(input=input_text.encode() if input_text is not None else None, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -88,6 +93,37 @@ def run(
     finally:
         _forget(proc)
     return CommandResult(args, proc.returncode, _decode(out), _decode(err))
+
+
+class Started:
+    """A child started now and collected later: `run` split in two, for work that should
+    begin at once and be read when its turn comes (`check --deep` starts `import torch`
+    before anything else, issue 30). The wait and its timeout run in a background thread
+    from the start, so the child is killed on time even if nobody asks for it."""
+
+    def __init__(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+        from fwdoctor.background import Background
+
+        self.argv = tuple(str(a) for a in argv)
+        self.pid: int | None = None
+        try:
+            proc = _popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=command_env(env), cwd=cwd, start_new_session=True)
+        except OSError as exc:
+            failed = CommandResult(self.argv, None, "", "", error=_spawn_error(exc))
+            self._job = Background(lambda: failed)
+            return
+        self.pid = proc.pid
+        self._job = Background(_finish, proc, self.argv, None, timeout)
+
+    def result(self) -> CommandResult:
+        """The child's result, as `run` returns it; waits until it ended or timed out."""
+        return self._job.result()
+
+    def cancel(self) -> None:
+        """End the child's tree now (its answer is no longer wanted)."""
+        if self.pid is not None and not self._job.wait(0):
+            kill_tree(self.pid)
 
 
 def _spawn_error(exc: OSError) -> str:

@@ -14,14 +14,12 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from fwdoctor import interpreter
-from fwdoctor.engine import collect, overlay_host
 from fwdoctor.host import EnvFileError, Host, load_env_file, read_regular_file
 from fwdoctor.model import TIMESTAMP_FORMAT, Fact, Facts, Provenance
 from fwdoctor.probecache import ProbeCache
-from fwdoctor.probes import PROBES
-from fwdoctor.probes import driver as driver_probes
-from fwdoctor.probes import gpus as gpu_probes
-from fwdoctor.probes import system as system_probes
+
+# The engine and the probes (every probe module, ~50 ms of imports) are imported where they
+# run, not here: `check --deep` starts its torch child before paying for them (issue 30).
 
 
 # A facts file from a big host is well under 1 MiB; the cap keeps a wrong file (a disk
@@ -113,14 +111,27 @@ def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) 
         host = Host.live_host(env, command_timeout=request.timeout, probe_cache=None if request.no_cache else ProbeCache.default())
     # --timeout bounds each probe too (engine.probe_deadline), on roots and images alike.
     host.command_timeout = request.timeout
+    early = None
+    if deep and host.live:
+        # `import torch` takes seconds: it starts first, in the interpreter the python probe
+        # will choose, and the imports, the interpreter query and every static probe below
+        # run while it imports (fwdoctor.deepstart).
+        from fwdoctor import deepstart
+
+        early = deepstart.start_early(host, interpreter.choose(host, request.python).path)
     if request.python:
         # A --python that is not there (or does not run) must stop the command, not turn
         # every Python fact into "unknown" under an exit status of 0.
         try:
             interpreter.resolve(host, request.python)
         except interpreter.InterpreterError as exc:
+            if early is not None:
+                early.cancel()
             where = f" inside {root}" if root else ""
             raise SourceError(f"{exc}{where}") from None
+    from fwdoctor.engine import collect, overlay_host
+    from fwdoctor.probes import PROBES
+
     facts = collect(host, PROBES, deep=deep, seed=seed)
     if request.image or request.image_archive or (root and request.against_host):
         facts = overlay_host(facts, host_facts(request.timeout))
@@ -147,13 +158,20 @@ def provenance_of(facts: Facts, collected_at: str | None) -> Provenance:
 
 def live_provenance(collected_at: str | None = None) -> Provenance:
     """This host's name, now (or at `collected_at`): what a smoke result says it ran on."""
+    from fwdoctor.probes import system as system_probes
+
     facts = Facts([system_probes.hostname_fact(Host.live_host())])
     return provenance_of(facts, collected_at or utc_now())
 
 
-def host_facts(timeout: float = 10.0, probes: Sequence = (*driver_probes.PROBES, *gpu_probes.PROBES)) -> Facts:
-    """This host's driver and GPUs: what an image or rootfs runs against."""
-    return collect(Host.live_host(None, command_timeout=timeout), probes)
+def host_facts(timeout: float = 10.0, probes: Sequence | None = None) -> Facts:
+    """This host's driver and GPUs (default `probes`): what an image or rootfs runs against."""
+    from fwdoctor.engine import collect
+    from fwdoctor.probes import driver as driver_probes
+    from fwdoctor.probes import gpus as gpu_probes
+
+    chosen = (*driver_probes.PROBES, *gpu_probes.PROBES) if probes is None else probes
+    return collect(Host.live_host(None, command_timeout=timeout), chosen)
 
 
 def read_facts_file(path: str) -> Facts:

@@ -132,13 +132,14 @@ def test_a_crashed_or_garbled_child_is_a_clear_reason():
 
 
 def test_a_hung_interpreter_is_killed_and_reported(tmp_path, monkeypatch):
+    from fwdoctor import deepstart
     from fwdoctor.model import Fact
     from fwdoctor.probes.base import Probe
 
     hang = tmp_path / "python"
     hang.write_text("#!/bin/sh\nsleep 30\n")
     hang.chmod(0o755)
-    monkeypatch.setattr(td, "MIN_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(deepstart, "MIN_TIMEOUT_S", 0.5)  # the child's floor lives where it is started
     host = Host.live_host({"PATH": "/usr/bin:/bin"}, command_timeout=0.5)
     seed = Probe("seed", (), lambda h, f: [Fact("python.executable", str(hang)), Fact("torch.installed", True)])
     facts = collect(host, (seed, *td.PROBES), deep=True)

@@ -85,7 +85,7 @@ def _sleeping_python(tmp_path: Path) -> Path:
     return stub
 
 
-def _deep_check(tmp_path: Path) -> tuple[subprocess.Popen, int]:
+def _deep_check(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
     stub = _sleeping_python(tmp_path)
     proc = _start("check", "--deep", "--python", str(stub), "--timeout", "120")
 
@@ -93,21 +93,24 @@ def _deep_check(tmp_path: Path) -> tuple[subprocess.Popen, int]:
         return any("sleep 300" in _cmdline(pid) for pid in runner.descendants(proc.pid))
 
     _wait_for(sleeping_child, 60, "the --deep child")
-    (child,) = [pid for pid in runner.descendants(proc.pid) if "sleep 300" in _cmdline(pid)]
-    return proc, child
+    # The torch child starts first, then the query whether the interpreter runs (issue 30):
+    # the stub hangs in both, and the signal must end every one.
+    children = [pid for pid in runner.descendants(proc.pid) if "sleep 300" in _cmdline(pid)]
+    return proc, children
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_signal_to_check_deep_ends_the_child_and_exits_128_plus_signal(tmp_path: Path, signum: int, code: int) -> None:
     # Before: Ctrl-C exited 1 ("Aborted!") and SIGTERM/SIGHUP left the child sleeping.
-    proc, child = _deep_check(tmp_path)
+    proc, children = _deep_check(tmp_path)
     returncode, err, tree = _stop(proc, signum)
-    assert child in tree
+    assert children and set(children) <= set(tree)
     assert returncode == code, err
     assert "Traceback" not in err
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines[-1].startswith("fwdoctor: stopped by " + signal.Signals(signum).name), err
-    _wait_for(lambda: not _alive(child), 5, f"the --deep child {child} to end")
+    for child in children:
+        _wait_for(lambda: not _alive(child), 5, f"the --deep child {child} to end")
 
 
 @pytest.mark.slow

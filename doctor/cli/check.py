@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import click
 
-from fwdoctor import prometheus
-from fwdoctor import report as rep
 from fwdoctor.background import Background
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
 from fwdoctor.cli.output import emit_json, settings, use_color, waiting
-from fwdoctor.engine import Report, judge
-from fwdoctor.findings import BY_ID, did_you_mean
 from fwdoctor.model import Severity
-from fwdoctor.rules import KB_AREAS, RULES
 from fwdoctor.sources import SourceRequest, utc_now
+
+if TYPE_CHECKING:
+    from fwdoctor.engine import Report
+    from fwdoctor.kb import KB
+
+# Imports here are where they are used (issue 30): this module is imported to look the
+# command up, and `check --deep` starts its torch child (fwdoctor.sources.gather) before
+# the rules and the engine are imported; each format imports only its own renderer
+# (prometheus and markdown are not imported for text or JSON).
 
 
 @click.command()
@@ -57,13 +61,21 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
     report = check_report(source, only, kb_dir, ignore)
     fmt = "json" if as_json else fmt
     if fmt == "json":
-        click.echo(rep.render_json(report, checked_at=utc_now(), kb_dir=kb_dir), nl=False)
+        from fwdoctor.report import render_json
+
+        click.echo(render_json(report, checked_at=utc_now(), kb_dir=kb_dir), nl=False)
     elif fmt == "prometheus":
+        from fwdoctor import prometheus
+
         click.echo(prometheus.render(report, checked_at=utc_now()), nl=False)
     elif fmt == "markdown":
-        click.echo(rep.render_markdown(report, kb_dir=kb_dir), nl=False)
+        from fwdoctor.report import render_markdown
+
+        click.echo(render_markdown(report, kb_dir=kb_dir), nl=False)
     else:
-        click.echo(rep.render_text(report, verbose=verbose, color=use_color(), kb_dir=kb_dir), nl=False)
+        from fwdoctor.report import render_text
+
+        click.echo(render_text(report, verbose=verbose, color=use_color(), kb_dir=kb_dir), nl=False)
     if report.nothing_checked:
         click.echo("fwdoctor: error: nothing could be checked: no check had the facts it needs", err=True)
     sys.exit(report.exit_for(Severity(fail_on)))
@@ -72,18 +84,41 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
 def check_report(source: SourceRequest, only: Sequence[str] = (), kb_dir: str | None = None, ignore: Sequence[str] = ()) -> Report:
     """The judged report `check` renders (also the MCP server's `check` tool); raises
     DoctorError with the one-line reason when the facts or the KB cannot be had."""
+    if only or ignore:
+        _known_ids(only, ignore)
+    # The KB parses while the probes read the host (and, with --deep, while torch imports
+    # in its child): neither waits for the other. The rules are imported in that thread
+    # too, so the main thread goes straight to the facts (and starts --deep's child).
+    kb_loading = Background(_load_kb_for_rules, kb_dir)
+    facts = waiting("fwdoctor: importing torch in a child (--deep)", facts_from, source) if source.deep else facts_from(source)
+    kb = kb_loading.result()
+    from fwdoctor.rules import RULES
+
+    return judge(facts, kb, RULES, only=tuple(only) or None, on_rule_error=_show_rule_error, ignore=ignore)
+
+
+def _load_kb_for_rules(kb_dir: str | None) -> KB:
+    from fwdoctor.rules import KB_AREAS
+
+    return load_kb(kb_dir, KB_AREAS)
+
+
+def judge(*args: Any, **kwargs: Any) -> Report:
+    """fwdoctor.engine.judge, imported when the rules run."""
+    from fwdoctor.engine import judge as run_rules
+
+    return run_rules(*args, **kwargs)
+
+
+def _known_ids(only: Sequence[str], ignore: Sequence[str]) -> None:
+    from fwdoctor.findings import BY_ID, did_you_mean
+
     for finding_id in only:
         if finding_id not in BY_ID:
             fail(f"--only {finding_id}: unknown finding id{did_you_mean(finding_id)} (see `fwdoctor list`)")
     for finding_id in ignore:
         if finding_id not in BY_ID:
             fail(f"--ignore {finding_id}: unknown finding id{did_you_mean(finding_id)} (see `fwdoctor list`)")
-    # The KB parses while the probes read the host (and, with --deep, while torch imports
-    # in its child): neither waits for the other.
-    kb_loading = Background(load_kb, kb_dir, KB_AREAS)
-    facts = waiting("fwdoctor: importing torch in a child (--deep)", facts_from, source) if source.deep else facts_from(source)
-    kb = kb_loading.result()
-    return judge(facts, kb, RULES, only=tuple(only) or None, on_rule_error=_show_rule_error, ignore=ignore)
 
 
 def _show_rule_error(rule: object, exc: Exception) -> None:

@@ -12,20 +12,17 @@ Shell equivalent:
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Iterable
 
-from fwdoctor import runner
+from fwdoctor.deepstart import CHILD, MIN_TIMEOUT_S, torch_child
 from fwdoctor.host import Host
 from fwdoctor.libraries import NCCL
 from fwdoctor.model import Fact, Facts, ProbeFailure
 from fwdoctor.probes.base import probe
 
-CHILD = Path(__file__).with_name("torch_child.py")
+__all__ = ["CHILD", "MARKER", "MIN_TIMEOUT_S", "PROBES", "parse_child_output", "to_fact_value", "torch_deep"]
+
 MARKER = "FWDOCTOR_JSON:"
-# Importing torch reads ~1 GB of shared libraries; a cold cache on network storage is slow,
-# a hung driver is slower: never less than this, whatever --timeout says.
-MIN_TIMEOUT_S = 60.0
 
 
 @probe("torch_deep", provides=("torch.deep",), deep=True)
@@ -41,12 +38,12 @@ def torch_deep(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
         yield Fact.unknown("torch.deep", "torch is not installed in the inspected environment")
         return
     try:
-        source = CHILD.read_text(encoding="utf-8")
+        # Usually started already, at the beginning of the command (fwdoctor.deepstart).
+        child = torch_child(host, python)
     except OSError as exc:
         yield ProbeFailure("torch_deep", f"cannot read {CHILD}: {exc.strerror or exc}")
         return
-    timeout = max(MIN_TIMEOUT_S, host.command_timeout)
-    result = runner.run([python, "-c", source], timeout=timeout, env=host.env, cwd="/")
+    result = child.result()
     data, problem = parse_child_output(result.stdout)
     if data is None:
         why = result.describe_failure() if not result.ok else problem
