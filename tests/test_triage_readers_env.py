@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fwdoctor.triage import conda_builds, issue_template, lspci, shm, triage
+from fwdoctor.triage import conda_builds, issue_template, lspci, paddle, shm, triage
 from fwdoctor.triage.text import Lines
 
 pytestmark = pytest.mark.usefixtures("use_test_kb")
@@ -290,6 +290,48 @@ def test_conda_builds_leave_cuda_and_pip_builds_to_other_readers():
     assert facts_of(conda_builds.find, "numpy                     1.26.4          py311h64a7726_0    conda-forge\n") == {}
 
 
+# ----------------------------------------------------------------------------- Paddle's banner
+# https://github.com/PaddlePaddle/Paddle/issues/72746 (an RTX 50xx, compute capability 12.0, under a CUDA 11.8 Paddle)
+PADDLE_BANNER_120 = """\
+W0513 16:34:00.386127  4360 gpu_resources.cc:119] Please NOTE: device: 0, GPU Compute Capability: 12.0, Driver API Version: 12.9, Runtime API Version: 11.8
+W0513 16:34:00.390440  4360 gpu_resources.cc:164] device: 0, cuDNN Version: 8.9.
+"""
+# https://github.com/PaddlePaddle/Paddle/issues/74088 (a GTX 980 Ti, 5.2, under a CUDA 11.8 Paddle built for 60..86)
+PADDLE_MAXWELL = """\
+W0717 03:51:46.792800    14 gpu_resources.cc:96] The GPU architecture in your current machine is Maxwell, which is not compatible with Paddle installation with arch: 60 61 70 75 80 86 , it is recommended to install the corresponding wheel package according to the installation information on the official Paddle website.
+W0717 03:51:46.792822    14 gpu_resources.cc:119] Please NOTE: device: 0, GPU Compute Capability: 5.2, Driver API Version: 12.4, Runtime API Version: 11.8
+W0717 03:51:46.793531    14 gpu_resources.cc:164] device: 0, cuDNN Version: 8.9.
+CUDA error 209 [/usr/local/cuda-11.8/include/cub/block/../iterator/../util_device.cuh, 375]: no kernel image is available for execution on the device
+"""
+NO_KERNEL_LINE = PADDLE_MAXWELL.splitlines(True)[3]
+
+
+def test_paddles_banner_gives_the_gpus_capability_the_drivers_cuda_and_the_builds_cuda():
+    facts = facts_of(paddle.find, PADDLE_BANNER_120)
+    assert facts["gpus.list"][0]["cc"] == "12.0"
+    assert facts["driver.cuda_version"] == "12.9"
+    (build,) = facts["frameworks.installed"]
+    assert build["framework"] == "paddle" and build["gpu_build"] is True and build["cuda"] == "11.8" and build["cudnn"] == "8.9"
+    assert build["version"] is None  # the banner does not say it
+
+
+def test_a_banner_without_its_fields_or_a_prose_mention_is_not_read():
+    assert facts_of(paddle.find, "Please NOTE: device: 0, GPU Compute Capability: 8.6\n") == {}
+    assert facts_of(paddle.find, "paddle=2.2.2\ncuda 10.2\ncudnn 7.6.5\nNVIDIA A30\n") == {}
+
+
+def test_no_kernel_image_under_a_build_whose_cuda_cannot_target_the_gpu_is_gpu_arch_unsupported_by_framework(cli, tmp_path):
+    # the banner of Paddle#72746 and the CUDA error line of Paddle#74088, one after the other
+    hit = findings(cli, tmp_path, PADDLE_BANNER_120 + NO_KERNEL_LINE)["gpu-arch-unsupported-by-framework"]
+    assert "compute capability 12.0" in hit["message"] and "CUDA 11.8" in hit["message"]
+    assert "gpu-arch-unsupported-by-framework" not in findings(cli, tmp_path, PADDLE_BANNER_120)  # no failure shown
+
+
+def test_a_gpu_the_builds_cuda_can_target_is_left_to_paddles_own_arch_message(cli, tmp_path):
+    hit = findings(cli, tmp_path, PADDLE_MAXWELL)["gpu-arch-unsupported-by-framework"]
+    assert "says so in the report" in hit["message"] and "Maxwell" in hit["message"]  # the errors.yaml row, not the CUDA inference
+
+
 # ----------------------------------------------------------------------------- budgets
 @pytest.mark.parametrize("line", [
     "shm " + "9" * 4000 + " 0 1G 0% /dev/shm",
@@ -298,6 +340,7 @@ def test_conda_builds_leave_cuda_and_pip_builds_to_other_readers():
     "- TensorFlow version " + "(" * 2000 + ": 2.11",
     "  jaxlib " + "conda-forge::" * 300,
     " " * 4000 + "/dev/shm",
+    "Please NOTE: device: " + "0, GPU Compute Capability: " * 150,
 ])
 def test_hostile_lines_cost_linear_time_and_raise_nothing(line):
     text = "\n".join([line] * 16)

@@ -33,6 +33,7 @@ PRIORITY = {
     "gcc": 60,
     "df /dev/shm": 60,
     "lspci": 60,
+    "paddle": 70,  # Paddle's own device banner
     "issue template": 45,  # what a person typed into a form
 }
 

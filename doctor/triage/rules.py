@@ -173,6 +173,37 @@ def framework_cpu_build_gpu_expected(facts: Facts, kb: KB) -> Iterable[Hit] | No
     return hits
 
 
+@rule("gpu-arch-unsupported-by-framework", needs=("frameworks.installed", "gpus.list", "report.errors"))
+def framework_no_kernel_for_cc(facts: Facts, kb: KB) -> Iterable[Hit] | None:
+    """The CUDA runtime's "no kernel image is available for execution on the device" where
+    the report shows a framework's GPU build for a CUDA whose nvcc cannot compile for the
+    GPU's compute capability (Paddle's banner: "GPU Compute Capability: 8.6 ... Runtime API
+    Version: 10.2"; sm_86 needs CUDA 11.1): that build has no kernel for the GPU (see
+    gpu-arch-unsupported-by-framework, which needs the build's target list)."""
+    said = _errors(facts, "no-kernel-image")
+    builds = [i for i in facts["frameworks.installed"] or [] if isinstance(i, dict) and i.get("gpu_build") and i.get("cuda") and not i.get("arch_list")]
+    if not said or not builds:
+        return None
+    from fwdoctor.kb.frameworks import TITLES
+
+    hits = []
+    for item in builds:
+        for gpu in facts["gpus.list"] or []:
+            cc = kb.gpus.cc_for_gpu(gpu)
+            if not cc or kb.cuda.nvcc_supports(str(item["cuda"]), cc) is not False:
+                continue
+            title = TITLES.get(item["framework"], item["framework"])
+            name = gpu.get("name") or f"GPU {gpu.get('index', 0)}"
+            hits.append(Hit(
+                f"{name} (compute capability {cc}, {arch.sm_name(cc)}) has no kernel in this {title} build for CUDA {item['cuda']}: "
+                f"CUDA {item['cuda']} cannot compile for {arch.sm_name(cc)} ({facts.source('frameworks.installed')}); {_line(said[0])}",
+                evidence={"framework": item["framework"], "cuda": item["cuda"], "gpu": gpu, "report.errors": said},
+                fix=FixRef(note=f"install the {title} build for a CUDA that supports compute capability {cc} (its install page lists one per CUDA)"),
+            ))
+            break
+    return hits or None
+
+
 # The signature kinds the rules above read; every other row of doctor/kb/errors.yaml that
 # names findings is raised by a generic rule per finding id (_from_rows), so a new row needs
 # no code here.
@@ -208,4 +239,4 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
-                           framework_cpu_build_gpu_expected, *_from_rows())
+                           framework_cpu_build_gpu_expected, framework_no_kernel_for_cc, *_from_rows())
