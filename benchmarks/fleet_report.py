@@ -13,7 +13,13 @@ Each node is one facts file plus one smoke document (`kind: smoke`, GPU kernel a
 all-reduce results) unless --facts-only. The smoke figures are made up (no GPU records
 real ones here): GEMM ~700 TFLOP/s fp16 per H100, busbw ~180 GB/s over 16 ranks.
 
-    python benchmarks/fleet_report.py [--nodes 100,1000,10000] [--formats text,json,html] [--facts FILE] [--facts-only] [--keep DIR]
+    python benchmarks/fleet_report.py [--nodes 100,1000,10000] [--formats text,json,html] [--facts FILE] [--facts-only]
+        [--distinct] [--runs N] [--keep DIR] [--compare DIR]
+
+Each figure is the median of --runs runs (wall and CPU seconds; peak RSS is the largest);
+with --compare DIR (a copy of an older tree) every run is paired with one of that tree,
+alternately, and the two reports are compared byte for byte. The target of issue 30 item
+4 (10,000 nodes in under 10 s and 200 MiB) is printed with the 10,000-node figures.
 
 The fleet generator (`write_fleet`) is also what tests/test_fleet_report.py and
 tests/test_fleet_html.py build their 1,000-node fleets with.
@@ -99,12 +105,17 @@ def smoke_doc(index: int, kernel_cpu: dict[str, Any], allreduce: dict[str, Any])
             "python": kernel_cpu.get("python"), "results": [*kernel, ar]}
 
 
-def write_fleet(folder: Path, nodes: int, facts_file: Path = FACTS, smoke: bool = True) -> None:
-    """`nodes` nodes into `folder`: node-NNNN.facts.json (+ node-NNNN.smoke.json)."""
+def write_fleet(folder: Path, nodes: int, facts_file: Path = FACTS, smoke: bool = True, distinct: bool = False) -> None:
+    """`nodes` nodes into `folder`: node-NNNN.facts.json (+ node-NNNN.smoke.json).
+
+    distinct: every node's facts differ as real ones do (its own GPU UUIDs, collected a
+    second apart), so no two nodes' facts are alike: the worst case for `fleet report`,
+    which judges identical facts once (issue 30)."""
     folder.mkdir(parents=True, exist_ok=True)
     base = json.loads(facts_file.read_text())
     kernel_cpu = json.loads(KERNEL_CPU.read_text())
     allreduce = json.loads(SMOKE_ALL.read_text())["allreduce"][0]
+    uuids = [g["uuid"] for g in base["facts"].get("gpus.list", {}).get("value") or [] if isinstance(g, dict) and g.get("uuid")]
     # One serialisation for the common case; the odd nodes get their own.
     marker = "@@NODE@@"
     common = json.dumps(_with_host(base, marker), indent=1)
@@ -114,13 +125,23 @@ def write_fleet(folder: Path, nodes: int, facts_file: Path = FACTS, smoke: bool 
             text = json.dumps(_with_host(odd_facts(base, index), name), indent=1)
         else:
             text = common.replace(marker, name)
+        if distinct:
+            text = text.replace(STAMP, f"2026-12-01T{10 + index // 3600:02d}:{index // 60 % 60:02d}:{index % 60:02d}Z")
+            for uuid in uuids:
+                text = text.replace(uuid, f"{uuid[:-8]}{index:08d}")
         (folder / f"{name}.facts.json").write_text(text)
         if smoke:
             (folder / f"{name}.smoke.json").write_text(json.dumps(_with_host(smoke_doc(index, kernel_cpu, allreduce), name)))
 
 
 # ----------------------------------------------------------------------------- measuring
-# Runs the CLI in this interpreter and reports its own peak RSS (ru_maxrss, KiB on Linux).
+# Issue 30 item 4: 10,000 nodes reported in under TARGET_S seconds and TARGET_MIB of peak
+# RSS (the process's own ru_maxrss). The targets live here, not in timed tests: a test
+# that times itself fails on a busy CI runner for no fault of the code.
+TARGET_NODES, TARGET_S, TARGET_MIB = 10_000, 10.0, 200.0
+
+# Runs the CLI in this interpreter and reports its own peak RSS (ru_maxrss, KiB on Linux)
+# and CPU seconds (user + system, so a busy machine's waiting is not counted as work).
 _WRAPPER = r"""
 import resource, sys
 from fwdoctor.cli import main
@@ -129,19 +150,28 @@ try:
     main.main(args=sys.argv[1:], prog_name="fwdoctor", standalone_mode=True)
 except SystemExit as exc:
     code = exc.code if isinstance(exc.code, int) else 1
-sys.stderr.write("MAXRSS_KIB=%d\n" % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+sys.stderr.write("MAXRSS_KIB=%d\nCPU_S=%.3f\n" % (usage.ru_maxrss, usage.ru_utime + usage.ru_stime))
 sys.exit(code)
 """
 
 
-def run(args: list[str]) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS KiB, exit code) of one fwdoctor process."""
+def run(args: list[str], python_path: Path | None = None) -> tuple[float, float, int, int]:
+    """(wall seconds, CPU seconds, peak RSS KiB, exit code) of one fwdoctor process;
+    `python_path`: a folder holding another `fwdoctor/` package to run instead."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    if python_path is not None:
+        env["PYTHONPATH"] = str(python_path)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", _WRAPPER, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, timeout=3600, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                          text=True, timeout=3600, env=env)
     wall = time.perf_counter() - start
-    rss = next((int(line.split("=")[1]) for line in done.stderr.splitlines() if line.startswith("MAXRSS_KIB=")), -1)
-    return wall, rss, done.returncode
+    found = dict(line.split("=", 1) for line in done.stderr.splitlines() if line.startswith(("MAXRSS_KIB=", "CPU_S=")))
+    return wall, float(found.get("CPU_S", "nan")), int(found.get("MAXRSS_KIB", "-1")), done.returncode
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> int:
@@ -149,26 +179,57 @@ def main() -> int:
     parser.add_argument("--nodes", default="100,1000,10000")
     parser.add_argument("--facts", type=Path, default=FACTS, help="a facts file to clone (default: the committed fixture)")
     parser.add_argument("--facts-only", action="store_true", help="no smoke documents")
-    parser.add_argument("--runs", type=int, default=3, help="runs of the baseline (median)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each measurement (medians are printed)")
     parser.add_argument("--formats", default="text,json,html", help="report formats to time (written with --out)")
+    parser.add_argument("--distinct", action="store_true",
+                        help="no two nodes' facts alike (own GPU UUIDs and stamps): the worst case for judging identical facts once")
     parser.add_argument("--keep", type=Path, help="build the fleets under this folder and keep them")
+    parser.add_argument("--compare", type=Path, metavar="DIR",
+                        help="a folder holding another fwdoctor/ package (a copy of an older tree, recipes/ as "
+                             "fwdoctor/recipes): each run of this tree is paired with one of that, alternately")
     options = parser.parse_args()
     sizes = [int(n) for n in options.nodes.split(",")]
     work = options.keep or Path(tempfile.mkdtemp(prefix="fwdoctor-fleet-bench-"))
+    trees: list[tuple[str, Path | None]] = [("this", None)] + ([("compare", options.compare)] if options.compare else [])
+    print(f"target: {TARGET_NODES} nodes in < {TARGET_S:g} s wall and < {TARGET_MIB:g} MiB peak RSS; "
+          f"{os.cpu_count()} CPUs, {load()}")
     try:
         base = [run(["check", "--facts", str(options.facts), "--json"]) for _ in range(options.runs)]
-        one = statistics.median(w for w, _, _ in base)
-        print(f"baseline: one `fwdoctor check --facts` {one:.3f} s, peak RSS {max(r for _, r, _ in base) / 1024:.1f} MiB")
-        print(f"{'nodes':>7} {'documents':>9} {'format':>8} {'wall s':>8} {'x check':>8} {'ms/node':>8} {'peak RSS MiB':>13} {'exit':>4}")
+        one = statistics.median(w for w, _, _, _ in base)
+        print(f"baseline: one `fwdoctor check --facts` {one:.3f} s, peak RSS {max(r for _, _, r, _ in base) / 1024:.1f} MiB")
+        print(f"{'nodes':>7} {'documents':>9} {'format':>8} {'tree':>8} {'wall s':>8} {'CPU s':>7} {'x check':>8} "
+              f"{'ms/node':>8} {'peak RSS MiB':>13} {'exit':>4}  load (1 min)")
         for nodes in sizes:
-            folder = work / f"fleet-{nodes}"
+            folder = work / f"fleet-{nodes}{'-distinct' if options.distinct else ''}"
             if not folder.exists():
-                write_fleet(folder, nodes, options.facts, smoke=not options.facts_only)
+                write_fleet(folder, nodes, options.facts, smoke=not options.facts_only, distinct=options.distinct)
             docs = sum(1 for _ in folder.iterdir())
             for fmt in options.formats.split(","):
-                wall, rss, code = run(["fleet", "report", str(folder), "--format", fmt, "--out", str(work / f"report-{nodes}.{fmt}")])
-                print(f"{nodes:>7} {docs:>9} {fmt:>8} {wall:>8.2f} {wall / one:>8.1f} {wall / nodes * 1000:>8.2f} {rss / 1024:>13.1f} {code:>4}")
-            sys.stdout.flush()
+                # Paired: each round runs every tree once, so a burst of load from another
+                # process falls on both sides of the comparison.
+                runs: dict[str, list[tuple[float, float, int, int]]] = {name: [] for name, _ in trees}
+                loads: list[float] = []
+                for _ in range(options.runs):
+                    for name, path in trees:
+                        runs[name].append(run(["fleet", "report", str(folder), "--format", fmt,
+                                               "--out", str(work / f"report-{nodes}-{name}.{fmt}")], path))
+                        loads.append(os.getloadavg()[0])
+                for name, _ in trees:
+                    wall = statistics.median(w for w, _, _, _ in runs[name])
+                    cpu = statistics.median(c for _, c, _, _ in runs[name])
+                    rss = max(r for _, _, r, _ in runs[name]) / 1024
+                    codes = sorted({c for _, _, _, c in runs[name]})
+                    verdict = ""
+                    if nodes == TARGET_NODES and name == "this":
+                        verdict = "  target " + ("met" if wall < TARGET_S and rss < TARGET_MIB else "MISSED")
+                    print(f"{nodes:>7} {docs:>9} {fmt:>8} {name:>8} {wall:>8.2f} {cpu:>7.2f} {wall / one:>8.1f} "
+                          f"{wall / nodes * 1000:>8.2f} {rss:>13.1f} {','.join(map(str, codes)):>4}  "
+                          f"{statistics.median(loads):.2f}{verdict}")
+                if options.compare:
+                    same = (work / f"report-{nodes}-this.{fmt}").read_bytes() == (work / f"report-{nodes}-compare.{fmt}").read_bytes()
+                    print(f"{'':>7} {'':>9} {fmt:>8} {'':>8} reports {'identical' if same else 'DIFFER'}")
+                sys.stdout.flush()
+        print(f"done; {load()}")
     finally:
         if not options.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -57,11 +57,8 @@ def fleet_report(paths: tuple[str, ...], fmt: str, as_json: bool, out_file: str 
         _check_out(out_file)
     kb = load_kb(kb_dir, KB_AREAS)
     report = fr.build(list(paths), kb, max_listed=max_listed, progress=lambda n: note(f"fwdoctor: fleet report: {n} documents read ..."))
-    if ignore:
-        report.findings[:] = [f for f in report.findings if f.id not in ignore]
-        report.slow = {key: f for key, f in report.slow.items() if f.id not in ignore}
-        for row in report.rows:
-            row.findings = [found for found in row.findings if found[0] not in ignore]
+    report.ignore(ignore)
+    report.fail_on = fail_on  # before rendering: the JSON's exit_code is the process's (issue 29)
     chunks: Iterable[str] = ()
     if fmt == "json" and not out_file:
         pass
@@ -87,10 +84,7 @@ def fleet_report(paths: tuple[str, ...], fmt: str, as_json: bool, out_file: str 
         click.echo(f"fwdoctor: {item.where}: {item.reason}", err=True)
     if not report.rows:
         click.echo("fwdoctor: error: no facts, check or smoke document could be read from " + ", ".join(paths), err=True)
-    code = report.exit_code
-    if code == 0 and fail_on == "warning" and report.counts().get("warning"):
-        code = 1
-    sys.exit(code)
+    sys.exit(report.exit_code)
 
 
 def _check_out(path: str) -> None:

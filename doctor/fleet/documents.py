@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping  # not typing's: its isinstance is ~10x slower
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import PurePath
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 # read_regular_file reads a whole file; a .jsonl is read line by line through the same
 # regular-file-only open (a FIFO or device refused unopened) that it uses.
@@ -74,6 +75,24 @@ class StampError(ValueError):
 def utc_stamp(value: object, field: str = "collected_at") -> str:
     """An ISO 8601 date-time (fwdoctor writes "2026-12-01T10:00:00Z") as one UTC form that
     orders as text; no offset means UTC. Anything else: StampError naming `field`."""
+    if type(value) is str:
+        # A fleet's documents share a few stamps (`fleet collect` stamps them in one pass):
+        # parsed once each. Only good stamps are kept, so a bad one still raises, naming `field`.
+        known = _UTC.get(value)
+        if known is not None:
+            return known
+        if len(_UTC) >= _UTC_MAX:
+            _UTC.clear()
+        _UTC[value] = found = _utc_stamp(value, field)
+        return found
+    return _utc_stamp(value, field)
+
+
+_UTC: dict[str, str] = {}
+_UTC_MAX = 100_000
+
+
+def _utc_stamp(value: object, field: str) -> str:
     shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
     if not isinstance(value, str) or len(value) > 40:
         raise StampError(f'"{field}" {shown} is not an ISO 8601 date (e.g. 2026-12-01T10:00:00Z)')
@@ -196,7 +215,9 @@ def parse(raw: bytes, where: str, stem: str) -> Document | BadInput:
 
 
 def _stem(path: str) -> str:
-    name = PurePath(path).name
+    name = os.path.basename(path)  # PurePath(path).name at a tenth of the cost per file,
+    if name in ("", ".", ".."):  # but for "DIR/" and "DIR/.", where PurePath tells the folder
+        name = PurePath(path).name
     for suffix in (".jsonl", ".json"):
         if name.endswith(suffix):
             return name[: -len(suffix)] or name

@@ -14,8 +14,9 @@ from __future__ import annotations
 import math
 import sys
 from collections import Counter
+from collections.abc import Mapping  # not typing's: its isinstance is ~10x slower, and a fleet report makes millions
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable
 
 from fwdoctor.model import Facts
 
@@ -252,9 +253,19 @@ def kernel_cells(results: Iterable[Mapping[str, Any]]) -> tuple[dict[str, str], 
         return {}, {}, {}, []
     cells: dict[str, str] = {"kernel": _status(r.get("status") for r in results)}
     failures = [f"{r.get('test')}: {r.get('message')}" for r in results if r.get("status") == "fail"]
-    checks = [c for r in results for c in ((r.get("details") or {}).get("checks") or []) if isinstance(c, Mapping)]
-    for column, prefix in (("conv2d", "conv2d_"), ("amp", "amp_")):
-        mine = [c.get("status") for c in checks if str(c.get("name", "")).startswith(prefix)]
+    # One pass over every GPU's checks (a dozen each, 10,000 nodes): type() before isinstance.
+    by_column: dict[str, list[Any]] = {"conv2d": [], "amp": []}
+    for r in results:
+        for c in (r.get("details") or {}).get("checks") or []:
+            if type(c) is not dict and not isinstance(c, Mapping):
+                continue
+            name = c.get("name", "")
+            name = name if type(name) is str else str(name)
+            if name.startswith("conv2d_"):
+                by_column["conv2d"].append(c.get("status"))
+            elif name.startswith("amp_"):
+                by_column["amp"].append(c.get("status"))
+    for column, mine in by_column.items():
         if mine:
             cells[column] = _status("fail" if s == "error" else s for s in mine)
     figures: dict[str, float] = {}

@@ -4,8 +4,11 @@
 
 Memory: a document is parsed, judged and dropped before the next one is read; what stays
 is one NodeRow per node (interned strings, a few hundred bytes) and the list of files
-that could not be used. Time: one `judge` per facts-bearing document (~1.5 ms), the
-same rules `check --facts` runs.
+that could not be used. Time: one `judge` (~1.5 ms, the rules `check --facts` runs) per
+distinct set of facts, not per document: most nodes of a fleet are built alike, and a
+node whose facts are the same as one already judged gets the same cells and findings
+(`JudgeCache`: issue 30, 10,000 nodes in seconds). Everything else read from a document
+(its host name, its stamp, its smoke results) is read from that document alone.
 
 Exit codes, as `check`: 0 no error; 1 an error finding (on a node or across nodes) or a
 failed smoke test; 2 the report is incomplete: an input could not be used, a node's
@@ -14,9 +17,12 @@ facts allowed no check at all, or nothing was read.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from collections.abc import Mapping  # not typing's: its isinstance is ~10x slower
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
 from fwdoctor import __version__
 from fwdoctor.escape import md_cell, md_code, terminal_lines
@@ -26,7 +32,7 @@ from fwdoctor.fleet.documents import BadInput, Document, StampError, documents
 from fwdoctor.fleet.drift import MAX_LISTED, Drift, drift, listed
 from fwdoctor.fleet.hostlist import folded
 from fwdoctor.fleet.rules import MIN_PEER_GROUP, RULES as FLEET_RULES, SLOW_FRACTION, Fleet
-from fwdoctor.model import Facts, Finding, NotChecked, Severity
+from fwdoctor.model import Facts, Finding, NotChecked, Provenance, Severity
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -46,6 +52,20 @@ class FleetReport:
     documents: int
     max_listed: int = MAX_LISTED
     slow: dict[tuple[str, str], Finding] = field(default_factory=dict)  # (node, figure) -> finding
+    fail_on: str = "error"  # `--fail-on`: "warning" makes warnings exit 1 too
+    _slow_index: tuple[dict[tuple[str, str], Finding], dict[str, list[tuple[str, Finding]]]] | None = field(
+        default=None, init=False, repr=False, compare=False)
+
+    def ignore(self, ids: Iterable[str]) -> None:
+        """`--ignore ID...`: leave these finding ids out, fleet and node findings alike,
+        before anything (the exit code included) is read from the report."""
+        ignored = set(ids)
+        if not ignored:
+            return
+        self.findings[:] = [f for f in self.findings if f.id not in ignored]
+        self.slow = {key: f for key, f in self.slow.items() if f.id not in ignored}
+        for row in self.rows:
+            row.findings = [found for found in row.findings if found[0] not in ignored]
 
     @property
     def node_findings(self) -> int:
@@ -66,11 +86,15 @@ class FleetReport:
 
     @property
     def exit_code(self) -> int:
+        """The process's exit code, and the one the JSON report carries (one place: issue
+        29), under --fail-on and --ignore alike."""
         if self.incomplete:
             return 2
         errors = any(f.severity is Severity.ERROR for f in self.findings) or any(
             s == "error" for r in self.rows for _, s, _ in r.findings)
-        return 1 if errors or any(r.failures for r in self.rows) else 0
+        if errors or any(r.failures for r in self.rows):
+            return 1
+        return 1 if self.fail_on == "warning" and self.counts().get("warning") else 0
 
     def odd(self, row: nd.NodeRow) -> dict[str, str]:
         """column key -> why the cell is marked (the majority value, or the peers' median)."""
@@ -79,11 +103,21 @@ class FleetReport:
             if row.name in found.odd:
                 marks[key] = f"the rest ({found.majority_count} nodes) have {found.majority}" if found.has_majority \
                     else f"no majority; the most nodes ({found.majority_count}) have {found.majority}"
-        for (name, key), finding in self.slow.items():
-            if name == row.name:
-                marks[key] = (f"below {SLOW_FRACTION:g} x the median of {finding.evidence['peers']} peers "
-                              f"({finding.evidence['peer_median']:.4g}; {finding.evidence['peer_group']})")
+        for key, finding in self.slow_of(row.name):
+            marks[key] = (f"below {SLOW_FRACTION:g} x the median of {finding.evidence['peers']} peers "
+                          f"({finding.evidence['peer_median']:.4g}; {finding.evidence['peer_group']})")
         return marks
+
+    def slow_of(self, name: str) -> list[tuple[str, Finding]]:
+        """(figure, finding) of each slow figure of node `name`, in `slow`'s order: looked
+        up, not searched, so each row's marks cost the same in a fleet of 10,000 nodes
+        with thousands of slow figures (issue 30)."""
+        if self._slow_index is None or self._slow_index[0] is not self.slow:  # `slow` replaced by ignore()
+            index: dict[str, list[tuple[str, Finding]]] = {}
+            for (node, key), finding in self.slow.items():
+                index.setdefault(node, []).append((key, finding))
+            self._slow_index = (self.slow, index)
+        return self._slow_index[1].get(name, [])
 
     @property
     def alike(self) -> int:
@@ -99,13 +133,14 @@ def build(paths: list[str], kb: KB, max_listed: int = MAX_LISTED, rules: Iterabl
     node_rules = list(RULES if rules is None else rules)
     rows: dict[str, nd.NodeRow] = {}
     bad: list[BadInput] = []
+    cache = JudgeCache()
     count = 0
     for item in documents(paths):
         if isinstance(item, BadInput):
             bad.append(item)
             continue
         count += 1
-        problem = absorb(rows, item, kb, node_rules)
+        problem = absorb(rows, item, kb, node_rules, cache)
         if problem:
             bad.append(BadInput(item.where, problem))
         if progress is not None and count % 1000 == 0:
@@ -129,19 +164,66 @@ def _cell(key: str) -> Callable[[nd.NodeRow], str | None]:
     return lambda row: row.cells.get(key)
 
 
-def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]) -> str | None:
+class Judged(NamedTuple):
+    """What judging a node's facts gives its row; shared by every node with those facts."""
+
+    cells: dict[str, str]  # the facts columns (fact_cells)
+    findings: tuple[tuple[str, str, str], ...]  # (id, severity, message)
+    not_checked: int
+    nothing_checked: bool
+
+
+class JudgeCache:
+    """Judged results by the content of the facts document they came from, so that a fleet
+    of 10,000 nodes built alike is judged once per distinct set of facts (issue 30).
+
+    The key is a digest of the whole document but for its host's name: every value the
+    judging reads (the facts, the probe failures, the stamp the lifecycle rules judge as
+    of, the host's source) is in it, so two documents with one key read as one set of
+    Facts and judge alike; one field that differs is another key. No rule reads the
+    host's name (tests/test_fleet_judge_cache.py holds every rule to that), and what a node is
+    called is taken from its own document, never from the cache. A document that cannot
+    be judged is not cached: each such document is refused by itself, as before."""
+
+    def __init__(self) -> None:
+        self._judged: dict[bytes, Judged] = {}
+
+    @staticmethod
+    def key(data: Mapping[str, Any]) -> bytes | None:
+        """The digest of `data` without host.name; None when it cannot be made (the facts
+        are then judged every time, as without the cache)."""
+        host = data.get("host")
+        if isinstance(host, Mapping) and "name" in host:
+            data = {**data, "host": {k: v for k, v in host.items() if k != "name"}}
+        try:
+            # Key order kept (not sort_keys): two documents that differ only in the order
+            # of their keys are two keys, which costs a judging, never a wrong answer.
+            text = json.dumps(data, ensure_ascii=False, allow_nan=True, check_circular=False)
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32).digest()
+
+    def get(self, key: bytes | None) -> Judged | None:
+        return self._judged.get(key) if key is not None else None
+
+    def put(self, key: bytes | None, judged: Judged) -> None:
+        if key is not None:
+            self._judged[key] = judged
+
+
+def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any], cache: JudgeCache | None = None) -> str | None:
     """Fold one document into its node's row; the reason it cannot be used, else None.
 
     One bad document costs one row: a field of the wrong type (details not an object,
     gpus.list not a list, a stamp that is no date, a fact no rule can read) makes this
     document unreadable, named with the field, and leaves every row as it was."""
     try:
-        return _absorb(rows, doc, kb, rules)
+        return _absorb(rows, doc, kb, rules, cache if cache is not None else JudgeCache())
     except (nd.DocumentError, StampError) as exc:
         return str(exc)
 
 
-def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]) -> str | None:
+def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any], cache: JudgeCache) -> str | None:
     data = doc.data
     facts_data: Any = None
     kernel: Any = None
@@ -164,23 +246,37 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
         if value is not None and doc.kind == "smoke-suite":
             nd.check_results(value, part)
     facts: Facts | None = None
+    key: bytes | None = None
+    judged: Judged | None = None
     if facts_data is not None:
         if not isinstance(facts_data, Mapping):
             return f'"check" is a {type(facts_data).__name__}, not a check report'
-        try:
-            facts = nd.read_facts(facts_data)
-        except (ValueError, RecursionError) as exc:
-            return f"not facts fwdoctor can read: {exc}"
-        nd.check_fact_types(facts)
+        key = JudgeCache.key(facts_data)
+        judged = cache.get(key)
+        if judged is not None:
+            # The same document but for host.name was read as facts before; its name is
+            # still checked here (a name of the wrong type is refused), as reading would.
+            try:
+                Provenance.from_json(facts_data)
+            except ValueError as exc:
+                return f"not facts fwdoctor can read: {exc}"
+        else:
+            try:
+                facts = nd.read_facts(facts_data)
+            except (ValueError, RecursionError) as exc:
+                return f"not facts fwdoctor can read: {exc}"
+            nd.check_fact_types(facts)
     stamp = doc.collected_at  # StampError: a stamp that is no date orders nothing
     name, named_by = _name(doc)
     held = rows.get(name)
     # Everything is read before the row changes, so a document that fails half way leaves
     # the node as the documents before it showed it.
-    judged = None
-    if facts is not None and (held is None or held.newer("facts", stamp)):
+    if facts_data is not None and not (held is None or held.newer("facts", stamp)):
+        judged = None  # older than the facts the node shows: not used
+    elif facts is not None:
         report = _judge(facts, kb, rules)
-        judged = (nd.fact_cells(facts, kb), nd.findings_of(report), report.not_run, report.nothing_checked)
+        judged = Judged(nd.fact_cells(facts, kb), tuple(nd.findings_of(report)), report.not_run, report.nothing_checked)
+        cache.put(key, judged)
     kernel_part = nd.kernel_cells(kernel) if kernel and (held is None or held.newer("kernel", stamp)) else None
     allreduce_part = nd.allreduce_cells(allreduce) if allreduce and (held is None or held.newer("allreduce", stamp)) else None
     row = held if held is not None else rows.setdefault(name, nd.NodeRow(nd.intern(name), named_by))
@@ -189,8 +285,9 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
         row.take("facts", stamp)
         for key in nd.FACT_COLUMNS:
             row.cells.pop(key, None)
-        row.cells.update(judged[0])
-        row.findings, row.not_checked, row.nothing_checked = judged[1], judged[2], judged[3]
+        row.cells.update(judged.cells)
+        # Each row its own list: --ignore and the renderers must never reach another node.
+        row.findings, row.not_checked, row.nothing_checked = list(judged.findings), judged.not_checked, judged.nothing_checked
     if kernel_part is not None:
         cells, figures, groups, failures = kernel_part
         if cells:
@@ -287,7 +384,7 @@ def own(report: FleetReport, row: nd.NodeRow) -> list[tuple[str, str, str]]:
     (its smoke figure far below its peers')."""
     found = list(row.findings)
     found += [("smoke-failed", "error", text) for text in row.smoke_failures]
-    found += [(f.id, f.severity.value, f.message) for (name, _), f in report.slow.items() if name == row.name]
+    found += [(f.id, f.severity.value, f.message) for _, f in report.slow_of(row.name)]
     return found
 
 

@@ -199,7 +199,8 @@ def driver_branch_differs(fleet: Fleet) -> list[FleetHit]:
     """
     hits = _differs(fleet, "driver branch", _branch)
     for hit in hits:  # name the full versions too: "550 (550.163.01)"
-        full = {row.name: row.cells.get("driver") for row in fleet.rows if row.name in set(hit.nodes[: fleet.max_listed])}
+        shown = set(hit.nodes[: fleet.max_listed])
+        full = {row.name: row.cells.get("driver") for row in fleet.rows if row.name in shown}
         hit.evidence["versions"] = full
     return hits
 
