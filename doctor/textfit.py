@@ -85,6 +85,67 @@ def fit_paragraphs(text: str, width: int = WIDTH) -> str:
     return "\n".join(out)
 
 
+HEREDOC = re.compile(r"<<-?\s*'?([A-Za-z_][A-Za-z0-9_]*)'?")
+
+
+def fit_script(script: str, width: int = WIDTH) -> str:
+    """A POSIX sh script (a plan that `fix --dry-run` prints) in `width` columns where the
+    shell allows it, and still the same script: a long command continues with a
+    backslash-newline at a space outside quotes, a long comment goes on as further
+    comment lines. What a shell reads verbatim is left whole: heredoc bodies, and the lines
+    of a quoted word that spans lines (a `python -c '...'` program)."""
+    out: list[str] = []
+    heredoc = ""  # the delimiter that ends the heredoc body we are in
+    pending = ""  # the text of a command whose quote is still open
+    for line in script.split("\n"):
+        if heredoc:
+            out.append(line)
+            if line == heredoc:
+                heredoc = ""
+            continue
+        if pending:
+            pending += "\n" + line
+            bare, still_open = _bare(pending)
+            if still_open:
+                out.append(line)
+                continue
+            pending = ""
+            # The quoted word closes on this line: what follows it may be folded.
+            tail = bare[len(bare) - len(line):]
+            close = tail.index(True) if True in tail else len(line)
+            words = _words(line[close:])
+            if len(line) > width and words and not line[close:].startswith(" "):
+                words = [line[:close] + words[0], *words[1:]]
+            elif words:
+                words = [line[:close], *words]
+            out.extend(_continued("", "    ", words, width) if len(line) > width and len(words) > 1 else [line])
+            continue
+        if not line.lstrip(" ").startswith("#") and quote_open(line):
+            # A quoted word goes on over the next lines: the words before it may fold, the
+            # word itself is read verbatim from its quote on.
+            words = _words(line)
+            out.extend(_continued("", "    ", words, width) if len(line) > width and len(words) > 1 else [line])
+            pending = line
+            continue
+        stripped = line.lstrip(" ")
+        indent = line[: len(line) - len(stripped)]
+        if len(line) <= width:
+            out.append(line)
+        elif stripped.startswith("#"):
+            lead = indent + "#" + ("" if stripped.startswith("#!") else " ")
+            out.extend(textwrap.wrap(stripped.lstrip("#").strip(), width=width, initial_indent=lead,
+                                     subsequent_indent=lead, break_long_words=False, break_on_hyphens=False) or [line])
+        else:
+            code, comment = _comment(stripped)
+            words = _words(code)
+            out.extend(_continued(indent, indent + "    ", words, width) if len(words) > 1 and not comment else [line])
+        bare, _ = _bare(line)
+        marker = next((m for m in HEREDOC.finditer(line) if bare[m.start()]), None)
+        if marker:
+            heredoc = marker.group(1)
+    return "\n".join(out)
+
+
 def _bare(text: str) -> tuple[list[bool], bool]:
     """For each character of a shell line: is it bare (outside single/double quotes and not
     escaped by a backslash), where a word may end or a comment begin? And is a quote left

@@ -168,3 +168,45 @@ def test_triage_fits_80_columns_on_every_field_report(cli):
         result = cli("triage", str(report))
         width, line = _widest(result.stdout)
         assert width <= WIDTH, (report.name, line)
+
+
+@pytest.mark.usefixtures("use_test_kb")
+@pytest.mark.parametrize("root", ROOTS)
+def test_fix_plans_fit_80_columns_and_stay_valid_sh(cli, root):
+    import subprocess
+
+    where = str(Path(__file__).resolve().parent / "roots" / root)
+    plans = cli("fix", "--root", where).stdout
+    # Over 80 only where one shell word is longer than the line (a PATH value, a URL).
+    over = [line for line in plans.splitlines() if len(line) > WIDTH]
+    assert all(len(line.rstrip(" \\").split()) == 1 or line.split()[0] == "export" and len(line.split()) == 2 for line in over), over
+    for script in plans.split("#!/bin/sh")[1:]:
+        checked = subprocess.run(["sh", "-n"], input="#!/bin/sh" + script, capture_output=True, text=True, timeout=30)
+        assert checked.returncode == 0, checked.stderr
+
+
+def test_a_fitted_script_runs_exactly_as_the_original(tmp_path):
+    import subprocess
+
+    from fwdoctor.textfit import fit_script
+
+    program = 'import sys\nprint("a long line of python that the shell reads verbatim, inside quotes: " + " ".join(sys.argv[1:]))\n'
+    script = "\n".join([
+        "#!/bin/sh",
+        "# " + "a comment that runs well past eighty columns and must go on as further comment lines " * 2,
+        "printf '%s\\n' " + " ".join(f"word{i}" for i in range(40)) + " 'a quoted phrase that is long'",
+        "cat <<'EOF'",
+        "heredoc body " * 12,
+        "EOF",
+        f"python3 -c '{program}' " + " ".join(f"arg{i}" for i in range(30)),
+        "test -e /nonexistent-fwdoctor >/dev/null 2>&1 || printf '%s\\n' " + " ".join(f"fallback{i}" for i in range(20)),
+        "",
+    ])
+    fitted = fit_script(script)
+    assert fitted != script
+    for line in fitted.splitlines():
+        assert len(line) <= WIDTH or line in script.splitlines(), line
+    assert "heredoc body " * 12 in fitted.splitlines()  # a heredoc line is never touched
+    runs = [subprocess.run(["sh", "-c", text], capture_output=True, text=True, timeout=30) for text in (script, fitted)]
+    assert runs[0].returncode == runs[1].returncode == 0, runs[1].stderr
+    assert runs[0].stdout == runs[1].stdout and "arg29" in runs[0].stdout and "fallback19" in runs[0].stdout

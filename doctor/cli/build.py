@@ -22,6 +22,7 @@ from fwdoctor.kb import KB, KBError
 from fwdoctor.model import Severity
 from fwdoctor.recipes import stack as stack_mod
 from fwdoctor.recipes import torch_source as ts
+from fwdoctor.textfit import fit_script
 
 MARK = {Severity.ERROR: "error", Severity.WARNING: "warn ", Severity.INFO: "info "}
 
@@ -87,7 +88,7 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
     if as_json:
         return
     if dry_run or docker_image:
-        click.echo(bp.to_plan().to_shell(), nl=False)
+        click.echo(fit_script(bp.to_plan().to_shell()), nl=False)  # 80 columns, the same script
         if docker_image and not dry_run:
             click.echo("fwdoctor: --docker plans are printed, not run: run the script above on a host with Docker and the NVIDIA container toolkit", err=True)
         return
@@ -155,7 +156,7 @@ def ext_command(spec, python, arch, gpus, jobs, workdir, dry_run, as_json) -> No
     if as_json:
         return
     if dry_run:
-        click.echo(ep.to_plan().to_shell(), nl=False)
+        click.echo(fit_script(ep.to_plan().to_shell()), nl=False)  # 80 columns, the same script
         return
     result = bx.execute(ep, progress=lambda line: click.echo(f"fwdoctor: {line}", err=True))
     click.echo(result.message)

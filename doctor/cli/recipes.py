@@ -29,7 +29,7 @@ from fwdoctor.model import Facts
 from fwdoctor.recipes import cuda_toolkit, framework_wheel, select_frameworks, torch_wheel
 from fwdoctor.recipes import fix as fixes
 from fwdoctor import selection as sel
-from fwdoctor.textfit import fit_text
+from fwdoctor.textfit import fit_script, fit_text
 from fwdoctor.recipes.apply import ApplyResult, apply_plan
 from fwdoctor.recipes.plan import Plan
 from fwdoctor.rules import RULES
@@ -61,7 +61,7 @@ def _run(plan: Plan, do_apply: bool, yes: bool, log_path: str | None, collected:
     if collected is not None:
         collected.append(entry)
     else:
-        click.echo(plan.to_shell(), nl=False)
+        click.echo(fit_script(plan.to_shell()), nl=False)  # 80 columns, the same script
     if plan.refused:
         click.echo(f"fwdoctor: refused: {plan.refused.splitlines()[0]}", err=True)
         return None

@@ -1,7 +1,8 @@
 import re, subprocess, sys
 nvcc, want = sys.argv[1:3]
 try:
-    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True,
+                         timeout=60).stdout
 except (OSError, subprocess.TimeoutExpired) as exc:
     print(f"{nvcc}: {exc}")
     sys.exit(1)
