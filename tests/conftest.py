@@ -187,3 +187,68 @@ def pytest_make_collect_report(collector):
         reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr)
         report.outcome = "failed"
         report.longrepr = _strict_failure(reason)
+
+
+
+# ----------------------------------------------------------------------------- parallel runs
+# `make test` runs the suite with pytest-xdist (issue 30: the pure tests are CPU-bound and
+# independent). Each test file is one unit of work, sent whole to one worker (as xdist's
+# --dist loadfile does), so a module fixture (an sshd, a served channel, a built image) is
+# set up once and the tests of a file keep their order. Files that share one global
+# resource across files form a group below: one unit, run by one worker, file after file.
+# (The table, not xdist's `xdist_group` marker: with pytest 9.2, xdist 3.8's loadgroup
+# leaves the marked tests ungrouped; it renames `item._nodeid`, which pytest no longer reads.)
+# Groups go out first, in this order, then files that hold slow tests, then the rest.
+SERIAL_GROUPS: dict[str, tuple[str, ...]] = {
+    # The real CUDA extension build (~6 min, the longest piece of work): started first so
+    # everything else runs beside it.
+    "build-ext": ("test_build_ext_real.py",),
+    # The one Docker engine: ~1 GB images on the vfs store, fixed image names
+    # (LAYERED_TAG is shared by test_image_archive.py and test_image_stream.py).
+    "docker": ("test_docker_e2e.py", "test_docker_conda.py", "test_project_docker.py", "test_image_archive.py", "test_image_stream.py"),
+    # The one venv of the built wheel (tests/wheel_helpers.py `installed`), which these change.
+    "installed-venv": ("test_packaging.py", "test_mcp_server.py", "test_extras_hint.py", "test_readme_examples.py"),
+    # The one-node cluster of .ci/setup-slurm.sh.
+    "slurm": ("test_fleet_collect_slurm.py", "test_gate_slurm.py"),
+    # Headless chromium (test_fleet_page_actions.py uses test_fleet_html.py's browser fixture).
+    "chromium": ("test_fleet_html.py", "test_fleet_page_actions.py"),
+}
+# The committed conda channel's fixed port 38417 is used by test_conda_lock.py alone, which
+# one worker runs whole.
+GROUP_OF_FILE = {name: group for group, names in SERIAL_GROUPS.items() for name in names}
+GROUP_ORDER = tuple(SERIAL_GROUPS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a plain run keeps pytest's order
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+
+    def rank(pair: tuple[int, pytest.Item]) -> tuple[int, int, int]:
+        index, item = pair
+        group = GROUP_OF_FILE.get(item.path.name)
+        if group is not None:
+            return (0, GROUP_ORDER.index(group), index)
+        return (1, 0 if item.path in slow_files else 1, index)
+
+    # Every worker sorts the same collection the same way (xdist checks that they agree);
+    # the scheduler below hands out the units in this order.
+    items[:] = [item for _, item in sorted(enumerate(items), key=rank)]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: a venv without pytest-xdist still runs
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadgroup`: a file is a unit, a group of SERIAL_GROUPS is one unit."""
+    if config.getvalue("dist") != "loadgroup":
+        return None  # another --dist asked for by hand: xdist's own scheduler
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileOrGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            group = GROUP_OF_FILE.get(path.rsplit("/", 1)[-1])
+            return f"group:{group}" if group else path
+
+    # Units go out in collection order (sorted above), not by their number of tests.
+    config.option.loadscopereorder = False
+    return FileOrGroupScheduling(config, log)
