@@ -332,6 +332,23 @@ def test_a_gpu_the_builds_cuda_can_target_is_left_to_paddles_own_arch_message(cl
     assert "says so in the report" in hit["message"] and "Maxwell" in hit["message"]  # the errors.yaml row, not the CUDA inference
 
 
+# ----------------------------------------------------------------------------- conda's libstdc++
+# https://github.com/ztxz16/fastllm/issues/301 (the issue's title: a conda env's own libstdc++)
+CONDA_GLIBCXX = "OSError: /home/suser/.conda/envs/llm/bin/../lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found\n"
+# https://github.com/conda-forge/ctng-compilers-feedstock/issues/170 (the system's libstdc++ too old for a conda package)
+SYSTEM_GLIBCXX = ("Error while loading conda entry point: conda-libmamba-solver (/lib64/libstdc++.so.6: version `GLIBCXX_3.4.29' not found "
+                  "(required by /home/mrbecker/mambaforge/lib/python3.11/site-packages/libmambapy/bindings.cpython-311-x86_64-linux-gnu.so))\n")
+
+
+def test_glibcxx_missing_from_a_conda_envs_libstdcxx_is_conda_libstdcxx_too_old(cli, tmp_path):
+    hit = findings(cli, tmp_path, CONDA_GLIBCXX)["conda-libstdcxx-too-old"]
+    assert "/home/suser/.conda/envs/llm/bin/../lib/libstdc++.so.6" in hit["message"] and "GLIBCXX_3.4.30" in hit["message"]
+
+
+def test_glibcxx_missing_from_the_systems_libstdcxx_is_not_condas(cli, tmp_path):
+    assert "conda-libstdcxx-too-old" not in findings(cli, tmp_path, SYSTEM_GLIBCXX)
+
+
 # ----------------------------------------------------------------------------- budgets
 @pytest.mark.parametrize("line", [
     "shm " + "9" * 4000 + " 0 1G 0% /dev/shm",

@@ -204,6 +204,38 @@ def framework_no_kernel_for_cc(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     return hits or None
 
 
+# Folders a conda installation lives in; a libstdc++ under one of them (or under an env's
+# envs/NAME/lib) is conda's own, the one conda's python loads first (its RPATH $ORIGIN/../lib).
+_CONDA_DIRS = frozenset({"anaconda", "anaconda3", "miniconda", "miniconda3", "miniforge", "miniforge3", "mambaforge",
+                         "micromamba", ".conda", "conda", "envs"})
+
+
+def conda_libstdcxx(path: str) -> bool:
+    """Whether the loader's `path` is a libstdc++ inside a conda installation or env."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p and p not in (".", "..")]
+    return bool(parts) and parts[-1].startswith("libstdc++.so") and any(p.lower() in _CONDA_DIRS for p in parts[:-1])
+
+
+@rule("conda-libstdcxx-too-old", needs=("report.errors",))
+def conda_libstdcxx_not_found(facts: Facts, kb: KB) -> Hit | None:
+    """The loader's "libstdc++.so.6: version `GLIBCXX_3.4.30' not found" where the libstdc++
+    it names is a conda env's (".../envs/NAME/lib/libstdc++.so.6", ".../miniconda3/lib/..."):
+    conda's libstdc++ is older than an extension built with a newer GCC needs (see
+    conda-libstdcxx-too-old; Open3D's maintainers on isl-org/Open3D#5531: "the libstdc++.so
+    that comes with Conda may be older than the system's libstdc++"). A system libstdc++
+    (/lib64/...) that is too old for a conda package is the other way round: not this."""
+    said = [e for e in _errors(facts, "libstdcxx-version-not-found") if conda_libstdcxx(str(e.get("library") or ""))]
+    if not said:
+        return None
+    error = said[0]
+    return Hit(
+        f"conda's libstdc++ ({error['library']}) is older than {error.get('required_by') or 'a library'} needs ({error['needed']}): {_line(error)}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("conda install -c conda-forge 'libstdcxx-ng>=12' 'libgcc-ng>=12'   # in that env; conda-forge's newer env names them libstdcxx, libgcc",),
+                   note="or rebuild the extension with conda's own compilers (conda install gxx); copying the system's libstdc++ into the env is a workaround"),
+    )
+
+
 # The signature kinds the rules above read; every other row of doctor/kb/errors.yaml that
 # names findings is raised by a generic rule per finding id (_from_rows), so a new row needs
 # no code here.
@@ -239,4 +271,5 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
-                           framework_cpu_build_gpu_expected, framework_no_kernel_for_cc, *_from_rows())
+                           framework_cpu_build_gpu_expected, framework_no_kernel_for_cc,
+                           conda_libstdcxx_not_found, *_from_rows())
