@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fwdoctor.triage import conda_builds, issue_template, lspci, paddle, shm, triage
+from fwdoctor.triage import conda_builds, envdump, issue_template, lspci, paddle, shm, triage
 from fwdoctor.triage.text import Lines
 
 pytestmark = pytest.mark.usefixtures("use_test_kb")
@@ -349,6 +349,57 @@ def test_glibcxx_missing_from_the_systems_libstdcxx_is_not_condas(cli, tmp_path)
     assert "conda-libstdcxx-too-old" not in findings(cli, tmp_path, SYSTEM_GLIBCXX)
 
 
+# ----------------------------------------------------------------------------- env dumps
+# https://github.com/PaddlePaddle/Paddle/issues/24805 (LD_LIBRARY_PATH's "lcoal" typo; PATH has the real toolkit)
+ENV_TYPO = """\
+LD_LIBRARY_PATH=/usr/lcoal/cuda-10.1/lib64:
+PATH=/home/xxx/.local/bin:/usr/local/cuda-10.1/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/games:/usr/local/games:/snap/bin
+"""
+# https://github.com/tensorflow/tensorflow/issues/63341 (a working WSL2 setup's .bashrc lines)
+ENV_CONSISTENT = """\
+export PATH=/usr/local/cuda-12.3/bin:$PATH
+export LD_LIBRARY_PATH=/usr/local/cuda-12.3/lib64:$LD_LIBRARY_PATH
+"""
+# https://github.com/NVIDIA/nccl/issues/1608 (`printenv | grep ^NCCL` after a prompt)
+ENV_NCCL = """\
+(myenv) exx@sn4622123662:~/Desktop/fine-tune$ printenv | grep ^NCCL
+NCCL_LEGACY_CUDA_REGISTER=0
+NCCL_P2P_DISABLE=1
+NCCL_SOCKET_IFNAME=eth0
+NCCL_P2P_LEVEL=NVL
+NCCL_DEBUG=INFO
+NCCL_SET_STACK_SIZE=1
+NCCL_CUMEM_ENABLE=0
+"""
+
+
+def test_env_lines_give_the_toolkit_roots_path_and_ld_library_path_point_at():
+    pointers = facts_of(envdump.find, ENV_TYPO)["cuda.pointers"]
+    assert pointers["path_nvcc"] == "/usr/local/cuda-10.1" and pointers["ld_cudart"] == "/usr/lcoal/cuda-10.1"
+    assert facts_of(envdump.find, ENV_CONSISTENT)["cuda.pointers"]["ld_cudart"] == "/usr/local/cuda-12.3"
+
+
+def test_pointers_at_two_versioned_roots_are_cuda_path_inconsistent_and_one_root_is_not(cli, tmp_path):
+    hit = findings(cli, tmp_path, ENV_TYPO)["cuda-path-inconsistent"]
+    assert "/usr/lcoal/cuda-10.1" in hit["message"] and "/usr/local/cuda-10.1" in hit["message"]
+    assert "cuda-path-inconsistent" not in findings(cli, tmp_path, ENV_CONSISTENT)
+    # /usr/local/cuda is a link the text does not resolve: not compared
+    assert "cuda-path-inconsistent" not in findings(cli, tmp_path, "CUDA_HOME=/usr/local/cuda\nPATH=/usr/local/cuda-12.1/bin:/usr/bin\n")
+
+
+def test_nccl_variables_are_nccl_env_and_a_disabled_transport_is_reported(cli, tmp_path):
+    env = facts_of(envdump.find, ENV_NCCL)["nccl.env"]
+    assert env["NCCL_P2P_DISABLE"] == "1" and env["NCCL_SOCKET_IFNAME"] == "eth0" and len(env) == 7
+    assert "nccl-transport-disabled" in findings(cli, tmp_path, ENV_NCCL)
+
+
+def test_assignments_inside_prose_or_lower_case_names_are_not_env_lines():
+    # https://github.com/NVIDIA/nccl/issues/631 (prose, with a blank before '=')
+    assert facts_of(envdump.find, "I confirmed that the model works by setting the variable NCCL_P2P_DISABLE =1 .\n") == {}
+    assert facts_of(envdump.find, "path=/usr/local/cuda-11.8/bin\n") == {}
+    assert facts_of(envdump.find, "CUDA_PATH=C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8\n") == {}
+
+
 # ----------------------------------------------------------------------------- budgets
 @pytest.mark.parametrize("line", [
     "shm " + "9" * 4000 + " 0 1G 0% /dev/shm",
@@ -358,6 +409,9 @@ def test_glibcxx_missing_from_the_systems_libstdcxx_is_not_condas(cli, tmp_path)
     "  jaxlib " + "conda-forge::" * 300,
     " " * 4000 + "/dev/shm",
     "Please NOTE: device: " + "0, GPU Compute Capability: " * 150,
+    "PATH=" + "/cuda/bin:" * 400,
+    "LD_LIBRARY_PATH=" + "/" * 4000,
+    "A" * 64 + "=" + "=" * 3000,
 ])
 def test_hostile_lines_cost_linear_time_and_raise_nothing(line):
     text = "\n".join([line] * 16)

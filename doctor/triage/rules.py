@@ -236,6 +236,30 @@ def conda_libstdcxx_not_found(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+_POINTERS = {"path_nvcc": "PATH's first CUDA bin", "cuda_home": "CUDA_HOME", "cuda_path": "CUDA_PATH", "ld_cudart": "LD_LIBRARY_PATH's first CUDA lib"}
+
+
+@rule("cuda-path-inconsistent", needs=("cuda.pointers",))
+def cuda_pointers_disagree(facts: Facts, kb: KB) -> Hit | None:
+    """Environment variables pasted into the report (`env`, `export` lines) that point at
+    different versioned toolkit roots ("/usr/local/cuda-10.1" on PATH, "/usr/lcoal/cuda-10.1"
+    on LD_LIBRARY_PATH) (see cuda-path-inconsistent, which also needs the installed toolkits).
+    An unversioned /usr/local/cuda is left out: it is a link whose target the text does not show."""
+    import re
+
+    pointers = facts["cuda.pointers"] or {}
+    named = {label: str(pointers[key]) for key, label in _POINTERS.items()
+             if pointers.get(key) and re.fullmatch(r"cuda-\d{1,2}\.\d{1,2}", str(pointers[key]).rstrip("/").rsplit("/", 1)[-1])}
+    if len(set(named.values())) < 2:
+        return None
+    detail = ", ".join(f"{label} -> {root}" for label, root in named.items())
+    return Hit(
+        f"CUDA pointers in the report disagree: {detail} ({facts.source('cuda.pointers')})",
+        evidence={"cuda.pointers": dict(pointers)},
+        fix=FixRef(recipe="env", note="point PATH, CUDA_HOME and LD_LIBRARY_PATH at one installed toolkit (`ls -d /usr/local/cuda*` lists them)"),
+    )
+
+
 # The signature kinds the rules above read; every other row of doctor/kb/errors.yaml that
 # names findings is raised by a generic rule per finding id (_from_rows), so a new row needs
 # no code here.
@@ -272,4 +296,4 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
                            framework_cpu_build_gpu_expected, framework_no_kernel_for_cc,
-                           conda_libstdcxx_not_found, *_from_rows())
+                           conda_libstdcxx_not_found, cuda_pointers_disagree, *_from_rows())
