@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fwdoctor.triage import conda_builds, envdump, issue_template, lspci, paddle, shm, triage
+from fwdoctor.triage import conda_builds, envdump, issue_template, jax_env, lspci, paddle, shm, triage
 from fwdoctor.triage.text import Lines
 
 pytestmark = pytest.mark.usefixtures("use_test_kb")
@@ -400,6 +400,47 @@ def test_assignments_inside_prose_or_lower_case_names_are_not_env_lines():
     assert facts_of(envdump.find, "CUDA_PATH=C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8\n") == {}
 
 
+# ----------------------------------------------------------------------------- jax.print_environment_info()
+# https://github.com/jax-ml/jax/issues/19821
+JAX_ENV_0424 = """\
+>>> jax.print_environment_info()
+jax:    0.4.24
+jaxlib: 0.4.24
+numpy:  1.26.4
+python: 3.12.1 | packaged by Anaconda, Inc. | (main, Jan 19 2024, 15:51:05) [GCC 11.2.0]
+jax.devices (1 total, 1 local): [cuda(id=0)]
+process_count: 1
+"""
+# https://github.com/jax-ml/jax/issues/32157 (JAX 0.7's "device info" line)
+JAX_ENV_072 = """\
+jax:    0.7.2
+jaxlib: 0.7.2
+numpy:  2.2.6
+python: 3.12.11 (main, Jul 11 2025, 22:43:48) [Clang 20.1.4 ]
+device info: NVIDIA A100-SXM4-80GB-1, 1 local devices"
+process_count: 1
+"""
+
+
+def test_jax_environment_info_gives_jax_its_jaxlib_python_and_a_gpu_build():
+    facts = facts_of(jax_env.find, JAX_ENV_0424)
+    (jax,) = facts["frameworks.installed"]
+    assert jax["packages"] == {"jax": "0.4.24", "jaxlib": "0.4.24"} and jax["gpu_build"] is True and jax["cuda"] is None
+    assert facts["python.version"] == "3.12.1"
+    assert facts_of(jax_env.find, JAX_ENV_072)["frameworks.installed"][0]["gpu_build"] is True
+
+
+def test_a_cpu_device_list_leaves_the_build_unknown_and_lone_jax_lines_are_not_read():
+    cpu = JAX_ENV_0424.replace("[cuda(id=0)]", "[CpuDevice(id=0)]")
+    assert facts_of(jax_env.find, cpu)["frameworks.installed"][0]["gpu_build"] is None
+    assert facts_of(jax_env.find, "jax:    0.4.24\nnumpy:  1.26.4\n") == {}
+    assert facts_of(jax_env.find, "I use jax: latest\njaxlib: whatever\n") == {}
+
+
+def test_a_healthy_jax_environment_gets_no_error(cli, tmp_path):
+    assert not [f for f in findings(cli, tmp_path, JAX_ENV_0424).values() if f["severity"] == "error"]
+
+
 # ----------------------------------------------------------------------------- budgets
 @pytest.mark.parametrize("line", [
     "shm " + "9" * 4000 + " 0 1G 0% /dev/shm",
@@ -412,6 +453,7 @@ def test_assignments_inside_prose_or_lower_case_names_are_not_env_lines():
     "PATH=" + "/cuda/bin:" * 400,
     "LD_LIBRARY_PATH=" + "/" * 4000,
     "A" * 64 + "=" + "=" * 3000,
+    "jax: " + "1." * 2000,
 ])
 def test_hostile_lines_cost_linear_time_and_raise_nothing(line):
     text = "\n".join([line] * 16)

@@ -34,6 +34,7 @@ PRIORITY = {
     "df /dev/shm": 60,
     "lspci": 60,
     "paddle": 70,  # Paddle's own device banner
+    "jax env": 70,  # jax.print_environment_info()
     "env": 55,  # `env`/`export` lines: what was set, perhaps not for the failing run
     "issue template": 45,  # what a person typed into a form
 }
