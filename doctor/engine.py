@@ -7,13 +7,15 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from fwdoctor.background import Background
 from fwdoctor.findings import FINDING_KINDS, kind
-from fwdoctor.host import Host, UnreadableError
 from fwdoctor.model import Fact, Facts, Finding, NotChecked, ProbeFailure, Severity
-from fwdoctor.probes.base import Probe
 from fwdoctor.rules.base import Rule, raise_rule_errors
 
 if TYPE_CHECKING:
+    from fwdoctor.host import Host
     from fwdoctor.kb import KB
+    # Annotations only: importing fwdoctor.probes imports every probe module (and the host
+    # its runner), which `judge` alone (triage, fleet) never runs (issue 30).
+    from fwdoctor.probes.base import Probe
 
 
 def probe_deadline(command_timeout: float) -> float:
@@ -66,6 +68,8 @@ def collect(host: Host, probes: Sequence[Probe], deep: bool = False, seed: Seque
 
 
 def _run_probe(item: Probe, host: Host, facts: Facts) -> tuple[list[Fact], list[ProbeFailure]]:
+    from fwdoctor.host import UnreadableError  # imported by then: the probes read through a Host
+
     produced: list[Fact] = []
     failures: list[ProbeFailure] = []
     try:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -124,6 +123,8 @@ def _write(path: Path, material: dict, result: CommandResult) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only to write an entry; a warm cache never loads it (~3 ms, shutil, bz2, lzma)
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

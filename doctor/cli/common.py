@@ -8,15 +8,20 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import replace
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import click
 
 from fwdoctor.cli.output import note, settings
 from fwdoctor.cli.errors import EXIT_DOCTOR, EXIT_FINDINGS, EXIT_OK, DoctorError, fail, findings_exit
 from fwdoctor.kb import KB, KBError
-from fwdoctor.model import Facts
-from fwdoctor.sources import SourceError, SourceRequest, gather
+
+if TYPE_CHECKING:
+    from fwdoctor.model import Facts
+    from fwdoctor.sources import SourceRequest
+
+# fwdoctor.sources (the host, the runner, the probe cache) is imported when a command reads
+# a source: `triage` and `explain` share this module and read none (issue 30).
 
 __all__ = [
     "EXIT_DOCTOR", "EXIT_FINDINGS", "EXIT_OK", "DoctorError", "fail", "findings_exit",
@@ -81,6 +86,8 @@ def source_options(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from fwdoctor.sources import SourceRequest
+
         kwargs["source"] = SourceRequest(**{name: kwargs.pop(name) for name in _SOURCE_NAMES})
         if settings().no_cache:  # the global `fwdoctor --no-cache COMMAND`
             kwargs["source"] = replace(kwargs["source"], no_cache=True)
@@ -91,6 +98,8 @@ def source_options(func: F) -> F:
 
 def facts_from(source: SourceRequest) -> Facts:
     """The facts `source` names; exit 2 with the reason when they cannot be had."""
+    from fwdoctor.sources import SourceError, gather
+
     try:
         # A remark ("--deep ignored ..."), not an error: -q silences it (issue 29).
         return gather(source, notice=lambda text: note(f"fwdoctor: {text}"))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +71,8 @@ def write(path: Path | None, data: Any) -> None:
         if json.loads(text) != data:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only to write an entry; a warm cache never loads it (~3 ms, shutil, bz2, lzma)
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
