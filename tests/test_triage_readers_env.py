@@ -315,6 +315,14 @@ def test_paddles_banner_gives_the_gpus_capability_the_drivers_cuda_and_the_build
     assert build["version"] is None  # the banner does not say it
 
 
+def test_the_older_banners_give_the_same_facts():
+    # https://github.com/PaddlePaddle/Paddle/issues/23487 (Paddle 1.7) and /15183 (Paddle 1.2, an RTX 2070)
+    older = facts_of(paddle.find, "W0404 16:40:48.365986 14840 device_context.cc:237] Please NOTE: device: 0, CUDA Capability: 61, Driver API Version: 10.1, Runtime API Version: 10.0\n")
+    assert older["gpus.list"][0]["cc"] == "6.1" and older["driver.cuda_version"] == "10.1" and older["frameworks.installed"][0]["cuda"] == "10.0"
+    first = facts_of(paddle.find, "W0107 06:40:34.550292  1086 device_context.cc:203] Please NOTE: device: 0, CUDA Capability: 75, Driver Version: 10.0, Runtime Version: 8.0\n")
+    assert first["gpus.list"][0]["cc"] == "7.5" and first["frameworks.installed"][0]["cuda"] == "8.0"
+
+
 def test_a_banner_without_its_fields_or_a_prose_mention_is_not_read():
     assert facts_of(paddle.find, "Please NOTE: device: 0, GPU Compute Capability: 8.6\n") == {}
     assert facts_of(paddle.find, "paddle=2.2.2\ncuda 10.2\ncudnn 7.6.5\nNVIDIA A30\n") == {}
