@@ -340,6 +340,31 @@ def test_a_gpu_the_builds_cuda_can_target_is_left_to_paddles_own_arch_message(cl
     assert "says so in the report" in hit["message"] and "Maxwell" in hit["message"]  # the errors.yaml row, not the CUDA inference
 
 
+# https://github.com/NVIDIA/tensorflow/issues/89 (the old markdown template, and TensorFlow's error)
+TF115_FORM = """\
+- TensorFlow installed from (source or binary):pip install nvidia-tensorflow[1.15]
+- TensorFlow version:1.15
+- Python version:3.8
+- CUDA/cuDNN version:11.4
+- GPU model and memory:/7.79GB
+**Describe the problem**
+cudaGetDevice() failed. Status: CUDA driver version is insufficient for CUDA runtime version
+"""
+
+
+def test_the_old_bullet_template_says_whose_report_it_is():
+    facts = facts_of(issue_template.find, TF115_FORM)
+    assert facts["report.framework"] == "tensorflow" and facts["python.version"] == "3.8"
+    assert "frameworks.installed" not in facts  # not Windows: the build is not known
+
+
+def test_driver_insufficient_in_a_tensorflow_form_is_driver_too_old_for_framework(cli, tmp_path):
+    hit = findings(cli, tmp_path, TF115_FORM)["driver-too-old-for-framework"]
+    assert "TensorFlow" in hit["message"] and "report line 7" in hit["message"]
+    bare = TF115_FORM.splitlines(True)[-1]
+    assert "driver-too-old-for-framework" not in findings(cli, tmp_path, bare)  # whose runtime is not said
+
+
 # ----------------------------------------------------------------------------- conda's libstdc++
 # https://github.com/ztxz16/fastllm/issues/301 (the issue's title: a conda env's own libstdc++)
 CONDA_GLIBCXX = "OSError: /home/suser/.conda/envs/llm/bin/../lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found\n"

@@ -14,7 +14,7 @@ older markdown template as a bullet "- key (hint): value":
 JAX's form asks "What jax/jaxlib version are you using?" and "Which accelerator(s) are you
 using?" (CPU/GPU/TPU).
 
-Facts: python.version; report.gpu_expected (the answer that says the user means to run on
+Facts: python.version; report.framework (whose form it is: "tensorflow", "jax"); report.gpu_expected (the answer that says the user means to run on
 an NVIDIA GPU: a CUDA/cuDNN version, a GPU model, "GPU" as the accelerator), read by the
 triage rule for framework-cpu-build-on-gpu-host; and, for TensorFlow on native Windows, its
 build: TensorFlow 2.10 was the last release with GPU support on native Windows (TensorFlow
@@ -113,6 +113,11 @@ def find(lines: Lines) -> list[Fragment]:
     expected = _gpu_expected(values)
     if expected:
         frag.add("report.gpu_expected", expected[1], expected[0])
+    # Whose issue form it is: the program a "CUDA driver version is insufficient" in it comes from.
+    for role, framework in (("tf_version", "tensorflow"), ("jax_version", "jax")):
+        if role in values and first_version(values[role][1]):
+            frag.add("report.framework", framework, values[role][0])
+            break
     tf = values.get("tf_version")
     os_answer = values.get("os")
     if tf and os_answer and native_windows(os_answer[1]):

@@ -260,6 +260,27 @@ def cuda_pointers_disagree(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+@rule("driver-too-old-for-framework", needs=("report.errors", "report.framework"))
+def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
+    """The CUDA runtime's "CUDA driver version is insufficient for CUDA runtime version" in a
+    report filed with TensorFlow's or JAX's issue form: the driver is older than the CUDA
+    that framework's build loads (see driver-too-old-for-framework, which needs the
+    driver's version and the build's CUDA; the text names neither)."""
+    said = _errors(facts, "driver-insufficient")
+    framework = facts.get("report.framework")
+    if not said or framework not in ("tensorflow", "jax", "paddle"):
+        return None
+    from fwdoctor.kb.frameworks import TITLES
+
+    title = TITLES.get(framework, framework)
+    return Hit(
+        f"the NVIDIA driver is older than the CUDA runtime this {title} build loads: {_line(said[0])} ({title}'s issue form, {facts.source('report.framework')})",
+        evidence={"report.errors": said, "report.framework": framework},
+        fix=FixRef(commands=("nvidia-smi   # the driver's CUDA, top right",),
+                   note=f"upgrade the NVIDIA driver to one that runs the CUDA of this {title} build (its tested-build table), or install a {title} built for the driver's CUDA"),
+    )
+
+
 # The signature kinds the rules above read; every other row of doctor/kb/errors.yaml that
 # names findings is raised by a generic rule per finding id (_from_rows), so a new row needs
 # no code here.
@@ -296,4 +317,4 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
                            framework_cpu_build_gpu_expected, framework_no_kernel_for_cc,
-                           conda_libstdcxx_not_found, cuda_pointers_disagree, *_from_rows())
+                           conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient, *_from_rows())
