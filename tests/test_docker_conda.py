@@ -11,7 +11,8 @@ conda installer's py-rattler and ruamel.yaml) come from the local index of
 tests/localindex.py. Builds use `--network host` so both are reachable from the build, on
 the base image of .ci/setup-docker.sh. `fwdoctor lock` locks the conda part with py-rattler's
 solver (no conda/mamba/micromamba here). Skips with the reason when anything is missing,
-unless FWDOCTOR_REQUIRE_DOCKER=1 (CI)."""
+unless FWDOCTOR_REQUIRE_DOCKER=1 (CI). Slow on purpose (~4 min on 2 cores, mostly the vfs
+store copying the image): the only proof that a conda stack builds and validates for real."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ fetched once from pypi.org into /var/tmp/fwdoctor-e2e-wheels (tests/localindex.p
 inside the build reaches the local index the lock names over 127.0.0.1 (`--network host`);
 no index argument is passed: the lock's own --index-url line is what pip uses. Skips with the reason when anything is
 missing, unless FWDOCTOR_REQUIRE_DOCKER=1 (CI), where a skip would hide a broken setup.
+Slow on purpose (~3 min on 2 cores, most of it the vfs store copying the ~1 GB image): the
+only proof that a committed pip stack builds and validates on a real engine.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ venv, used in an empty project folder outside this repository, against a package
    .fwdoctor/ (a wheel of the installed fwdoctor and its hashed line); the real engine
    builds it on the CI base image, and the image runs the project's command through its
    entrypoint, holds the copied file, the stack's apt package and a working `fwdoctor`.
+Slow on purpose (~3 min on 2 cores): the only proof of the flows as a user runs them, from
+the installed wheel to a running image.
 """
 
 from __future__ import annotations
