@@ -39,7 +39,7 @@ from typing import Iterable
 from fwdoctor.host import Host, UnreadableError
 from fwdoctor.model import Fact, Facts, ProbeFailure
 from fwdoctor.probes.base import Probe, Read, probe
-from fwdoctor.probes.libscan import parse_dpkg_status
+from fwdoctor.probes.libscan import dpkg_packages, parse_dpkg_status
 from fwdoctor.versions import deb_upstream_version
 
 NAME = "cuda-toolkits"
@@ -179,8 +179,13 @@ def parse_conda_record_name(name: str) -> tuple[str, str] | None:
 def dpkg_versions(text: str) -> dict[str, str]:
     """{package: upstream version} of the installed packages in a dpkg status file
     ("nvidia-cuda-toolkit" -> "11.8.89" from "11.8.89~11.8.0-5~deb12u1")."""
+    return upstream_versions(parse_dpkg_status(text))
+
+
+def upstream_versions(packages: list[dict[str, str]]) -> dict[str, str]:
+    """dpkg_versions of already parsed packages."""
     found: dict[str, str] = {}
-    for package in parse_dpkg_status(text):
+    for package in packages:
         upstream = deb_upstream_version(package["version"])
         if upstream:
             # Debian's CUDA versions put the packaging release after "~": 11.8.89~11.8.0
@@ -240,13 +245,13 @@ class _Reader:
     def dpkg(self) -> dict[str, str]:
         """Installed dpkg packages {name: upstream version}, read once."""
         if self._dpkg is None:
-            text = None
+            packages: list[dict[str, str]] = []
             if self.host.is_file(DPKG_STATUS):
-                try:
-                    text = self.host.read_text(DPKG_STATUS, limit=DPKG_STATUS_LIMIT)
-                except UnreadableError as exc:
-                    self.failures.append(ProbeFailure(NAME, f"cannot read {exc.path}: {exc.reason}"))
-            self._dpkg = dpkg_versions(text) if text else {}
+                # One parse per host, shared with the cuDNN and NCCL probes.
+                packages, error = dpkg_packages(self.host)
+                if error is not None:
+                    self.failures.append(ProbeFailure(NAME, f"cannot read {error.path}: {error.reason}"))
+            self._dpkg = upstream_versions(packages)
         return self._dpkg
 
     def text(self, path: str) -> str | None:

@@ -300,11 +300,27 @@ def pip_installs(host: Host, spec: Library, sites: list[str]) -> list[dict[str, 
     return installs
 
 
+def dpkg_packages(host: Host) -> tuple[list[dict[str, str]], UnreadableError | None]:
+    """dpkg's installed packages (parse_dpkg_status), parsed once per host, and why the
+    database could not be read (None when it could, or is absent)."""
+    # The database can be tens of MB (700 KB on a plain Debian: ~10 ms a parse); the CUDA
+    # toolkits, cuDNN and NCCL probes share one parse of it (issue 30: it was parsed twice).
+    def parse() -> tuple[list[dict[str, str]], UnreadableError | None]:
+        try:
+            text = host.read_text(DPKG_STATUS, limit=DPKG_STATUS_LIMIT)
+        except UnreadableError as exc:
+            return [], exc
+        except OSError:
+            return [], None
+        return parse_dpkg_status(text or ""), None
+
+    return host.memo("dpkg-status", parse)  # type: ignore[no-any-return]
+
+
 def system_installs(host: Host, spec: Library) -> list[dict[str, Any]]:
     """Debian packages (kind "dpkg") and the unpackaged files in the system folders
     ("system"), one install per version major."""
-    # The dpkg database can be tens of MB; cuDNN and NCCL share one parse of it.
-    every = host.memo("dpkg-status", lambda: parse_dpkg_status(read_text_quiet(host, DPKG_STATUS, limit=DPKG_STATUS_LIMIT) or ""))
+    every, _ = dpkg_packages(host)
     packages = [p for p in every if spec.deb_packages.match(p["name"])]
     installs = []
     claimed: set[int | None] = set()
