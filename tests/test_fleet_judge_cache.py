@@ -219,3 +219,71 @@ def test_an_incomplete_report_is_exit_2_in_the_json_whatever_fail_on_says(warned
     for options in ((), ("--fail-on", "warning"), ("--ignore", "fleet-gpu-count-differs")):
         code, out = fleet_cli(str(folder), "--json", *options)
         assert (code, json.loads(out)["exit_code"]) == (2, 2), options
+
+
+# ----------------------------------------------------------------------------- twins (read without parsing again)
+def read_all(folder: Path) -> dict[str, tuple[str, dict, bool]]:
+    """file name -> (kind, data, read as a twin) of every document `fleet report` reads."""
+    from fwdoctor.fleet.documents import Document, documents
+
+    return {Path(d.where).name: (d.kind, d.data, d.twin is not None) for d in documents([str(folder)]) if isinstance(d, Document)}
+
+
+def parsed_alone(path: Path) -> tuple[str, dict]:
+    from fwdoctor.fleet.documents import parse
+
+    doc = parse(path.read_bytes(), str(path), path.stem)
+    return doc.kind, doc.data
+
+
+def test_a_file_that_is_another_but_for_its_name_reads_as_that_file_parsed(tmp_path):
+    folder = tmp_path / "fleet"
+    text = json.dumps(base_doc("@@NAME@@"), indent=1)
+    for index, name in enumerate(("a-1", "a-2", "ü-3", 'quote"and\\back-4')):
+        write(folder, f"f{index}.facts.json", text.replace('"@@NAME@@"', json.dumps(name)))
+    write(folder, "z-odd.facts.json", text.replace('"@@NAME@@"', '"z-odd"').replace("580.95.05", "580.95.06"))
+    read = read_all(folder)
+    assert sum(twin for _, _, twin in read.values()) == 3  # all but the first, and the odd one
+    for file_name, (kind, data, _) in read.items():
+        assert (kind, data) == parsed_alone(folder / file_name), file_name
+    assert {data["host"]["name"] for _, data, _ in read.values()} == {"a-1", "a-2", "ü-3", 'quote"and\\back-4', "z-odd"}
+
+
+def test_a_name_that_is_also_a_fact_value_is_not_cut_as_the_name(tmp_path):
+    folder = tmp_path / "fleet"
+    for name in ("n1", "n2", "n3"):
+        doc = base_doc(name)
+        doc["facts"]["python.virtual_env"] = {"value": name, "source": "test"}  # the name's text twice
+        write(folder, f"{name}.facts.json", json.dumps(doc))
+    read = read_all(folder)
+    assert not any(twin for _, _, twin in read.values())
+    assert [data["facts"]["python.virtual_env"]["value"] for _, data, _ in read.values()] == ["n1", "n2", "n3"]
+
+
+def test_an_escaped_host_name_with_the_same_text_elsewhere_is_never_a_template(tmp_path):
+    # host.name written escaped ("n\u0031" is "n1") and a fact value "n1" written plainly: the
+    # one plain "n1" is the fact, not the name. Were it cut as the name, the second file would
+    # read as a node "n2" with the first file's fact; parsed, it is node "n1" with fact "n2".
+    folder = tmp_path / "fleet"
+    for index, value in enumerate(("n1", "n2", "n3")):
+        doc = base_doc("@@NAME@@")
+        doc["facts"]["python.virtual_env"] = {"value": value, "source": "test"}
+        write(folder, f"f{index}.facts.json", json.dumps(doc).replace('"@@NAME@@"', '"n\\u0031"'))
+    read = read_all(folder)
+    for file_name, (kind, data, _) in read.items():
+        assert (kind, data) == parsed_alone(folder / file_name), file_name
+    assert [(d["host"]["name"], d["facts"]["python.virtual_env"]["value"]) for _, d, _ in read.values()] == [
+        ("n1", "n1"), ("n1", "n2"), ("n1", "n3")]
+
+
+def test_a_twin_whose_name_is_not_one_json_string_is_read_in_full(tmp_path):
+    folder = tmp_path / "fleet"
+    text = json.dumps(base_doc("@@NAME@@"))
+    write(folder, "a.facts.json", text.replace('"@@NAME@@"', '"a"'))
+    write(folder, "b.facts.json", text.replace('"@@NAME@@"', '"b", "name": "c"'))  # a duplicate key: the last wins
+    write(folder, "d.facts.json", text.replace('"@@NAME@@"', '42'))
+    read = read_all(folder)
+    assert [(name, twin) for name, (_, _, twin) in read.items()] == [("a.facts.json", False), ("b.facts.json", False), ("d.facts.json", False)]
+    assert read["b.facts.json"][1]["host"]["name"] == "c"
+    report = build(folder)
+    assert [row.name for row in report.rows] == ["a", "c"] and [Path(b.where).name for b in report.bad] == ["d.facts.json"]

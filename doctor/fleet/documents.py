@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping  # not typing's: its isinstance is ~10x slower
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import PurePath
 from typing import Any, Iterator
@@ -45,6 +45,9 @@ class Document:
     kind: str
     data: Mapping[str, Any]
     stem: str  # the file name without its suffix: the node name of last resort
+    # The document this one is a copy of but for host.name (Twins): every twin of one
+    # shares its data but the name, and so one judging (fwdoctor.fleet.report.JudgeCache).
+    twin: Template | None = field(default=None, compare=False, repr=False)
 
     @property
     def host_name(self) -> str | None:
@@ -138,16 +141,102 @@ def paths_in(paths: list[str]) -> Iterator[str | BadInput]:
 
 def documents(paths: list[str]) -> Iterator[Document | BadInput]:
     """Each document of every path, one at a time, or a BadInput for what cannot be used."""
+    twins = Twins()
     for item in paths_in(paths):
         if isinstance(item, BadInput):
             yield item
         elif item.endswith(".jsonl"):
             yield from _jsonl(item)
         else:
-            yield _json_file(item)
+            yield _json_file(item, twins)
 
 
-def _json_file(path: str) -> Document | BadInput:
+class Template:
+    """A facts document with its host.name cut out: `prefix` + a JSON string + `suffix`.
+
+    Made from a document read in full, whose name's JSON text occurs once in it; before the
+    first twin is taken from it, the text with a placeholder in the name's place is parsed
+    and must give the document with only host.name changed (so the cut is the name's
+    string and nothing else: not a key, not a value of the same text elsewhere)."""
+
+    __slots__ = ("prefix", "suffix", "kind", "data", "checked", "judge_key")
+
+    def __init__(self, prefix: bytes, suffix: bytes, kind: str, data: dict[str, Any]) -> None:
+        self.prefix, self.suffix, self.kind, self.data = prefix, suffix, kind, data
+        self.checked: bool | None = None  # None: not yet parsed with the placeholder
+        self.judge_key: bytes | None = None  # set by the first judging of a twin (report.JudgeCache)
+
+
+class Twins:
+    """Documents that are another one but for host.name, read without parsing them again.
+
+    Parsing is most of what `fleet report` costs once identical facts are judged once
+    (issue 30): 10,000 facts files of ~20 KB. Nodes built alike write the same bytes but
+    their names, so a file whose bytes are a template's prefix, one JSON string and the
+    template's suffix IS that document with that string as its host.name: replacing one
+    string token of valid JSON by another leaves every other value where it was. Only
+    facts and check documents are kept (a smoke document's figures differ on every node),
+    at most MAX of them, the most recently matched first."""
+
+    MAX = 16
+    # No document holds this (checked on each): NULs are escaped in JSON, never literal.
+    PLACEHOLDER = b'"\\u0000fwdoctor: host.name\\u0000"'
+
+    def __init__(self) -> None:
+        self._templates: list[Template] = []
+
+    def match(self, raw: bytes, where: str, stem: str) -> Document | None:
+        for index, template in enumerate(self._templates):
+            prefix, suffix = template.prefix, template.suffix
+            if len(raw) < len(prefix) + len(suffix) + 2 or not raw.startswith(prefix) or not raw.endswith(suffix):
+                continue
+            middle = raw[len(prefix):len(raw) - len(suffix)]
+            if middle[:1] != b'"' or middle[-1:] != b'"':
+                return None
+            try:
+                name = json.loads(middle.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                return None  # not one JSON string: this file is read in full
+            if not isinstance(name, str) or not self._checked(template):
+                return None
+            if index:
+                self._templates.insert(0, self._templates.pop(index))
+            host = template.data["host"]
+            data = {**template.data, "host": {**host, "name": name}}
+            return Document(where, template.kind, data, stem, template)
+        return None
+
+    def learn(self, raw: bytes, doc: Document) -> None:
+        """Keep `doc` (just parsed from `raw`) as a template if it can be one."""
+        data = doc.data
+        host = data.get("host")
+        if doc.kind not in ("facts", "check") or type(data) is not dict or type(host) is not dict:
+            return
+        name = host.get("name")
+        if not isinstance(name, str) or self.PLACEHOLDER in raw:
+            return
+        for ascii_only in (False, True):
+            needle = json.dumps(name, ensure_ascii=ascii_only).encode("utf-8")
+            if raw.count(needle) == 1:
+                at = raw.index(needle)
+                template = Template(raw[:at], raw[at + len(needle):], doc.kind, data)
+                self._templates.insert(0, template)
+                del self._templates[self.MAX:]
+                return
+
+    def _checked(self, template: Template) -> bool:
+        if template.checked is None:
+            text = template.prefix + self.PLACEHOLDER + template.suffix
+            host = template.data["host"]
+            expected = {**template.data, "host": {**host, "name": json.loads(self.PLACEHOLDER)}}
+            try:
+                template.checked = json.loads(text.decode("utf-8")) == expected
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                template.checked = False
+        return bool(template.checked)
+
+
+def _json_file(path: str, twins: Twins | None = None) -> Document | BadInput:
     # read_regular_file asks for limit + 1 bytes in one read, and Python allocates a buffer
     # that size before shrinking it: 64 MiB per 20 KB file is a fifth of the reading time
     # of a thousand files. The file's size (plus slack for one still being written) bounds
@@ -160,7 +249,16 @@ def _json_file(path: str) -> Document | BadInput:
         raw = read_regular_file(path, min(MAX_DOCUMENT_BYTES, size + 1024 * 1024), "")
     except ValueError as exc:
         return BadInput(path, _strip_flag(str(exc), path))
-    return parse(raw, path, _stem(path))
+    if twins is None:
+        return parse(raw, path, _stem(path))
+    stem = _stem(path)
+    twin = twins.match(raw, path, stem)
+    if twin is not None:
+        return twin
+    doc = parse(raw, path, stem)
+    if isinstance(doc, Document):
+        twins.learn(raw, doc)
+    return doc
 
 
 def _jsonl(path: str) -> Iterator[Document | BadInput]:

@@ -251,7 +251,12 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
     if facts_data is not None:
         if not isinstance(facts_data, Mapping):
             return f'"check" is a {type(facts_data).__name__}, not a check report'
-        key = JudgeCache.key(facts_data)
+        if doc.twin is not None and facts_data is data:  # twins of one document share one key
+            if doc.twin.judge_key is None:
+                doc.twin.judge_key = JudgeCache.key(facts_data)
+            key = doc.twin.judge_key
+        else:
+            key = JudgeCache.key(facts_data)
         judged = cache.get(key)
         if judged is not None:
             # The same document but for host.name was read as facts before; its name is
