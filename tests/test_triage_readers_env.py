@@ -272,6 +272,15 @@ def test_tensorflow_cpu_only_on_windows_is_a_finding_only_when_a_gpu_is_expected
     assert "framework-cpu-build-on-gpu-host" not in findings(cli, tmp_path, TF_WSL_212)
 
 
+def test_with_the_driver_shown_the_regular_rule_fires_and_still_suggests_wsl2_not_a_cuda_wheel(cli, tmp_path):
+    from test_triage_parsers import SMI_546  # mrhan1993/Fooocus-API#84: nvidia-smi on Windows (WDDM), an RTX 2060
+
+    hit = findings(cli, tmp_path, TF_WIN_211 + "\n" + SMI_546)["framework-cpu-build-on-gpu-host"]
+    assert "driver 546.17" in hit["message"]  # the regular rule's wording: it had the driver
+    fix = json.dumps(hit["fix"])
+    assert "wsl --install" in fix and "and-cuda]==" not in fix
+
+
 def test_conda_plans_cpu_jaxlib_is_a_cpu_build_and_the_form_expects_a_gpu(cli, tmp_path):
     facts = facts_of(conda_builds.find, JAX_CONDA_CPU)
     (jax,) = facts["frameworks.installed"]

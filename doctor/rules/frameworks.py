@@ -268,6 +268,15 @@ def gpu_arch_unsupported_by_framework(facts: Facts, kb: KB) -> Iterable[Hit] | N
     return hits
 
 
+def windows_tensorflow_fix() -> FixRef:
+    """TensorFlow >= 2.11 has no native-Windows GPU build: WSL2, or TensorFlow 2.10 (TensorFlow
+    2.11.1's release notes: "TensorFlow 2.10 was the last TensorFlow release that supported GPU on
+    native-Windows", https://github.com/tensorflow/tensorflow/releases/tag/v2.11.1)."""
+    return FixRef(commands=("wsl --install   # then, inside WSL2: python3 -m pip install 'tensorflow[and-cuda]'",
+                            "python -m pip install 'tensorflow<2.11'   # or stay native: 2.10 was the last native-Windows GPU release"),
+                  note="TensorFlow 2.11 and later have no GPU support on native Windows (TensorFlow 2.11.1 release notes)")
+
+
 @rule("framework-cpu-build-on-gpu-host", needs=("frameworks.installed", "driver.loaded"), optional=("gpus.list", "pci.nvidia_gpus", "driver.version", "python.version", "python.executable"))
 def framework_cpu_build_on_gpu_host(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     """What it does
@@ -309,7 +318,9 @@ def framework_cpu_build_on_gpu_host(facts: Facts, kb: KB) -> Iterable[Hit] | Non
         if same:
             build = max(same, key=lambda b: Version(b.cuda or "0"))
             best = (release, build)  # type: ignore[assignment]
-        if best is not None:
+        if item.get("native_windows"):  # TensorFlow >= 2.11 on native Windows (triage's issue-form reader): no CUDA build to install
+            fix = windows_tensorflow_fix()
+        elif best is not None:
             fix = install_fix(facts, kb, framework, _major(best[1].cuda), best[0].version, f"install the CUDA {best[1].cuda} build of {TITLES[framework]} {best[0].version}")
         else:
             fix = install_fix(facts, kb, framework, None, None, f"install a CUDA build of {TITLES[framework]}")

@@ -143,4 +143,4 @@ def _gpu_expected(values: dict[str, tuple[int, str]]) -> tuple[int, str] | None:
 def _tensorflow_on_windows(version: str) -> dict[str, Any]:
     return {"framework": "tensorflow", "version": version, "packages": {"tensorflow": version}, "gpu_build": False,
             "cuda": None, "cudnn": None, "arch_list": None, "requires": {}, "requires_from": None, "pairing": {}, "location": None,
-            "why": "TensorFlow >= 2.11 has no GPU support on native Windows (2.10 was the last; use WSL2)"}
+            "native_windows": True, "why": "TensorFlow >= 2.11 has no GPU support on native Windows (2.10 was the last; use WSL2)"}

@@ -156,10 +156,10 @@ def framework_cpu_build_gpu_expected(facts: Facts, kb: KB) -> Iterable[Hit] | No
     for item in cpu:
         title = TITLES.get(item["framework"], item["framework"])
         version = item.get("version") or "?"
-        if item["framework"] == "tensorflow" and "Windows" in str(item.get("why")):
-            fix = FixRef(commands=("wsl --install   # then, inside WSL2: python3 -m pip install 'tensorflow[and-cuda]'",
-                                   "python -m pip install 'tensorflow<2.11'   # or stay native: 2.10 was the last native-Windows GPU release"),
-                         note="TensorFlow 2.11 and later have no GPU support on native Windows (TensorFlow 2.11.1 release notes)")
+        if item.get("native_windows"):
+            from fwdoctor.rules.frameworks import windows_tensorflow_fix
+
+            fix = windows_tensorflow_fix()
         elif item["framework"] == "jax":
             fix = FixRef(commands=("conda install -c conda-forge 'jaxlib=*=*cuda*' jax",),
                          note="conda picks the CPU jaxlib where its solver sees no GPU; ask for the CUDA build explicitly")
