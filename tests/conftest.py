@@ -203,9 +203,12 @@ SERIAL_GROUPS: dict[str, tuple[str, ...]] = {
     # The real CUDA extension build (~6 min, the longest piece of work): started first so
     # everything else runs beside it.
     "build-ext": ("test_build_ext_real.py",),
-    # The one Docker engine: ~1 GB images on the vfs store, fixed image names
-    # (LAYERED_TAG is shared by test_image_archive.py and test_image_stream.py).
-    "docker": ("test_docker_e2e.py", "test_docker_conda.py", "test_project_docker.py", "test_image_archive.py", "test_image_stream.py"),
+    # The one Docker engine's big builds: ~1 GB CPU-torch images on the vfs store, whose
+    # copies load the disk; one at a time.
+    "docker": ("test_docker_e2e.py", "test_docker_conda.py", "test_project_docker.py"),
+    # The small images these two build and share (image_helpers.LAYERED_TAG, a 480 MB one)
+    # and read back, mostly in Python: beside the big builds, not inside them.
+    "docker-reads": ("test_image_archive.py", "test_image_stream.py"),
     # The one venv of the built wheel (tests/wheel_helpers.py `installed`), which these change.
     "installed-venv": ("test_packaging.py", "test_mcp_server.py", "test_extras_hint.py", "test_readme_examples.py"),
     # The one-node cluster of .ci/setup-slurm.sh.
@@ -220,8 +223,8 @@ GROUP_ORDER = tuple(SERIAL_GROUPS)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return  # a plain run keeps pytest's order
+    if not hasattr(config, "workerinput"):
+        return  # not an xdist worker: a plain run keeps pytest's order
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
 
     def rank(pair: tuple[int, pytest.Item]) -> tuple[int, int, int]:

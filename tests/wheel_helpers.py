@@ -13,7 +13,6 @@ tests that use it (pip uninstall, the mcp extra), so its files share one xdist g
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -26,18 +25,18 @@ from helpers import REPO, run
 CLASHING = ("doctor==3.13.7", "torchtune==0.6.1")
 
 
-def run_shared_dir(tmp_path_factory) -> Path:
-    """A folder shared by the whole test run: the run's basetemp, or under xdist the folder
-    that holds each worker's basetemp (popen-gw0, popen-gw1, ...)."""
+def run_shared_dir(config: pytest.Config, tmp_path_factory) -> Path:
+    """A folder shared by the whole test run: the run's basetemp, or in an xdist worker the
+    folder that holds each worker's basetemp (popen-gw0, popen-gw1, ...)."""
     base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return base.parent if hasattr(config, "workerinput") else base
 
 
 @pytest.fixture(scope="session")
-def wheel(tmp_path_factory) -> Path:
+def wheel(request, tmp_path_factory) -> Path:
     """The wheel of this checkout, built as `pip wheel .` builds it (no editable magic);
     built once per run, whichever xdist worker asks first."""
-    shared = run_shared_dir(tmp_path_factory) / "fwdoctor-wheel"
+    shared = run_shared_dir(request.config, tmp_path_factory) / "fwdoctor-wheel"
     shared.mkdir(exist_ok=True)
     with open(shared / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; a worker that dies releases it too
