@@ -19,9 +19,10 @@ which no user pays. `--in-place` measures this checkout through the dev venv ins
 (byte-compiled first; with PYTHONDONTWRITEBYTECODE set it would measure the compiler).
 The yardstick, collect_env, runs in the torch venv as it is.
 
-    python benchmarks/check_speed.py [--venv PATH] [--runs N] [--profile] [--in-place]
+    python benchmarks/check_speed.py [--venv PATH] [--runs N] [--profile] [--in-place] [--baseline COMMIT]
 --profile also prints the top of a cProfile of one static check, in a child of the
-measured interpreter.
+measured interpreter. --baseline COMMIT adds that commit's wheel (git archive) to every
+round, so before and after are paired under the same load.
 """
 
 from __future__ import annotations
@@ -59,18 +60,24 @@ def compile_bytecode() -> None:
         compileall.compile_dir(folder, quiet=1)
 
 
-def user_install(work: Path) -> str:
-    """A fresh venv holding this checkout's wheel, installed by pip; returns its python."""
+def user_install(work: Path, commit: str | None = None) -> str:
+    """A fresh venv holding this checkout's wheel (or `commit`'s), installed by pip;
+    returns its python."""
     tree, wheels, venv = work / "tree", work / "wheels", work / "venv"
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, text=True, timeout=60, check=True).stdout
-    # Built from a copy of the checkout's files: setuptools' build/ in the source tree keeps
-    # files deleted since an earlier build, and they would end up in the wheel.
-    for name in filter(None, listed.split("\0")):
-        source = REPO / name
-        if source.is_file() and not source.is_symlink():
-            (tree / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, tree / name)
+    if commit is not None:
+        tree.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", "--format=tar", commit], cwd=REPO, capture_output=True, timeout=120, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, timeout=120, check=True)
+    else:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                                capture_output=True, text=True, timeout=60, check=True).stdout
+        # Built from a copy of the checkout's files: setuptools' build/ in the source tree
+        # keeps files deleted since an earlier build, and they would end up in the wheel.
+        for name in filter(None, listed.split("\0")):
+            source = REPO / name
+            if source.is_file() and not source.is_symlink():
+                (tree / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, tree / name)
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "timeout": 600, "check": True}
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(tree)], **quiet)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], **quiet)
@@ -117,6 +124,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--in-place", action="store_true", help="run fwdoctor from this checkout through the dev venv")
+    parser.add_argument("--baseline", metavar="COMMIT", help="also time COMMIT's wheel (its own fresh venv), paired in the same rounds")
     args = parser.parse_args()
     venv = args.venv or find_venv()
     if venv is None:
@@ -138,6 +146,11 @@ def main() -> None:
         ("python -m torch.utils.collect_env", [python, "-m", "torch.utils.collect_env"]),
         ("python -c 'import torch'", [python, "-c", "import torch"]),
     ]
+    if args.baseline:
+        before = user_install(work / "baseline", args.baseline)
+        rows.append((f"{args.baseline[:10]}: check (static)", [before, *doctor[1:]]))
+        rows.append((f"{args.baseline[:10]}: check --deep", [before, *doctor[1:], "--deep"]))
+        timed(rows[-2][1], 1)
     timed(doctor, 1)  # fills the probe and KB caches, as any earlier run on the host has
     print(f"fwdoctor: {'this checkout, dev venv' if args.in_place else 'wheel in a fresh venv'} ({runner})")
     print(f"venv: {venv}   runs: {args.runs}   load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -154,7 +167,7 @@ def main() -> None:
     for name, _ in rows:
         times = per_row[name]
         print(f"{name:<36} median {medians[name]:7.3f} s  (cpu {statistics.median(cpu_row[name]):6.3f} s)   runs {' '.join(f'{t:.3f}' for t in times)}")
-    static, uncached, deep, collect, torch_import = (per_row[n] for n, _ in rows)
+    static, uncached, deep, collect, torch_import = (per_row[n] for n, _ in rows[:5])
 
     def paired(yardstick: list[float], ours: list[float]) -> float:
         return statistics.median(y / o for y, o in zip(yardstick, ours))
@@ -165,6 +178,10 @@ def main() -> None:
     print(f"collect_env / --deep check : {paired(collect, deep):5.2f}x paired")
     over = statistics.median(d - t for d, t in zip(deep, torch_import))
     print(f"--deep minus import torch  : {over:+6.3f} s paired   (target <= +0.3 s: {'met' if over <= 0.3 else 'NOT met'})")
+    if args.baseline:
+        old_static, old_deep = per_row[rows[5][0]], per_row[rows[6][0]]
+        print(f"baseline {args.baseline[:10]}: collect_env / static check {paired(collect, old_static):5.1f}x paired; "
+              f"--deep minus import torch {statistics.median(d - t for d, t in zip(old_deep, torch_import)):+6.3f} s paired")
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.profile:
         # In a child of the measured interpreter, so the profile sees its imports.

@@ -14,7 +14,7 @@ front matter dropped; the files are named below), about 4 KB. Printed:
 Target (issue 30): a typical report in at most 0.15 s, and linear. Measured, never asserted
 by a test (tests/test_import_budget.py audits what triage imports instead).
 
-    python benchmarks/triage_speed.py [--runs N] [--in-place]
+    python benchmarks/triage_speed.py [--runs N] [--in-place] [--baseline COMMIT]
 --in-place runs this checkout through the dev venv instead of an installed wheel.
 """
 
@@ -91,6 +91,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--in-place", action="store_true", help="run fwdoctor from this checkout through the dev venv")
+    parser.add_argument("--baseline", metavar="COMMIT", help="also time COMMIT's wheel on the typical report, paired in the same rounds")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="fwdoctor-triage-bench-"))
     try:
@@ -107,21 +108,31 @@ def main() -> None:
             files[n].write_text("\n\n".join([report] * n), encoding="utf-8")
         argv = {n: [python, "-m", "fwdoctor", "triage", str(path)] for n, path in files.items()}
         run_once(argv[1])  # the KB's JSON cache, as any earlier run leaves it
+        baseline = None
+        if args.baseline:
+            baseline = [user_install(work / "baseline", args.baseline), *argv[1][1:]]
+            run_once(baseline)
         print(f"fwdoctor: {'this checkout, dev venv' if args.in_place else 'wheel in a fresh venv'} ({python})")
         print(f"typical report: {len(report.encode())} bytes ({', '.join(Path(p).name for p in PARTS)})")
         print(f"runs: {args.runs}   load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         walls: dict[int, list[float]] = {n: [] for n in sizes}
         cpus: dict[int, list[float]] = {n: [] for n in sizes}
+        old_walls: list[float] = []
         for _ in range(args.runs):  # paired: each round runs every size once
             for n in sizes:
                 wall, cpu = run_once(argv[n])
                 walls[n].append(wall)
                 cpus[n].append(cpu)
+            if baseline is not None:
+                old_walls.append(run_once(baseline)[0])
         for n in sizes:
             print(f"triage {n:>2}x ({files[n].stat().st_size:>7} bytes)  median {statistics.median(walls[n]):6.3f} s"
                   f"  (cpu {statistics.median(cpus[n]):6.3f} s)   runs {' '.join(f'{t:.3f}' for t in walls[n])}")
         typical = statistics.median(walls[1])
         print(f"typical report, whole process: {typical:.3f} s   (target <= 0.15 s: {'met' if typical <= 0.15 else 'NOT met'})")
+        if baseline is not None:
+            print(f"baseline {args.baseline[:10]}, typical report: median {statistics.median(old_walls):.3f} s; "
+                  f"this one is {statistics.median(o / n for o, n in zip(old_walls, walls[1])):.2f}x faster paired")
         inner: dict[int, float] = {}
         for n in sizes:
             out = subprocess.run([python, "-c", IN_PROCESS, str(files[n]), str(max(args.runs, 5))], capture_output=True,
