@@ -6,6 +6,13 @@ BIN    := $(VENV)/bin
 # its arch list, which the live tests judge. Override for another machine.
 TEST_TORCH ?= torch==2.14.1
 PYTEST_ARGS ?=
+# Parallel pytest workers (pytest-xdist) for `make test` and `make test-fast`: each test file,
+# and each group of files that share one Docker engine, Slurm node, browser or venv, runs
+# whole in one worker (tests/conftest.py SERIAL_GROUPS); the real extension build and the
+# Docker group wait on the disk and on nvcc, so a 2-core machine runs 3 (issue 30).
+# TEST_WORKERS=0 runs in this process (for --pdb).
+TEST_WORKERS ?= 3
+PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 # Where the CPU torch wheel lies on this kind of machine (a copy of download.pytorch.org's).
 CPU_TORCH_WHEELS ?= /opt/wheels
 STACKS := $(wildcard stacks/*.yaml)
@@ -32,15 +39,15 @@ test-venv: $(VENV)/.torch
 doctor: venv
 	$(BIN)/fwdoctor check; rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
-## test: set up the test venv (with torch) and run the whole suite
+## test: set up the test venv (with torch) and run the whole suite; prints the 15 slowest tests
 test: test-venv
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PARALLEL) --durations=15 $(PYTEST_ARGS)
 
 ## test-fast: the suite without Docker, downloads or the torch download (minutes, not tens of
 ## minutes): the tests that need a torch venv or an engine are skipped and say so; slow ones
 ## (gpuhost, conda end to end, Slurm, fuzzing) and network ones (PyPI) are left out
 test-fast: venv
-	$(BIN)/python -m pytest -m "not docker and not slow and not network" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PARALLEL) -m "not docker and not slow and not network" $(PYTEST_ARGS)
 
 ## bench: speed figures (printed, not asserted)
 bench: test-venv
