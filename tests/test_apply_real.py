@@ -17,6 +17,7 @@ import functools
 import hashlib
 import http.server
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -139,6 +140,13 @@ def test_a_runfile_with_the_wrong_checksum_stops_before_anything_is_written(cli,
     assert not (isolated / "home" / ".config").exists()  # no env snippet either: nothing was written
 
 
+def unfold(plan: str) -> str:
+    """A printed plan as one line per command and comment again: the CLI folds long
+    commands with backslash-newlines and long comments into further "# " lines (80
+    columns, textfit.fit_script)."""
+    return re.sub(r" \\\n +", " ", plan).replace("\n# ", " ")
+
+
 def test_torch_for_an_externally_managed_python_goes_into_a_new_venv_and_imports(cli, index, isolated):
     """PEP 668: this machine's /usr/bin/python3 (Debian 12) carries EXTERNALLY-MANAGED, so
     pip would refuse it. The plan creates the venv with that Python, installs the pinned
@@ -155,9 +163,10 @@ def test_torch_for_an_externally_managed_python_goes_into_a_new_venv_and_imports
     common = ("--timeout", "120", "--cuda", "cpu", "--torch", "==2.13.0", "--index-url", index)
     dry = cli("install", "torch", "--python", str(system), "--venv", str(venv), *common)
     assert dry.exit_code == 0, dry.output
-    assert f"{system} is externally managed ({marker}, PEP 668" in dry.output
-    assert f"{system} -m venv -- '{venv}'" in dry.output
-    assert "--break-system-packages" not in dry.output.replace("or --break-system-packages to install", "")
+    # The printed plan is fitted to 80 columns: a long comment goes on as "# " lines.
+    assert f"{system} is externally managed ({marker}, PEP 668" in unfold(dry.output)
+    assert f"{system} -m venv -- '{venv}'" in unfold(dry.output)
+    assert "--break-system-packages" not in unfold(dry.output).replace("or --break-system-packages to install", "")
     assert not venv.exists()  # a dry run writes nothing
 
     first = cli("install", "torch", "--python", str(system), "--venv", str(venv), *common, "--apply", "--yes")
@@ -178,8 +187,8 @@ def test_break_system_packages_is_passed_only_when_asked(cli):
         pytest.skip("needs a Debian-style externally managed /usr/bin/python3")
     asked = cli("install", "torch", "--python", system, "--cuda", "cpu", "--torch", "==2.13.0", "--break-system-packages")
     assert asked.exit_code == 0, asked.output
-    assert f"{system} -m pip install --index-url https://download.pytorch.org/whl/cpu --break-system-packages torch==2.13.0+cpu" in asked.output
-    assert " -m venv " not in asked.output
+    assert f"{system} -m pip install --index-url https://download.pytorch.org/whl/cpu --break-system-packages torch==2.13.0+cpu" in unfold(asked.output)
+    assert " -m venv " not in unfold(asked.output)
 
 
 def test_the_printed_runfile_plan_runs_by_hand_with_sh_even_with_quotes_and_spaces_in_paths(runfile_server, isolated):
