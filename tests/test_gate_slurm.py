@@ -112,7 +112,7 @@ def test_an_injected_fault_drains_the_node_with_the_reason_and_its_end_resumes_i
     # The text report is fitted to 80 columns: unwrap it before reading a sentence.
     assert again.returncode == 1 and "already drained by fwdoctor for this cause, nothing to do" in unwrap(again.stdout)
     healed = gate(node, "--facts", str(good), "--log", str(log))
-    assert healed.returncode == 0 and "healthy again, resumed" in healed.stdout
+    assert healed.returncode == 0 and "healthy again, resumed" in unwrap(healed.stdout)
     assert "DRAIN" not in state(node)[0]
     logged = log.read_text()
     assert "drained: scontrol update nodename=" in logged and "resumed: scontrol update nodename=" in logged
@@ -123,7 +123,7 @@ def test_an_admins_drain_is_never_resumed_nor_rewritten(node, tmp_path):
     scontrol(f"nodename={node}", "state=drain", "reason=maintenance: PSU swap (ticket 4711)")
     for facts in (good, bad):
         result = gate(node, "--facts", str(facts))
-        assert "drained by someone else, left alone" in result.stdout, result.stdout + result.stderr
+        assert "drained by someone else, left alone" in unwrap(result.stdout), result.stdout + result.stderr
         flags, reason = state(node)
         assert "DRAIN" in flags and reason == "maintenance: PSU swap (ticket 4711)"
 
