@@ -18,8 +18,8 @@ from pathlib import Path
 # written as YAML), the recipes, images and archives, the fleet, triage, smoke tests, the
 # MCP server, the other commands' CLI modules.
 NOT_IMPORTED = (
-    "yaml", "tarfile", "fwdoctor.recipes", "fwdoctor.image", "fwdoctor.image_archive", "fwdoctor.imagefs",
-    "fwdoctor.fleet", "fwdoctor.triage", "fwdoctor.smoke", "fwdoctor.mcp", "fwdoctor.gate", "fwdoctor.explain",
+    "yaml", "tarfile", "fwdoctor.recipes", "fwdoctor.image",
+    "fwdoctor.fleet", "fwdoctor.triage", "fwdoctor.smoke", "fwdoctor.mcp", "fwdoctor.gate", "fwdoctor.render.explain", "fwdoctor.render.testreport",
     "fwdoctor.cli.recipes", "fwdoctor.cli.stack", "fwdoctor.cli.fleet", "fwdoctor.cli.smoke", "fwdoctor.cli.triage",
 )
 

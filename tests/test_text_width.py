@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fwdoctor.kb import KB_DIR
-from fwdoctor.textfit import WIDTH, fit, fit_text
+from fwdoctor.render.textfit import WIDTH, fit, fit_text
 
 from test_select_grid import DRIVERS, GPUS
 

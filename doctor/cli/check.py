@@ -7,14 +7,14 @@ from typing import Sequence
 
 import click
 
-from fwdoctor import prometheus
-from fwdoctor import report as rep
 from fwdoctor.background import Background
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
 from fwdoctor.cli.output import emit_json, settings, use_color, waiting
 from fwdoctor.engine import Report, judge
 from fwdoctor.findings import BY_ID, did_you_mean
 from fwdoctor.model import Severity
+from fwdoctor.render import prometheus
+from fwdoctor.render import report as rep
 from fwdoctor.rules import KB_AREAS, RULES
 from fwdoctor.sources import SourceRequest, utc_now
 
