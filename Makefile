@@ -86,7 +86,7 @@ kb-refresh: venv
 
 ## docs: regenerate docs/findings.md from the finding catalog and rule docstrings
 docs: venv
-	$(BIN)/python -m fwdoctor.explain > docs/findings.md
+	$(BIN)/python -m fwdoctor.render.explain > docs/findings.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -3,7 +3,7 @@
 Builds, in memory, the bombs of tests/test_hostile_round2_images.py: a ~1 MB gzip layer
 expanding to 1 GiB, 242 bytes of bzip2 expanding to 192 MiB (one stream each), and the same 1 MB
 gzip as the whole `docker save | gzip` tarball, and loads each with
-fwdoctor.image_archive.load in a fresh child process, printing the wall time to the
+fwdoctor.image.archive.load in a fresh child process, printing the wall time to the
 refusal and the child's peak RSS (VmHWM) against an empty load of a small image.
 Target: each refused in under a second, memory within a few tens of MB of the baseline.
 
@@ -23,12 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import json, sys, time
-from fwdoctor import image_archive
-from fwdoctor.image import ImageError, probe_plan
+from fwdoctor.image import archive
+from fwdoctor.image.inspected import ImageError
+from fwdoctor.image.keep import probe_plan
 plan = probe_plan()
 started = time.monotonic()
 try:
-    image_archive.load(sys.argv[1], plan)
+    archive.load(sys.argv[1], plan)
     outcome = "loaded"
 except ImageError as exc:
     outcome = str(exc)

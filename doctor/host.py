@@ -14,7 +14,7 @@ import posixpath
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Mapping, Sequence
+from typing import IO, Any, Callable, ClassVar, Mapping, Sequence
 
 from fwdoctor import runner
 from fwdoctor.probecache import ProbeCache
@@ -94,6 +94,11 @@ class Host:
     root: Path
     env: Mapping[str, str]
     live: bool
+    # An image, not a machine (fwdoctor.image.host.ImageHost sets it): its /etc/hostname is
+    # Docker's per-container file. Asked as a Host attribute so that no probe needs to
+    # import the image package to tell (issue 29 item 8: the image readers depend on the
+    # probes' declared reads, never the other way round).
+    is_image: ClassVar[bool] = False
     command_timeout: float = runner.DEFAULT_TIMEOUT_S
     # Answers of version-style questions by the program file's identity (run_version);
     # None: always run (--no-cache, tests, and every root or image, where nothing runs).

@@ -81,15 +81,15 @@ def gather(request: SourceRequest, notice: Callable[[str], None] | None = None) 
     image_host = None
     if request.image or request.image_archive:
         # Imported here: tarfile, the Docker SDK and the image tree are the images' alone.
-        from fwdoctor import image as image_mod
-        from fwdoctor import image_archive
+        from fwdoctor.image import archive, local_engine
+        from fwdoctor.image.inspected import ImageError
 
         flag, name = ("--image", request.image) if request.image else ("--image-archive", request.image_archive)
         try:
             # Read into memory (the files the probes read, the names of the rest): nothing
             # is unpacked to disk, whatever the image's size.
-            inspected = image_mod.inspect(request.image) if request.image else image_archive.load(str(name))
-        except image_mod.ImageError as exc:
+            inspected = local_engine.inspect(request.image) if request.image else archive.load(str(name))
+        except ImageError as exc:
             raise SourceError(f"{flag} {name}: {exc}") from None
         image_host = inspected.host(env)
     if image_host is not None:

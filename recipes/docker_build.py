@@ -28,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from fwdoctor import runner
 from fwdoctor.host import Host
-from fwdoctor.image import api_message, docker_client
+from fwdoctor.image.local_engine import api_message, docker_client
 from fwdoctor.smoke.kernel import driver_gpu_evidence
 
 BUILD_TIMEOUT_S = 3600.0

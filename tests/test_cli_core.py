@@ -110,7 +110,7 @@ def test_explain_accepts_codes_and_rejects_unknown_ids(cli):
 
 
 def test_markdown_output_strips_uuids_and_home_paths():
-    from fwdoctor.report import scrub
+    from fwdoctor.render.report import scrub
 
     text = "GPU-5c1a8e2f-1b2c-3d4e-5f60-718293a4b5c6 at /home/alice/venv and /root/.local"
     assert scrub(text) == "<uuid> at /home/<user>/venv and ~/.local"
@@ -119,7 +119,7 @@ def test_markdown_output_strips_uuids_and_home_paths():
 def test_the_committed_findings_doc_is_fresh():
     from pathlib import Path
 
-    from fwdoctor.explain import findings_markdown
+    from fwdoctor.render.explain import findings_markdown
 
     committed = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text()
     assert committed == findings_markdown(), "docs/findings.md is stale: run `make docs`"

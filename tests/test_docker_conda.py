@@ -119,7 +119,7 @@ def test_the_image_carries_both_locks_digests(built, engine):
 def exported(built, engine):
     tag, _, _, result = built
     assert result.exit_code == 0, result.output[-2000:]
-    from fwdoctor.image import export
+    from fwdoctor.image.local_engine import export
 
     return export(tag, client=engine)
 

@@ -110,7 +110,7 @@ def exported(built, engine):
     """The built image's filesystem and ENV, exported once (each export copies the image)."""
     tag, _, result = built
     assert result.exit_code == 0, result.output[-2000:]
-    from fwdoctor.image import export
+    from fwdoctor.image.local_engine import export
 
     return export(tag, client=engine)
 

@@ -1,4 +1,4 @@
-"""doctor/image.py: an image's filesystem is unpacked defensively (no absolute or `..`
+"""doctor/image/unpack.py and local_engine.py: an image's filesystem is unpacked defensively (no absolute or `..`
 members, no device nodes, nothing written through links) and its ENV parsed, without the
 image ever being started."""
 
@@ -14,7 +14,9 @@ import pytest
 
 from conftest import require_module
 
-from fwdoctor import image
+from fwdoctor.image import local_engine
+from fwdoctor.image.inspected import ImageError, parse_env
+from fwdoctor.image.unpack import safe_extract
 from image_helpers import member, tar_bytes
 
 
@@ -26,7 +28,7 @@ def test_a_normal_tree_is_unpacked_with_files_dirs_and_links(tmp_path):
         (member("usr/lib/libcudnn.so.9", tarfile.SYMTYPE, linkname="libcudnn.so.9.24.0"), None),
         (member("usr/lib/hard", tarfile.LNKTYPE, linkname="usr/lib/libcudnn.so.9.24.0"), None),
     ])
-    skipped = image.safe_extract(io.BytesIO(data), str(tmp_path))
+    skipped = safe_extract(io.BytesIO(data), str(tmp_path))
     assert skipped == []
     assert (tmp_path / "usr/lib/libcudnn.so.9").read_bytes() == b"ELF"
     assert os.readlink(tmp_path / "usr/lib/libcudnn.so.9") == "libcudnn.so.9.24.0"
@@ -46,7 +48,7 @@ def test_a_normal_tree_is_unpacked_with_files_dirs_and_links(tmp_path):
 )
 def test_a_dangerous_member_is_skipped_with_the_reason(tmp_path, bad, why):
     data = tar_bytes([(bad, b"x" if bad.isfile() else None)])
-    skipped = image.safe_extract(io.BytesIO(data), str(tmp_path / "root"))
+    skipped = safe_extract(io.BytesIO(data), str(tmp_path / "root"))
     assert skipped == [f"{bad.name}: {why}"]
     assert not (tmp_path / "escape").exists() and not (tmp_path / "etc").exists()
 
@@ -59,25 +61,25 @@ def test_nothing_is_written_through_a_symlink_that_leaves_the_tree(tmp_path):
         (member("lib", tarfile.SYMTYPE, linkname=str(outside)), None),
         (member("lib/evil.so"), b"payload"),
     ])
-    skipped = image.safe_extract(io.BytesIO(data), str(root))
+    skipped = safe_extract(io.BytesIO(data), str(root))
     assert skipped == ["lib/evil.so: parent folder is a link out of the tree"]
     assert list(outside.iterdir()) == []
 
 
 def test_a_hard_link_to_a_file_outside_the_tree_is_refused(tmp_path):
     data = tar_bytes([(member("etc/shadow-copy", tarfile.LNKTYPE, linkname="etc/missing"), None)])
-    skipped = image.safe_extract(io.BytesIO(data), str(tmp_path))
+    skipped = safe_extract(io.BytesIO(data), str(tmp_path))
     assert skipped == ["etc/shadow-copy: hard link to etc/missing outside the unpacked files"]
 
 
 def test_setuid_bits_are_dropped(tmp_path):
     data = tar_bytes([(member("bin/su", mode=0o4755), b"#!")])
-    image.safe_extract(io.BytesIO(data), str(tmp_path))
+    safe_extract(io.BytesIO(data), str(tmp_path))
     assert not os.stat(tmp_path / "bin/su").st_mode & stat.S_ISUID
 
 
 def test_image_env_is_parsed_into_a_mapping():
-    env = image.parse_env(["PATH=/usr/bin:/bin", "NVIDIA_REQUIRE_CUDA=cuda>=13.0 brand=tesla,driver>=535", "EMPTY", "X=a=b"])
+    env = parse_env(["PATH=/usr/bin:/bin", "NVIDIA_REQUIRE_CUDA=cuda>=13.0 brand=tesla,driver>=535", "EMPTY", "X=a=b"])
     assert env == {"PATH": "/usr/bin:/bin", "NVIDIA_REQUIRE_CUDA": "cuda>=13.0 brand=tesla,driver>=535", "EMPTY": "", "X": "a=b"}
 
 
@@ -121,7 +123,7 @@ def test_export_unpacks_a_created_never_started_container_and_removes_it():
     require_module("docker", "pip install 'fwdoctor[docker]'")
     payload = tar_bytes([(member("etc", tarfile.DIRTYPE, 0o755), None), (member("etc/os-release"), b'ID=ubuntu\nVERSION_ID="24.04"\n')])
     client = FakeClient(payload, ["CUDA_VERSION=13.0.2", "PATH=/usr/local/nvidia/bin:/usr/bin"])
-    exported = image.export("demo:1", client=client)
+    exported = local_engine.export("demo:1", client=client)
     assert Path(exported.root, "etc/os-release").read_text().startswith("ID=ubuntu")
     assert exported.env["CUDA_VERSION"] == "13.0.2"
     assert client.container.removed and client.created[0]["network_disabled"] is True
@@ -147,25 +149,25 @@ class SlowContainer(FakeContainer):
 def test_an_export_that_streams_past_its_deadline_is_refused_naming_it(monkeypatch, read):
     # issue 24: --image-archive had a deadline per image; the engine's export had none.
     require_module("docker", "pip install 'fwdoctor[docker]'")
-    monkeypatch.setattr(image, "EXPORT_DEADLINE_S", 0.3)
+    monkeypatch.setattr(local_engine, "EXPORT_DEADLINE_S", 0.3)
     client = FakeClient(b"", [])
     client.container = SlowContainer(b"")
-    with pytest.raises(image.ImageError, match=r"the export of 'demo:1': not read within 0.3 s \(the limit for one image\)"):
-        getattr(image, read)("demo:1", client=client)
+    with pytest.raises(ImageError, match=r"the export of 'demo:1': not read within 0.3 s \(the limit for one image\)"):
+        getattr(local_engine, read)("demo:1", client=client)
     assert client.container.removed
 
 
 def test_export_of_a_missing_image_is_an_image_error():
     require_module("docker", "pip install 'fwdoctor[docker]'")
-    with pytest.raises(image.ImageError, match="no image 'nope:1' in the local engine"):
-        image.export("nope:1", client=FakeClient(b"", []))
+    with pytest.raises(ImageError, match="no image 'nope:1' in the local engine"):
+        local_engine.export("nope:1", client=FakeClient(b"", []))
 
 
 def test_export_of_a_corrupt_stream_is_an_image_error():
     require_module("docker", "pip install 'fwdoctor[docker]'")
     client = FakeClient(b"this is not a tar stream at all" * 40, [])
-    with pytest.raises(image.ImageError, match="not a readable tar stream"):
-        image.export("demo:1", client=client)
+    with pytest.raises(ImageError, match="not a readable tar stream"):
+        local_engine.export("demo:1", client=client)
     assert client.container.removed
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from fwdoctor import selection as sel
 from fwdoctor.engine import judge
-from fwdoctor.explain import explanation
 from fwdoctor.kb import KB, KB_DIR
 from fwdoctor.model import Fact, Facts, Severity
-from fwdoctor import selection as sel
+from fwdoctor.render.explain import explanation
 from fwdoctor.rules import driver as driver_rules
 
 TESTS = Path(__file__).resolve().parent

@@ -1,4 +1,4 @@
-"""One escaping layer per output target (fwdoctor.escape, issue 24 item 2), each checked by
+"""One escaping layer per output target (fwdoctor.render.escape, issue 24 item 2), each checked by
 the target's own reader on arbitrary text, as tests/test_quoting.py does for the shell:
 
 - terminal: no raw control character or stray byte survives, one line, plain text unchanged;
@@ -18,7 +18,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fwdoctor.escape import md_block, md_cell, md_code, terminal, terminal_lines, yaml_dump
+from fwdoctor.render.escape import md_block, md_cell, md_code, terminal, terminal_lines, yaml_dump
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -151,7 +151,7 @@ def test_yaml_quotes_the_scalars_yaml_1_1_types(value):
 def test_prometheus_series_are_distinct_after_escaping_and_parse(values):
     from prometheus_client.parser import text_string_to_metric_families
 
-    from fwdoctor.prometheus import _Writer, escape_label_value
+    from fwdoctor.render.prometheus import _Writer, escape_label_value
 
     out = _Writer()
     out.family("version_info", "test", (({"component": "x", "version": v}, 1) for v in values))

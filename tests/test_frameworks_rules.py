@@ -13,9 +13,9 @@ from fwdoctor.engine import judge
 from fwdoctor.model import Fact, Facts
 from fwdoctor.probes.frameworks import parse_build_info, parse_metadata
 from fwdoctor.recipes.select_frameworks import select_framework
+from fwdoctor.render.textfit import unwrap
 from fwdoctor.rules.frameworks import RULES, common_version
 from fwdoctor.selection import Gpu, Target
-from fwdoctor.textfit import unwrap
 
 pytestmark = pytest.mark.usefixtures("use_test_kb")
 DATA = Path(__file__).resolve().parent / "data" / "frameworks"

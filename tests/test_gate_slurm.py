@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from fwdoctor.textfit import unwrap
+from fwdoctor.render.textfit import unwrap
 
 import gpuhost
 

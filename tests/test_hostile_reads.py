@@ -183,10 +183,10 @@ def test_wrong_typed_facts_never_crash_check(tmp_path: Path, value: object, save
     switch (a rule that raises fails the test), every rule runs clean."""
     import re
 
-    from fwdoctor import report as rep
     from fwdoctor.engine import applies, judge
     from fwdoctor.kb import KB
     from fwdoctor.model import Facts
+    from fwdoctor.render import report as rep
     from fwdoctor.rules import KB_AREAS, RULES
     from fwdoctor.rules.base import RAISE_RULE_ERRORS_ENV
     from fwdoctor.sources import read_facts_file

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fwdoctor import image_archive
 from fwdoctor.cli import main as cli
-from fwdoctor.image import ImageError
+from fwdoctor.image import archive as image_archive
+from fwdoctor.image.inspected import ImageError
 from tests.image_helpers import member, tar_bytes
 
 GUARD_S = 20.0  # a hang guard, far above the ~0.3 s measured (benchmarks/image_bombs.py)

@@ -1,5 +1,5 @@
 """`--image-archive`: `docker save` tarballs and OCI image layouts read without a Docker
-engine (doctor/image_archive.py): layers applied in order, whiteouts and opaque folders
+engine (doctor/image/archive.py): layers applied in order, whiteouts and opaque folders
 honoured, the config's ENV/User/Entrypoint used, and a clear exit 2 for a bad input.
 
 The archives are real: `docker save` of an image built on the CI base image
@@ -25,9 +25,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fwdoctor import image, image_archive
 from fwdoctor.cli import main as cli
 from fwdoctor.engine import collect
+from fwdoctor.image import archive as image_archive
+from fwdoctor.image import local_engine
 from fwdoctor.probes import PROBES
 from tests.image_helpers import BASE_IMAGE, LAYERED_DOCKERFILE, LAYERED_TAG, build, docker_engine, member, tar_bytes
 from conftest import require_module
@@ -155,7 +156,7 @@ def saved(engine, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def exported_facts(engine, saved) -> dict:
-    return collect(image.inspect(LAYERED_TAG, client=engine).host(), PROBES).to_json()
+    return collect(local_engine.inspect(LAYERED_TAG, client=engine).host(), PROBES).to_json()
 
 
 def skopeo_oci(saved: Path, dest: Path, *extra: str) -> Path:

@@ -1,5 +1,5 @@
-"""Images are read in one pass into a bounded in-memory tree (doctor/imagefs.py,
-doctor/image.py): the probes see the same files, names, links and sizes as in the fully
+"""Images are read in one pass into a bounded in-memory tree (doctor/image/tree.py,
+doctor/image/host.py): the probes see the same files, names, links and sizes as in the fully
 unpacked image, content is kept only for the reads the probes declare
 (fwdoctor.probes.READS), and nothing in the stream ever touches the host filesystem."""
 
@@ -16,10 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from fwdoctor import image
 from fwdoctor.engine import collect
 from fwdoctor.host import Host, UnreadableError, load_env_file
-from fwdoctor.imagefs import ImageHost, TreeBuilder
+from fwdoctor.image import local_engine
+from fwdoctor.image.host import ImageHost
+from fwdoctor.image.keep import KeepPlan, probe_plan
+from fwdoctor.image.stream import ChunkReader
+from fwdoctor.image.tree import TreeBuilder
+from fwdoctor.image.unpack import safe_extract
 from fwdoctor.probes import PROBES, READS
 from fwdoctor.probes.libscan import EMBEDDED_SCAN_CHUNK, scan_embedded
 from tests.image_helpers import BASE_IMAGE, LAYERED_DOCKERFILE, LAYERED_TAG, build, docker_engine, member, tar_bytes
@@ -29,7 +33,7 @@ CASES = [(root.name, env.name) for root in sorted(ROOTS.iterdir()) if root.is_di
 
 
 def tree_of(data: bytes, plan=None, layer: bool = False, budget: int | None = None) -> TreeBuilder:
-    builder = TreeBuilder(plan or image.probe_plan(), **({"budget": budget} if budget else {}))
+    builder = TreeBuilder(plan or probe_plan(), **({"budget": budget} if budget else {}))
     builder.apply(io.BytesIO(data), layer=layer)
     return builder
 
@@ -74,11 +78,11 @@ class RecordingImageHost(ImageHost):
 def test_read_patterns_are_globs_over_the_whole_path(pattern, path, matches):
     from fwdoctor.probes.base import Read
 
-    assert (image.KeepPlan([Read(pattern)]).rule(path) is not None) is matches
+    assert (KeepPlan([Read(pattern)]).rule(path) is not None) is matches
 
 
 def test_the_declared_reads_bound_every_file_and_the_nccl_scan_stops_at_its_marker():
-    plan = image.probe_plan()
+    plan = probe_plan()
     assert all(r.limit <= 64 * 1024 * 1024 for r in READS)
     limit, until = plan.rule("/usr/lib/x86_64-linux-gnu/libnccl.so.2")
     assert limit == 32 * 1024 * 1024 and until is not None
@@ -106,7 +110,7 @@ def test_without_the_declared_contents_the_facts_differ():
     """The comparison above can fail: an empty plan loses torch's version."""
     folder = ROOTS / "torch-driver-ok"
     env = load_env_file(str(folder / "fixture.env"))
-    empty = tree_of(tar_of_folder(folder), plan=image.KeepPlan([]))
+    empty = tree_of(tar_of_folder(folder), plan=KeepPlan([]))
     facts = collect(ImageHost.of_tree(empty.tree, env), PROBES)
     assert facts.get("torch.version") is None
     assert collect(Host.at_root(folder, env), PROBES).get("torch.version")
@@ -142,7 +146,7 @@ def test_the_nccl_scan_finds_the_same_string_in_the_kept_prefix(tmp_path):
     data = tar_bytes([(member("usr/lib/x86_64-linux-gnu/libnccl.so.2"), lib)])
     builder = tree_of(data)
     assert builder.kept == 4 * EMBEDDED_SCAN_CHUNK
-    image.safe_extract(io.BytesIO(data), str(tmp_path))
+    safe_extract(io.BytesIO(data), str(tmp_path))
     assert scan_embedded(ImageHost.of_tree(builder.tree, {}), "/usr/lib/x86_64-linux-gnu/libnccl.so.2") == ("2.21.5", "12.4")
     assert scan_embedded(Host.at_root(tmp_path), "/usr/lib/x86_64-linux-gnu/libnccl.so.2") == ("2.21.5", "12.4")
 
@@ -195,14 +199,14 @@ def test_a_folder_member_over_a_link_never_changes_the_link_target(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir(mode=0o700)
     data = tar_bytes([(member("x", tarfile.SYMTYPE, linkname=str(outside)), None), (member("x", tarfile.DIRTYPE, mode=0o777), None)])
-    image.safe_extract(io.BytesIO(data), str(tmp_path / "root"))
+    safe_extract(io.BytesIO(data), str(tmp_path / "root"))
     assert (outside.stat().st_mode & 0o777) == 0o700
     assert (tmp_path / "root" / "x").is_dir() and not (tmp_path / "root" / "x").is_symlink()
 
 
 def test_the_on_disk_skeleton_holds_placeholders_as_holes(tmp_path):
     data = tar_bytes([(member("opt/model.bin"), os.urandom(1 << 20) * 8), (member("etc/os-release"), b"ID=debian\n")])
-    image.safe_extract(io.BytesIO(data), str(tmp_path), image.probe_plan())
+    safe_extract(io.BytesIO(data), str(tmp_path), probe_plan())
     placeholder = os.stat(tmp_path / "opt/model.bin")
     assert placeholder.st_size == 8 << 20 and placeholder.st_blocks * 512 < 64 * 1024
     assert (tmp_path / "etc/os-release").read_text() == "ID=debian\n"
@@ -211,13 +215,13 @@ def test_the_on_disk_skeleton_holds_placeholders_as_holes(tmp_path):
 def test_the_chunk_reader_hands_out_any_read_size_over_any_chunking():
     payload = os.urandom(100_003)
     chunks = [payload[i:i + 4099] for i in range(0, len(payload), 4099)]
-    reader = image.ChunkReader(chunks)
+    reader = ChunkReader(chunks)
     got = [reader.read(n) for n in (1, 10240, 7, 1 << 20, 5)]
     assert b"".join(got) == payload and reader.read(10) == b""
 
 
 def test_the_chunk_reader_seeks_forward_so_tarfile_skips_data_in_random_access_mode():
-    reader = image.ChunkReader([b"abc", b"defgh", b"ij"])
+    reader = ChunkReader([b"abc", b"defgh", b"ij"])
     assert reader.read(2) == b"ab" and reader.seek(6) == 6 and reader.tell() == 6 and reader.read(3) == b"ghi"
     reader.seek(-1, 1)  # back inside the current chunk: allowed
     assert reader.read(1) == b"i"
@@ -231,8 +235,8 @@ def test_an_export_read_over_forward_seeks_builds_the_tree_a_stream_read_does(ch
     must give the tree (names, sizes, kept content) that "r|" gives."""
     data = tar_of_folder(ROOTS / "libs-nccl-cu12-beside-cu13")
     streamed = tree_of(data)
-    seeking = TreeBuilder(image.probe_plan())
-    seeking.apply(image.ChunkReader(data[i:i + chunk] for i in range(0, len(data), chunk)), mode="r:")
+    seeking = TreeBuilder(probe_plan())
+    seeking.apply(ChunkReader(data[i:i + chunk] for i in range(0, len(data), chunk)), mode="r:")
     assert seeking.tree.children == streamed.tree.children
     assert {p: (n.kind, n.mode, n.size, n.link, n.data) for p, n in seeking.tree.nodes.items()} == {
         p: (n.kind, n.mode, n.size, n.link, n.data) for p, n in streamed.tree.nodes.items()
@@ -257,10 +261,10 @@ def layered(engine, tmp_path_factory):
 
 @pytest.mark.docker
 def test_an_image_read_in_memory_gives_the_facts_of_its_full_unpacking(layered, engine, tmp_path):
-    inspected = image.inspect(layered, client=engine)
+    inspected = local_engine.inspect(layered, client=engine)
     full = tmp_path / "full"
     skipped = []
-    image._export_stream(layered, engine, lambda stream: skipped.extend(image.safe_extract(stream, str(full))))
+    local_engine._export_stream(layered, engine, lambda stream: skipped.extend(safe_extract(stream, str(full))))
     streamed = collect(inspected.host(), PROBES)
     unpacked = collect(Host.at_root(full, inspected.env), PROBES)
     # Everything alike but the host name: an image names none, while the unpacked export,
@@ -315,7 +319,7 @@ def test_an_image_bigger_than_the_temporary_folder_is_judged_the_same(engine, tm
     try:
         # The old way (unpack everything) does not fit: the test's premise.
         full_skipped: list[str] = []
-        image._export_stream(tag, engine, lambda stream: full_skipped.extend(image.safe_extract(stream, str(small / "full"))))
+        local_engine._export_stream(tag, engine, lambda stream: full_skipped.extend(safe_extract(stream, str(small / "full"))))
         assert any("No space left on device" in s for s in full_skipped)
         shutil.rmtree(small / "full")
         in_small = _check_json(["--image", tag], tmpdir=str(small))

@@ -23,10 +23,10 @@ import pytest
 # written as YAML), the recipes, images and archives, the fleet, triage, smoke tests, the
 # MCP server, the other commands' CLI modules.
 NOT_IMPORTED = (
-    "yaml", "tarfile", "fwdoctor.recipes", "fwdoctor.image", "fwdoctor.image_archive", "fwdoctor.imagefs",
-    "fwdoctor.fleet", "fwdoctor.triage", "fwdoctor.smoke", "fwdoctor.mcp", "fwdoctor.gate", "fwdoctor.explain",
+    "yaml", "tarfile", "fwdoctor.recipes", "fwdoctor.image",
+    "fwdoctor.fleet", "fwdoctor.triage", "fwdoctor.smoke", "fwdoctor.mcp", "fwdoctor.gate", "fwdoctor.render.explain", "fwdoctor.render.testreport",
     "fwdoctor.cli.recipes", "fwdoctor.cli.stack", "fwdoctor.cli.fleet", "fwdoctor.cli.smoke", "fwdoctor.cli.triage",
-    "fwdoctor.prometheus",
+    "fwdoctor.render.prometheus",
 )
 
 # Not needed by `triage FILE` (text or JSON): everything `check` does without, plus the
@@ -68,13 +68,13 @@ def _unwanted(modules: set[str], names: tuple[str, ...]) -> list[str]:
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_a_plain_static_check_does_not_import_yaml_recipes_other_commands_or_other_renderers(tmp_path: Path, fmt: str) -> None:
     modules = _modules_after(tmp_path, ["check", "--format", fmt])
-    assert "fwdoctor.engine" in modules and "fwdoctor.report" in modules  # the check did run and render
+    assert "fwdoctor.engine" in modules and "fwdoctor.render.report" in modules  # the check did run and render
     assert _unwanted(modules, NOT_IMPORTED) == []
 
 
 def test_check_imports_the_prometheus_renderer_when_that_format_is_asked(tmp_path: Path) -> None:
     # The audit's other side: the lazy import is where the format needs it.
-    assert "fwdoctor.prometheus" in _modules_after(tmp_path, ["check", "--format", "prometheus"])
+    assert "fwdoctor.render.prometheus" in _modules_after(tmp_path, ["check", "--format", "prometheus"])
 
 
 @pytest.mark.parametrize("fmt", ["json", "text"])

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from fwdoctor.engine import judge
 from fwdoctor.model import Facts
-from fwdoctor.report import render_markdown, render_text, to_json
+from fwdoctor.render.report import render_markdown, render_text, to_json
+from fwdoctor.render.textfit import unwrap
 from fwdoctor.rules import RULES
-from fwdoctor.textfit import unwrap
 
 SUMMARY = re.compile(r"\d+ error\(s\), \d+ warning\(s\), \d+ info; (\d+) check\(s\) not run")
 

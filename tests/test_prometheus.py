@@ -15,7 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from fwdoctor import __version__
-from fwdoctor.prometheus import escape_label_value
+from fwdoctor.render.prometheus import escape_label_value
 
 ROOTS = Path(__file__).resolve().parent / "roots"
 FAMILIES = ["fwdoctor_finding", "fwdoctor_findings", "fwdoctor_checks", "fwdoctor_check_not_run", "fwdoctor_version_info",

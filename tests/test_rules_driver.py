@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from fwdoctor.engine import judge
-from fwdoctor.explain import explanation
 from fwdoctor.model import Fact, Facts, Severity
+from fwdoctor.render.explain import explanation
 from fwdoctor.rules import driver as driver_rules
 from fwdoctor.rules import runtime as runtime_rules
 

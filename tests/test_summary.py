@@ -1,4 +1,4 @@
-"""Versions at a glance (fwdoctor.summary): one line per layer at the top of `check`'s text
+"""Versions at a glance (fwdoctor.render.summary): one line per layer at the top of `check`'s text
 and markdown reports and in its JSON. The full-stack facts are this machine's real ones
 (torch 2.14.1+cu130 with its pip cuDNN/NCCL, read with `fwdoctor facts`) plus an H100 host's
 driver and GPUs as NVML reports them; the root-folder case is the driver-ok fixture."""
@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from fwdoctor.cli import main
 from fwdoctor.engine import judge
 from fwdoctor.model import Fact, Facts
-from fwdoctor.report import render_markdown, render_text, to_json
-from fwdoctor.summary import LAYERS, summary
-from fwdoctor.textfit import unwrap
+from fwdoctor.render.report import render_markdown, render_text, to_json
+from fwdoctor.render.summary import LAYERS, summary
+from fwdoctor.render.textfit import unwrap
 from helpers import REPO
 
 ROOTS = REPO / "tests" / "roots"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fwdoctor.kb import KB_DIR
-from fwdoctor.textfit import WIDTH, fit, fit_text
+from fwdoctor.render.textfit import WIDTH, fit, fit_text
 
 from test_select_grid import DRIVERS, GPUS
 
@@ -188,7 +188,7 @@ def test_fix_plans_fit_80_columns_and_stay_valid_sh(cli, root):
 def test_a_fitted_script_runs_exactly_as_the_original(tmp_path):
     import subprocess
 
-    from fwdoctor.textfit import fit_script
+    from fwdoctor.render.textfit import fit_script
 
     program = 'import sys\nprint("a long line of python that the shell reads verbatim, inside quotes: " + " ".join(sys.argv[1:]))\n'
     script = "\n".join([

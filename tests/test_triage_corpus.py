@@ -25,7 +25,7 @@ from fwdoctor.kb import KB_DIR as REPO_KB
 from fwdoctor.findings import BY_ID
 from fwdoctor.model import Severity
 from fwdoctor.triage.judge import run
-from fwdoctor.textfit import unwrap
+from fwdoctor.render.textfit import unwrap
 
 CORPUS = DATA / "triage"
 ITEMS = sorted(CORPUS.glob("[0-9][0-9]-*.md"))

@@ -137,7 +137,7 @@ def step_image(run: Run, image: str | None, gpus: int) -> dict:
         step["why"] = f"out of time: {max(0.0, run.left()):.0f} s of the budget left"
         return run.add(step)
     try:
-        from fwdoctor.image import docker_client
+        from fwdoctor.image.local_engine import docker_client
 
         client = docker_client()
     except Exception as exc:  # no SDK, no engine, no permission: a skip that says which

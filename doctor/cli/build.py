@@ -22,7 +22,7 @@ from fwdoctor.kb import KB, KBError
 from fwdoctor.model import Severity
 from fwdoctor.recipes import stack as stack_mod
 from fwdoctor.recipes import torch_source as ts
-from fwdoctor.textfit import fit_script
+from fwdoctor.render.textfit import fit_script
 
 MARK = {Severity.ERROR: "error", Severity.WARNING: "warn ", Severity.INFO: "info "}
 

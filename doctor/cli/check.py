@@ -61,19 +61,19 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
     report = check_report(source, only, kb_dir, ignore)
     fmt = "json" if as_json else fmt
     if fmt == "json":
-        from fwdoctor.report import render_json
+        from fwdoctor.render.report import render_json
 
         click.echo(render_json(report, checked_at=utc_now(), kb_dir=kb_dir), nl=False)
     elif fmt == "prometheus":
-        from fwdoctor import prometheus
+        from fwdoctor.render import prometheus
 
         click.echo(prometheus.render(report, checked_at=utc_now()), nl=False)
     elif fmt == "markdown":
-        from fwdoctor.report import render_markdown
+        from fwdoctor.render.report import render_markdown
 
         click.echo(render_markdown(report, kb_dir=kb_dir), nl=False)
     else:
-        from fwdoctor.report import render_text
+        from fwdoctor.render.report import render_text
 
         click.echo(render_text(report, verbose=verbose, color=use_color(), kb_dir=kb_dir), nl=False)
     if report.nothing_checked:

@@ -4,7 +4,7 @@
 root context; commands read them through these helpers instead of deciding for themselves:
 
 - `note(text)`: progress and remarks on stderr ("interpreter under test: ..."); silent with
-  -q; control characters shown visibly (fwdoctor.escape.terminal). Errors never go through
+  -q; control characters shown visibly (fwdoctor.render.escape.terminal). Errors never go through
   here (fwdoctor.cli.errors), so -q never hides a failure.
 - `use_color()`: --color always/never, else auto: a terminal on stdout and no NO_COLOR
   (https://no-color.org: set and non-empty disables colour), and TERM is not "dumb".
@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, TypeVar
 import click
 
 from fwdoctor.background import Background
-from fwdoctor.escape import terminal_lines
+from fwdoctor.render.escape import terminal_lines
 from fwdoctor.schema import stamp
 
 _KEY = "fwdoctor.output"

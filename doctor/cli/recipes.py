@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import click
 from packaging.version import InvalidVersion, Version
 
+from fwdoctor import selection as sel
 from fwdoctor.cli.common import EXIT_FINDINGS, facts_from, fail, kb_option, live_only, load_kb, source_options
 from fwdoctor.cli.output import emit_json, note, waiting
 from fwdoctor.engine import judge
@@ -28,10 +29,9 @@ from fwdoctor.kb import KB
 from fwdoctor.model import Facts
 from fwdoctor.recipes import cuda_toolkit, framework_wheel, select_frameworks, torch_wheel
 from fwdoctor.recipes import fix as fixes
-from fwdoctor import selection as sel
-from fwdoctor.textfit import fit_script, fit_text
 from fwdoctor.recipes.apply import ApplyResult, apply_plan
 from fwdoctor.recipes.plan import Plan
+from fwdoctor.render.textfit import fit_script, fit_text
 from fwdoctor.rules import RULES
 from fwdoctor.sources import SourceRequest
 

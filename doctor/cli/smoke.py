@@ -19,7 +19,7 @@ from fwdoctor.cli.common import fail, facts_from, kb_option, load_kb, seconds, w
 from fwdoctor.cli.output import emit_json, note, waiting
 from fwdoctor.engine import judge
 from fwdoctor.host import Host
-from fwdoctor.report import to_json
+from fwdoctor.render.report import to_json
 from fwdoctor.rules import RULES
 from fwdoctor.smoke import allreduce as ar
 from fwdoctor.smoke import compile as nvcc_smoke
@@ -64,7 +64,7 @@ _REPORT_FORMAT = click.option("--report-format", "fmt", type=click.Choice(["text
 def _emit(results: list, as_json: bool, extra_text: str = "", fmt: str | None = None) -> int:
     code = exit_code(results)
     if fmt in ("ctrf", "junit"):
-        from fwdoctor import testreport
+        from fwdoctor.render import testreport
 
         started = click.get_current_context().meta.get(_STARTED_KEY)
         elapsed = _elapsed(started)

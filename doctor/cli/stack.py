@@ -19,9 +19,9 @@ import click
 from fwdoctor import extras
 from fwdoctor.cli.common import EXIT_FINDINGS, fail, findings_exit, kb_option, load_kb
 from fwdoctor.cli.output import emit_json, note
-from fwdoctor.image import ImageError
-from fwdoctor.recipes import docker_build as db
+from fwdoctor.image.inspected import ImageError
 from fwdoctor.quoting import QuotingError
+from fwdoctor.recipes import docker_build as db
 from fwdoctor.recipes import dockerfile, lockfile, wheelpack
 from fwdoctor.recipes import stack as stack_mod
 from fwdoctor.recipes.scripts import read as read_script

@@ -108,7 +108,7 @@ def learn(paths: list[str]) -> dict[str, Any]:
 
 
 def render(doc: dict[str, Any]) -> str:
-    from fwdoctor.escape import yaml_dump
+    from fwdoctor.render.escape import yaml_dump
 
     head = ("# fwdoctor fleet baseline: each node type's median (GPU model -> GPUs answering, narrowest PCIe width,\n"
             "# lowest PCIe generation, fewest NVLinks up, GEMM TFLOP/s). Use: fwdoctor gate --baseline THIS_FILE\n")

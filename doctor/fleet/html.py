@@ -4,7 +4,7 @@ Everything is inline (page.css, page.js beside this module, read as package data
 Content-Security-Policy forbids every fetch, so the page works offline, from a mail
 attachment or an artifact store. Every value that came from a document (node names,
 versions, messages) goes through html.escape (control characters shown visibly first,
-fwdoctor.escape.terminal): a host name is input like any other.
+fwdoctor.render.escape.terminal): a host name is input like any other.
 
 Cells the documents do not fill show "n/a". An odd cell (a minority value, a figure far
 below its peers') has class "odd" and a title saying what the rest have.
@@ -17,11 +17,11 @@ from importlib import resources
 from typing import Iterator
 
 from fwdoctor import __version__
-from fwdoctor.escape import terminal
 from fwdoctor.findings import AREA_TITLES
 from fwdoctor.fleet import node as nd
 from fwdoctor.fleet.hostlist import folded
 from fwdoctor.fleet.report import FleetReport, _differing, _summary, grouped_node_findings, own, to_act_on, worst_of
+from fwdoctor.render.escape import terminal
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 

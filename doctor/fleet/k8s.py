@@ -37,7 +37,7 @@ The default image is the one `fwdoctor docker build stacks/cu130-py312.yaml` tag
 Dockerfile `fwdoctor docker generate` writes installs fwdoctor beside the locked stack);
 it is in no public registry: the manifest says to build and push it, or to pass --image.
 
-The manifest is built as data and written by fwdoctor.escape.yaml_dump (PyYAML's safe
+The manifest is built as data and written by fwdoctor.render.escape.yaml_dump (PyYAML's safe
 dumper, quoting every string YAML 1.1 or 1.2 would type: `y`, `on`, `1e3`, `0o17`, `~`):
 no value is ever pasted into YAML text.
 """
@@ -47,8 +47,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fwdoctor.escape import yaml_dump
 from fwdoctor.fleet.collect import DEFAULT_TIMEOUT_S, WHAT
+from fwdoctor.render.escape import yaml_dump
 
 GPU_LABEL = ("nvidia.com/gpu.present", "true")
 GPU_TAINT_KEY = "nvidia.com/gpu"

@@ -26,7 +26,7 @@ import json
 import re
 from typing import Any
 
-from fwdoctor.escape import yaml_dump
+from fwdoctor.render.escape import yaml_dump
 from fwdoctor.fleet.k8s import (
     GPU_TAINT_KEY, NAME_LABEL, ManifestError, _check, _DNS_LABEL, _IMAGE, node_selector,
 )

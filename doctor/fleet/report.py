@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
 from fwdoctor import __version__
-from fwdoctor.escape import md_cell, md_code, terminal_lines
 from fwdoctor.findings import AREA_TITLES
 from fwdoctor.fleet import node as nd
 from fwdoctor.fleet.documents import BadInput, Document, StampError, documents
@@ -33,6 +32,7 @@ from fwdoctor.fleet.drift import MAX_LISTED, Drift, drift, listed
 from fwdoctor.fleet.hostlist import folded
 from fwdoctor.fleet.rules import MIN_PEER_GROUP, RULES as FLEET_RULES, SLOW_FRACTION, Fleet
 from fwdoctor.model import Facts, Finding, NotChecked, Provenance, Severity
+from fwdoctor.render.escape import md_cell, md_code, terminal_lines
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -474,7 +474,7 @@ def render_text(report: FleetReport) -> str:
     else:
         out.append("`fwdoctor explain ID` explains a finding; --format json|markdown|html for other views.")
     # A node's values (driver version, GPU name, smoke failure text, file names) reach the
-    # terminal with their control characters shown, one line each (fwdoctor.escape).
+    # terminal with their control characters shown, one line each (fwdoctor.render.escape).
     return terminal_lines(out) + "\n"
 
 
@@ -484,7 +484,7 @@ def _status(findings: list[Finding]) -> str:
 
 
 def md(text: Any) -> str:
-    """A value from the nodes' documents in markdown: an inline code span (fwdoctor.escape),
+    """A value from the nodes' documents in markdown: an inline code span (fwdoctor.render.escape),
     where GitHub renders no link, image, HTML or @mention; use `md_cell` in a table."""
     return md_code(text)
 

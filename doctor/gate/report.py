@@ -2,17 +2,17 @@
 (CTRF JSON, JUnit XML), Nagios/NHC and Node Problem Detector (their exit codes and one line).
 
 Values stay raw in the result; each renderer escapes for its target: the terminal through
-fwdoctor.escape, XML through xml.etree (which escapes text and attributes), JSON by json.
+fwdoctor.render.escape, XML through xml.etree (which escapes text and attributes), JSON by json.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fwdoctor import testreport
-from fwdoctor.escape import terminal
 from fwdoctor.gate.run import GateResult
-from fwdoctor.textfit import fit
+from fwdoctor.render import testreport
+from fwdoctor.render.escape import terminal
+from fwdoctor.render.textfit import fit
 
 # Exit codes by convention.
 # fwdoctor's own: 0 the node may take jobs (ok or warn), 1 drain, 2 the doctor failed.
@@ -80,12 +80,12 @@ def _tests(result: GateResult) -> list[dict[str, Any]]:
 
 
 def render_ctrf(result: GateResult, finished: float | None = None) -> str:
-    """CTRF JSON (fwdoctor.testreport): a test per step and per cause."""
+    """CTRF JSON (fwdoctor.render.testreport): a test per step and per cause."""
     return testreport.ctrf("fwdoctor gate", _tests(result), result.elapsed_s, finished,
                            {"verdict": result.verdict, "budget_s": result.budget_s})
 
 
 def render_junit(result: GateResult) -> str:
-    """JUnit XML (fwdoctor.testreport): drains are <failure>, warnings and unknowns pass
+    """JUnit XML (fwdoctor.render.testreport): drains are <failure>, warnings and unknowns pass
     with <system-out>."""
     return testreport.junit("fwdoctor gate", "fwdoctor.gate", _tests(result), result.elapsed_s)

@@ -150,8 +150,8 @@ def _source(ctx: Context, args: Mapping[str, Any], scratch: list[str]) -> Source
 
 
 def check(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
-    from fwdoctor import report as rep
     from fwdoctor.cli.check import check_report
+    from fwdoctor.render import report as rep
 
     scratch: list[str] = []
     try:

@@ -37,8 +37,9 @@ PROBES: tuple[Probe, ...] = (
 # so `fwdoctor build torch` runs them and a plain check does not pay for them.
 
 # Every file the probes above may read the bytes of, declared beside each reader: an image
-# is inspected keeping only these (fwdoctor.image). compilers, ldpath and torch_deep read
-# names and links only, or run programs on a live host.
+# is inspected keeping only these (fwdoctor.image.keep). compilers, ldpath and torch_deep read
+# names and links only, or run programs on a live host. Plain data, read by the image
+# package: no probe imports fwdoctor.image (tests/test_import_graph.py).
 READS: tuple[Read, ...] = (
     *python.READS,
     *torch.READS,

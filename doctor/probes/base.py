@@ -30,7 +30,7 @@ class Probe:
 @dataclass(frozen=True)
 class Read:
     """A file a probe may read the bytes of, declared so that an image is inspected by
-    keeping only these (fwdoctor.image): everything else keeps its name, type, mode, size
+    keeping only these (fwdoctor.image.keep): everything else keeps its name, type, mode, size
     and link target, never its content.
 
     `pattern` is a glob over the file's path in the image: `*` and `?` stay inside one path

@@ -48,7 +48,7 @@ MAX_SO_FILES = 200
 RECORD_LIMIT = 4 * 1024 * 1024
 INSTALLER_LIMIT = 1024
 
-# What this probe reads (fwdoctor.image keeps only declared reads). Of a wheel's shared
+# What this probe reads (fwdoctor.image.keep keeps only declared reads). Of a wheel's shared
 # objects only its Python extension modules (NAME.cpython-311-x86_64-linux-gnu.so,
 # NAME.abi3.so) up to three folders below site-packages are scanned: they are what an
 # `import` loads first and what a from-source build compiles with the system's g++; the

@@ -92,7 +92,7 @@ LAYOUTS: dict[str, Layout] = {
 # The words of a wrapper script (wrapper_target): one pattern "(/[^\s...]+/bin/nvcc)" re-ran
 # from each '/' to the end of its word (a word of 65,000 '/' in an image's file cost n^2).
 _WORD = re.compile(r"""[^\s"'`;|&]+""")
-# What this probe reads (fwdoctor.image keeps only declared reads): a toolkit can live
+# What this probe reads (fwdoctor.image.keep keeps only declared reads): a toolkit can live
 # anywhere (/usr/local/cuda-X.Y, a wheel's nvidia/cu13, a conda prefix), hence `**/`. An
 # nvcc is only read when it is a wrapper script under 4 KiB.
 READS = (

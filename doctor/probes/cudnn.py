@@ -19,7 +19,7 @@ from fwdoctor.model import Fact, Facts
 from fwdoctor.probes.base import Probe, probe
 from fwdoctor.probes.libscan import find_installs, ld_first, reads_for
 
-READS = reads_for(CUDNN)  # kept from an image (fwdoctor.image)
+READS = reads_for(CUDNN)  # kept from an image (fwdoctor.image.keep)
 
 
 @probe("cudnn", provides=("cudnn.installs", "cudnn.ld_first"))

@@ -121,7 +121,7 @@ def record_version(record: dict[str, Any]) -> str | None:
 
 # ----------------------------------------------------------------------------- reading
 def reads_for(spec: Library) -> tuple[Read, ...]:
-    """What find_installs/ld_first read for `spec` (fwdoctor.image keeps only declared
+    """What find_installs/ld_first read for `spec` (fwdoctor.image.keep keeps only declared
     reads): the dpkg database, the version headers, the conda-meta records, and for NCCL
     the first EMBEDDED_SCAN_LIMIT bytes of the library, no more once the string is seen."""
     reads = [Read(DPKG_STATUS, limit=DPKG_STATUS_LIMIT)]

@@ -18,7 +18,7 @@ from fwdoctor.model import Fact, Facts
 from fwdoctor.probes.base import Probe, probe
 from fwdoctor.probes.libscan import find_installs, ld_first, reads_for
 
-READS = reads_for(NCCL)  # kept from an image (fwdoctor.image)
+READS = reads_for(NCCL)  # kept from an image (fwdoctor.image.keep)
 
 
 @probe("nccl", provides=("nccl.installs", "nccl.ld_first"))

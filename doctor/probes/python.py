@@ -33,7 +33,7 @@ SHADOW_WATCH = re.compile(r"^(torch|torchvision|torchaudio|triton|nvidia-.*|cuda
 _PYVER = re.compile(r"^python(\d+)\.(\d+)$")
 _PATCHLEVEL = re.compile(r'#define\s+PY_VERSION\s+"(\d+\.\d+\.\d+)[^"]*"')
 _CONDA_PY = re.compile(r"^python-(\d+\.\d+\.\d+)-[^/]*\.json$")
-# What this probe reads (fwdoctor.image keeps only declared reads), with its own limits:
+# What this probe reads (fwdoctor.image.keep keeps only declared reads), with its own limits:
 # pyenv's global `version` file, pyvenv.cfg, patchlevel.h and a pip script's shebang.
 READS = (
     Read("**/version", limit=4096), Read("**/pyvenv.cfg", limit=64 * 1024),

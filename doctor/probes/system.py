@@ -35,7 +35,7 @@ LIBC_PATHS = (
 )
 LD_PATHS = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-x86-64.so.2")
 MUSL_GLOB = ("/lib", "ld-musl-*.so.1")
-# What this probe reads (fwdoctor.image keeps only declared reads): libc.so.6's version
+# What this probe reads (fwdoctor.image.keep keeps only declared reads): libc.so.6's version
 # banner is looked for in its first MAX_READ_BYTES, wherever a merged /usr puts it.
 # /etc/hostname holds one name of at most 64 characters (hostname(5)); 4 KiB leaves room
 # for comment lines before it.
@@ -150,9 +150,7 @@ def hostname_fact(host: Host) -> Fact:
             return Fact("system.hostname", socket.gethostname(), source="gethostname()")
         except OSError as exc:
             return Fact.unknown("system.hostname", f"gethostname(): {exc.strerror or exc}")
-    from fwdoctor.imagefs import ImageHost
-
-    if isinstance(host, ImageHost):
+    if host.is_image:
         return Fact("system.hostname", None, source="an image (its /etc/hostname, if any, is Docker's per-container file)")
     try:
         text = host.read_text(HOSTNAME_FILE, limit=HOSTNAME_READ_BYTES)

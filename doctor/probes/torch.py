@@ -30,7 +30,7 @@ from fwdoctor.probes.base import Read, probe
 # `cuda: Optional[str] = '13.0'` (older: `cuda = '11.7'`), `None` for CPU builds.
 _ASSIGN = re.compile(r"""^(__version__|cuda|hip|rocm|git_version)\s*(?::[^=]*)?=\s*(None|'[^']*'|"[^"]*")\s*$""", re.M)
 _DIST = re.compile(r"^torch-([^-]+)\.dist-info$")
-# What this probe reads (fwdoctor.image keeps only declared reads), with its own limits.
+# What this probe reads (fwdoctor.image.keep keeps only declared reads), with its own limits.
 READS = (Read("**/torch-*.dist-info/METADATA", limit=1024 * 1024), Read("**/torch/version.py", limit=64 * 1024))
 
 KEYS = ("torch.installed", "torch.version", "torch.cuda", "torch.location", "torch.requires", "torch.arch_list")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from fwdoctor.render.escape import terminal_lines
 from fwdoctor.smoke.diagnose import diagnose, first_error_line
-from fwdoctor.escape import terminal_lines
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
 
@@ -68,5 +68,5 @@ def render_text(results: Iterable[SmokeResult]) -> str:
         if r.hint:
             lines.append(f"      try: {r.hint}")
     # The error text is the child's own output (a driver's, a library's): control characters
-    # in it are shown, not sent to the terminal (fwdoctor.escape).
+    # in it are shown, not sent to the terminal (fwdoctor.render.escape).
     return terminal_lines(lines) + ("\n" if lines else "")

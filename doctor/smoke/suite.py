@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fwdoctor.model import Provenance
+from fwdoctor.render.escape import terminal_lines
 from fwdoctor.schema import stamp
 from fwdoctor.smoke.result import FAIL, PASS, SKIPPED, SmokeResult
-from fwdoctor.escape import terminal_lines
 
 SCHEMA = "fwdoctor-smoke/1"
 
@@ -61,7 +61,7 @@ SCHEMA = "fwdoctor-smoke/1"
 @dataclass
 class SuiteResult:
     python: str
-    check: dict[str, Any]  # fwdoctor.report.to_json(report)
+    check: dict[str, Any]  # fwdoctor.render.report.to_json(report)
     kernel: list[SmokeResult] = field(default_factory=list)
     allreduce: list[SmokeResult] = field(default_factory=list)
     provenance: Provenance | None = None  # the check's facts': whose report, collected when
@@ -117,4 +117,4 @@ def render_summary(suite: SuiteResult) -> str:
     errors = [f for f in suite.check.get("findings", []) if f.get("severity") == "error"]
     for finding in errors:
         lines.append(f"    error {finding.get('id')}: {finding.get('message')}")
-    return terminal_lines(lines) + "\n"  # smoke and check texts shown inert (fwdoctor.escape)
+    return terminal_lines(lines) + "\n"  # smoke and check texts shown inert (fwdoctor.render.escape)

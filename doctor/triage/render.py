@@ -8,7 +8,7 @@ Each fact's "source" names the report lines it came from ("report line 12-14: co
 
 The markdown is posted by a bot on an issue whose text anyone can write: text from the report
 (values, messages, quoted lines, fix commands) goes only inside code spans and fenced blocks
-(fwdoctor.escape), where GitHub renders no link, image, HTML, @mention or cross-reference;
+(fwdoctor.render.escape), where GitHub renders no link, image, HTML, @mention or cross-reference;
 fences are longer than any backtick run inside them. The text form goes through the terminal
 layer like `check`'s.
 """
@@ -19,10 +19,10 @@ import re
 from typing import Any
 
 from fwdoctor import __version__
-from fwdoctor import report as rep
-from fwdoctor.escape import md_block, md_cell, md_code, terminal_lines
 from fwdoctor.model import Facts, Finding
-from fwdoctor.textfit import fit
+from fwdoctor.render import report as rep
+from fwdoctor.render.escape import md_block, md_cell, md_code, terminal_lines
+from fwdoctor.render.textfit import fit
 from fwdoctor.triage import UNSHOWN
 from fwdoctor.triage.judge import Triage
 from fwdoctor.triage.text import Lines

@@ -21,7 +21,7 @@ read); a renderer escapes for its target at the edge, so no caller has to rememb
   (or a YAML 1.2 one) could read the plain scalar as something other than that string:
   `y`, `n`, `on`, `null`, `~`, `1e3`, `0o17`, `0x1F`, `1_000`, `190:20:30`, `.inf` ...
   PyYAML alone quotes only what its own resolver types (not `y`, `1e3`, `0o17`).
-- Prometheus label values: fwdoctor.prometheus.escape_label_value, and samples are merged
+- Prometheus label values: fwdoctor.render.prometheus.escape_label_value, and samples are merged
   on the escaped labels (two raw values that escape alike are one series, not two).
 """
 

@@ -1,7 +1,7 @@
 """One report, three renderers: text (for people), JSON (for scripts), markdown (for bug reports).
 
 Values stay raw in Facts and Findings (JSON keeps them so); each renderer escapes for where
-its bytes go (fwdoctor.escape): the text report shows control characters visibly (a GPU
+its bytes go (fwdoctor.render.escape): the text report shows control characters visibly (a GPU
 name's OSC 52 clipboard write, a path's newline), markdown holds report text only in code.
 Fix commands are quoted where the rules build them (fwdoctor.rules.base.sh)."""
 
@@ -14,13 +14,13 @@ from typing import Any
 
 from fwdoctor import __version__
 from fwdoctor.engine import Report
-from fwdoctor.escape import md_block, md_cell, md_code, terminal
 from fwdoctor.findings import AREA_TITLES, AREAS
 from fwdoctor.model import TIMESTAMP_FORMAT, Finding, Provenance, Severity
+from fwdoctor.render.escape import md_block, md_cell, md_code, terminal
+from fwdoctor.render.summary import summary
+from fwdoctor.render.summary import to_json as summary_json
+from fwdoctor.render.textfit import WIDTH, fit
 from fwdoctor.schema import stamp
-from fwdoctor.summary import summary
-from fwdoctor.textfit import WIDTH, fit
-from fwdoctor.summary import to_json as summary_json
 
 NOTHING_CHECKED = "Nothing could be checked: no check had the facts it needs (`-v` lists what each lacked)."
 MARK = {Severity.ERROR: "error", Severity.WARNING: "warn ", Severity.INFO: "info "}
@@ -169,7 +169,7 @@ def scrub(text: str) -> str:
 
 
 def render_markdown(report: Report, kb_dir: str | None = None) -> str:
-    """A bug-report comment: values from the host only inside code (fwdoctor.escape), so
+    """A bug-report comment: values from the host only inside code (fwdoctor.render.escape), so
     no folder or GPU name renders as a link, image, HTML or @mention on GitHub."""
     lines = [f"### fwdoctor {__version__} report", "", f"**{_summary_line(report)}**", ""]
     lines += ["| layer | version |", "|---|---|"]

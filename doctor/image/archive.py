@@ -3,7 +3,7 @@
 Reads a `docker save` tarball (manifest.json -> Config and Layers) or an OCI image layout
 (index.json -> manifest -> config and layer blobs under blobs/<alg>/<hex>), given as the
 tar file or as the unpacked folder. The layers are applied in order into one in-memory
-tree by fwdoctor.imagefs's TreeBuilder, with the same safety rules and the same "keep only
+tree by fwdoctor.image.tree's TreeBuilder, with the same safety rules and the same "keep only
 what the probes read" plan as an export, and with whiteouts honoured: `.wh.NAME` deletes
 NAME from the layers below, `.wh..wh..opq` empties its folder of them. Nothing is written
 to disk. Each layer blob is read once, front to back: gzip, bzip2 and xz through the
@@ -36,8 +36,10 @@ import zlib
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterator
 
-from fwdoctor.image import ChunkReader, ImageError, Inspected, KeepPlan, parse_env, probe_plan
-from fwdoctor.imagefs import TreeBuilder, TreeLimitError
+from fwdoctor.image.inspected import ImageError, Inspected, parse_env
+from fwdoctor.image.keep import KeepPlan, probe_plan
+from fwdoctor.image.stream import ChunkReader
+from fwdoctor.image.tree import TreeBuilder, TreeLimitError
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _MAGIC = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00", "zstd": _ZSTD_MAGIC}
@@ -209,7 +211,7 @@ class _Layer:
 
 def load(path: str, plan: KeepPlan | None = None, limits: Limits = LIMITS) -> Inspected:
     """The image in a `docker save` tarball or OCI layout at `path`, read into memory
-    like fwdoctor.image.inspect. Raises ImageError."""
+    like fwdoctor.image.local_engine.inspect. Raises ImageError."""
     budget = _Budget(limits)
     source = _open(path, budget)
     try:

@@ -3,29 +3,23 @@
 
 One pass over a tar stream (a container export, or image layers in order) builds an
 `ImageTree`: every folder, symlink and file with its type, mode, size and link target, and
-content only for the files the probes declare they read (`fwdoctor.probes.READS`, compiled
-into a `fwdoctor.image.KeepPlan`), each up to the probe's own read limit. `ImageHost` is a
-`Host` that answers from that tree exactly what `Host.at_root` would answer for the fully
-unpacked image, without a byte written to disk. A probe reading a file nobody declared
-gets an UnreadableError saying so (and tests/test_image_stream.py fails), never silence.
+content only for the files a plan keeps (the probes' declared reads, fwdoctor.image.keep),
+each up to the probe's own read limit. fwdoctor.image.host answers a probe's questions from
+that tree.
 
 Nothing in the stream touches the host filesystem, whatever its members say: names are
 only keys in a dict. The same refusals as the on-disk unpacker still apply (absolute and
 `..` paths, device nodes, FIFOs, hard links to files not in the tree, members under a
-symlinked folder), so the skip list reads the same.
+symlinked folder: fwdoctor.image.members), so the skip list reads the same.
 """
 
 from __future__ import annotations
 
-import io
-import os
 import posixpath
-import stat
 import tarfile
-from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import IO, Any
 
-from fwdoctor.host import DEFAULT_PATH, MAX_READ_BYTES, Host, UnreadableError
+from fwdoctor.image.members import member_path, refusal
 
 _CHUNK = 1 << 20
 # The most file content one inspection keeps, all kept files together. The declared reads
@@ -41,20 +35,10 @@ MAX_PATH_DEPTH = 256
 MAX_MEMBERS = 2_000_000
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
-_NOT_KEPT = "content not kept from the image (no probe declares reading it: fwdoctor.probes.READS)"
 
 
 class TreeLimitError(RuntimeError):
     """The stream is past a limit of the tree (members); the message names the limit."""
-
-
-def member_path(name: str) -> str:
-    """A tar member's name as an absolute image path. Only a leading "./" goes (as tar
-    writes names): `lstrip("./")` also ate the dots of top-level names, so a top-level
-    whiteout `.wh.opt` was ignored and `/.venv` read as `/venv`."""
-    while name.startswith("./"):
-        name = name[2:]
-    return posixpath.normpath("/" + name)
 
 
 class Node:
@@ -143,14 +127,12 @@ class TreeBuilder:
     def apply(self, stream: IO[bytes], layer: bool = False, mode: str = "r|*") -> None:
         """Read one tar. `mode` "r:" (uncompressed, and `stream` seeks forward) skips file
         data by seeking; "r|*" reads it through (compressed layers)."""
-        from fwdoctor.image import _refusal
-
         self._layer_paths = set()
         opened = tarfile.open(fileobj=stream, mode=mode) if mode == "r:" else tarfile.open(fileobj=stream, mode=mode, bufsize=_CHUNK)
         with opened as archive:
             for member in archive:
                 archive.members = []  # nothing looks members up again: memory stays flat
-                why = _refusal(member)
+                why = refusal(member)
                 if why:
                     self.skipped.append(f"{member.name}: {why}")
                     continue
@@ -239,93 +221,3 @@ class TreeBuilder:
 def _file_mode(mode: int) -> int:
     # As the on-disk unpacker left it: no setuid/setgid/sticky bits, readable by us.
     return (mode & 0o755) | 0o600
-
-
-class ImageHost(Host):
-    """A Host over an ImageTree: the same answers as Host.at_root over the unpacked image."""
-
-    tree: ImageTree
-
-    @classmethod
-    def of_tree(cls, tree: ImageTree, env: Mapping[str, str] | None = None, name: str = "image") -> "ImageHost":
-        merged = {"PATH": DEFAULT_PATH}
-        merged.update(env or {})
-        # `root` names no real folder: anything that still builds a real path from it
-        # (os.statvfs in a build probe) finds nothing there.
-        host = cls(Path(f"/nonexistent-fwdoctor-{name}"), merged, live=False)
-        host.tree = tree
-        return host
-
-    def _entry(self, view_path: str) -> tuple[bool, str | None]:
-        node = self.tree.get(view_path)
-        if node is None:
-            return False, None
-        return True, ((node.link or "") if node.kind == "l" else None)
-
-    def _node(self, path: str) -> Node | None:
-        return self.tree.get(self.resolve(path))
-
-    def _unresolved(self, path: str) -> Node | None:
-        parent = self.resolve(posixpath.dirname(path) or "/")
-        return self.tree.get(posixpath.join(parent, posixpath.basename(path)))
-
-    def exists(self, path: str) -> bool:
-        return self._node(path) is not None
-
-    def is_file(self, path: str) -> bool:
-        node = self._node(path)
-        return node is not None and node.kind == "f"
-
-    def is_dir(self, path: str) -> bool:
-        node = self._node(path)
-        return node is not None and node.kind == "d"
-
-    def is_symlink(self, path: str) -> bool:
-        node = self._unresolved(path)
-        return node is not None and node.kind == "l"
-
-    def readlink(self, path: str) -> str | None:
-        node = self._unresolved(path)
-        return node.link if node is not None and node.kind == "l" else None
-
-    def is_executable(self, path: str) -> bool:
-        node = self._node(path)
-        if node is None or node.kind != "f":
-            return False
-        # os.access(X_OK) on the file as unpacked (owned by us, mode as kept): root needs
-        # any x bit, anyone else the owner's.
-        return bool(node.mode & (0o111 if os.geteuid() == 0 else 0o100))
-
-    def listdir(self, path: str) -> list[str]:
-        resolved = self.resolve(path)
-        node = self.tree.get(resolved)
-        return self.tree.names(resolved) if node is not None and node.kind == "d" else []
-
-    def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes | None:
-        node = self._node(path)
-        if node is None:
-            return None
-        if node.kind != "f":
-            raise UnreadableError(path, "is a directory" if node.kind == "d" else "not a regular file (a FIFO or device)")
-        if node.data is None:
-            if node.size == 0:
-                return b""
-            raise UnreadableError(path, _NOT_KEPT)
-        return node.data[:limit]
-
-    def open_binary(self, path: str) -> IO[bytes]:
-        data = self.read_bytes(path, limit=1 << 62)
-        if data is None:
-            raise FileNotFoundError(path)
-        return io.BytesIO(data)
-
-    def stat(self, path: str) -> os.stat_result | None:
-        try:
-            node = self._node(path)
-        except UnreadableError:
-            return None
-        if node is None:
-            return None
-        kind = {"d": stat.S_IFDIR, "o": stat.S_IFIFO}.get(node.kind, stat.S_IFREG)
-        blocks_size = node.size if node.kind == "f" else 4096
-        return os.stat_result((kind | node.mode, 0, 0, 1, os.getuid(), os.getgid(), blocks_size, 0, 0, 0))

@@ -26,12 +26,12 @@ Fix
 def explanation(finding_id: str) -> str:
     # The rules (every rule module) are imported here, not at the top: `fwdoctor list`
     # shares this module and needs only the catalog.
-    from fwdoctor.rules.hardware import GATE_RULES  # judged by `fwdoctor gate` only
+    from fwdoctor.fleet.rules import RULES as FLEET_RULES  # judged by `fleet report`, across nodes
     from fwdoctor.rules import RULES
     from fwdoctor.rules.build import RULES as BUILD_RULES
-    from fwdoctor.rules.fabric import RUN_RULES  # judged by `smoke allreduce`, not by check
-    from fwdoctor.fleet.rules import RULES as FLEET_RULES  # judged by `fleet report`, across nodes
     from fwdoctor.rules.build_ext import RULES as EXT_RULES  # judged by `build ext` only
+    from fwdoctor.rules.fabric import RUN_RULES  # judged by `smoke allreduce`, not by check
+    from fwdoctor.rules.hardware import GATE_RULES  # judged by `fwdoctor gate` only
 
     wanted = finding_id.strip()
     by_code = {k.code.lower(): k for k in FINDING_KINDS}
