@@ -199,7 +199,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
               help="Colour in text reports; auto: only on a terminal, and never when NO_COLOR is set.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or remarks on stderr (errors still show).")
 @click.option("--debug", is_flag=True, envvar="FWDOCTOR_DEBUG", help="Show the traceback behind an internal error (or set FWDOCTOR_DEBUG=1).")
-@click.option("--no-cache", is_flag=True, help="Run every probe command again instead of reusing answers cached by each program file's identity.")
+@click.option("--no-cache", is_flag=True, help="Reuse nothing cached: run every probe command again (answers are cached by each program file's identity) and parse the knowledge base anew.")
 @click.pass_context
 def main(ctx: click.Context, color: str, quiet: bool, debug: bool, no_cache: bool) -> None:
     """fwdoctor: diagnose and fix deep-learning GPU servers.

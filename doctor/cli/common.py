@@ -76,7 +76,7 @@ _SOURCE_OPTIONS = [
     click.option("--deep", is_flag=True, help="Also import torch in the target interpreter (child process, with a timeout)."),
     click.option("--python", help="The interpreter whose environment to inspect (default: the active venv/conda env, else python3 on PATH)."),
     click.option("--timeout", type=float, default=10.0, show_default=True, callback=lambda ctx, param, value: seconds(value, "--timeout"), help="Seconds allowed for each command the probes run."),
-    click.option("--no-cache", is_flag=True, help="Run every probe command again instead of reusing answers cached by each program file's identity (also: fwdoctor --no-cache)."),
+    click.option("--no-cache", is_flag=True, help="Reuse nothing cached: run every probe command again and parse the knowledge base anew (also: fwdoctor --no-cache)."),
 ]
 _SOURCE_NAMES = ("root", "env_file", "facts_file", "image", "image_archive", "against_host", "deep", "python", "timeout", "no_cache")
 
@@ -91,6 +91,10 @@ def source_options(func: F) -> F:
         kwargs["source"] = SourceRequest(**{name: kwargs.pop(name) for name in _SOURCE_NAMES})
         if settings().no_cache:  # the global `fwdoctor --no-cache COMMAND`
             kwargs["source"] = replace(kwargs["source"], no_cache=True)
+        elif kwargs["source"].no_cache:  # `check --no-cache`: the KB is parsed anew too
+            from fwdoctor.kb import cache
+
+            cache.bypass(True)
         return func(*args, **kwargs)
 
     return with_options(_SOURCE_OPTIONS)(wrapper)  # type: ignore[return-value]

@@ -50,6 +50,11 @@ def settings() -> Settings:
 
 def configure(ctx: click.Context, color: str, quiet: bool, debug: bool, no_cache: bool = False) -> None:
     ctx.find_root().meta[_KEY] = Settings(color, quiet, debug, no_cache)
+    # --no-cache also reads no KB cache entry; set on every invocation, so an in-process
+    # caller's earlier --no-cache never outlives its own run.
+    from fwdoctor.kb import cache
+
+    cache.bypass(no_cache)
     # click.echo strips ANSI codes when stdout is not a terminal unless the context says
     # otherwise: --color always must survive `| less -R`; subcommands inherit it.
     ctx.find_root().color = {"always": True, "never": False}.get(color)

@@ -221,7 +221,9 @@ class KB:
             lock = _AREA_LOCKS.setdefault(key, threading.Lock())
         with lock:
             if key not in _AREA_CACHE:
-                _AREA_CACHE[key] = self._parse_area(path, filename, build)
+                # Built objects from the compiled cache while the YAML files and the code
+                # are the ones they were built from (fwdoctor.kb.cache.compiled).
+                _AREA_CACHE[key] = cache.compiled(filename, (path, sources), lambda: self._parse_area(path, filename, build))
             return _AREA_CACHE[key]
 
     def _parse_area(self, path: Path, filename: str, build: Callable[[Any, Ctx], Any]) -> Any:
@@ -240,6 +242,10 @@ class KB:
     @cached_property
     def sources(self) -> Mapping[str, str]:
         path = self.directory / "sources.yaml"
+        return cache.compiled("sources.yaml", (path,), lambda: self._load_sources(path))
+
+    @staticmethod
+    def _load_sources(path: Path) -> Mapping[str, str]:
         data = load_yaml(path)
         if not isinstance(data, Mapping) or not isinstance(data.get("sources"), Mapping):
             raise KBError("sources.yaml: expected a top-level 'sources' mapping of key -> citation")

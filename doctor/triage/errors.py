@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable
 
 from fwdoctor.kb.errors import ErrorsKB, Signature, fill
@@ -110,10 +111,18 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
 @lru_cache(maxsize=1)
 def signatures() -> ErrorsKB:
     """The rows of the bundled errors.yaml, validated and compiled once."""
-    from fwdoctor.kb import KB_DIR, Ctx, KBError, load_yaml
+    from fwdoctor.kb import KB_DIR, cache
+
+    # Built once per change of errors.yaml or of the code (fwdoctor.kb.cache.compiled).
+    path = KB_DIR / "errors.yaml"
+    return cache.compiled("errors-rows.yaml", (path,), lambda: _signatures(path))
+
+
+def _signatures(path: Path) -> ErrorsKB:
+    from fwdoctor.kb import Ctx, KBError, load_yaml
     from fwdoctor.kb import errors as kb_errors
 
-    data = Ctx("errors.yaml").mapping(load_yaml(KB_DIR / "errors.yaml"))
+    data = Ctx("errors.yaml").mapping(load_yaml(path))
     local = data.get("sources") or {}
     if not isinstance(local, dict) or not all(isinstance(v, str) and v.strip() for v in local.values()):
         raise KBError("errors.yaml: sources: expected a mapping of key -> citation string")
