@@ -32,6 +32,7 @@ def explanation(finding_id: str) -> str:
     from fwdoctor.rules.build_ext import RULES as EXT_RULES  # judged by `build ext` only
     from fwdoctor.rules.fabric import RUN_RULES  # judged by `smoke allreduce`, not by check
     from fwdoctor.rules.hardware import GATE_RULES  # judged by `fwdoctor gate` only
+    from fwdoctor.rules.report_text import REPORT_RULES  # judged by `triage` only, from a report's text
 
     wanted = finding_id.strip()
     by_code = {k.code.lower(): k for k in FINDING_KINDS}
@@ -42,10 +43,15 @@ def explanation(finding_id: str) -> str:
     header = f"{kind.id} ({kind.code}, default severity {kind.severity.value}, area {kind.area})\n{kind.title}\n"
     if kind.id == "probe-failed":
         return header + "\n" + PROBE_FAILED_DOC
-    docs = list(dict.fromkeys(r.doc for r in (*RULES, *RUN_RULES, *FLEET_RULES, *(r for r in EXT_RULES if r.id.startswith("ext-"))) if r.id == kind.id and r.doc))
+    docs = list(dict.fromkeys(r.doc for r in (*RULES, *RUN_RULES, *FLEET_RULES, *(r for r in EXT_RULES if r.id.startswith("ext-")), *REPORT_RULES) if r.id == kind.id and r.doc))
     # The build pre-flight checks some of `check`'s ids on the build's own choices.
     before_build = [r.doc for r in BUILD_RULES if r.id == kind.id and r.doc and r.doc not in docs]
     docs += [r.doc for r in GATE_RULES if r.id == kind.id and r.doc and r.doc not in docs]
+    if not docs and not before_build:
+        # An id only a report's own error text establishes (fwdoctor.triage.rules, issue 26).
+        from fwdoctor.triage.rules import RULES as TRIAGE_RULES
+
+        docs = [r.doc for r in TRIAGE_RULES if r.id == kind.id and r.doc][:1]
     if not docs and not before_build:
         return header + "\n(no rule implements this id yet)\n"
     parts = docs[:1] + [f"Before a source build (`fwdoctor build torch`)\n\n{doc}" for doc in before_build]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from fwdoctor.engine import Report, judge
 from fwdoctor.findings import FINDING_KINDS
 from fwdoctor.rules import RULES
+from fwdoctor.rules.report_text import REPORT_RULES
 from fwdoctor.triage import Fragment, triage
 from fwdoctor.triage import rules as report_rules
 
@@ -32,9 +33,11 @@ def run(text: str, kb: KB) -> Triage:
     report = judge(facts, kb, rules)
     report.require_facts = False  # a report with no environment in it is said so plainly, exit 0
     fired = {f.id for f in report.findings}
-    for item in report_rules.RULES:
+    regular = {r.id for r in RULES}
+    # report_text's ids have no regular rule (no probe observes them yet): the text alone judges them
+    for item in (*REPORT_RULES, *report_rules.RULES):
         blocked = [n for n in report.not_checked if n.rule == item.id]
-        if item.id in fired or not blocked:
+        if item.id in fired or (item.id in regular and not blocked):
             continue
         found, _ = item.evaluate(facts, kb)
         if found:

@@ -291,11 +291,15 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
 def _from_rows() -> tuple[Rule, ...]:
     from fwdoctor.triage.errors import signatures
 
+    from fwdoctor.rules.report_text import REPORT_RULES
+
+    # fwdoctor.rules.report_text reads its rows itself (a libstdc++ row names two findings by path)
+    own = {r.id for r in REPORT_RULES}
     kinds: dict[str, list[str]] = {}
     for sig in signatures().signatures:
         if sig.id in _HANDLED:
             continue
-        for finding_id in sig.findings:
+        for finding_id in (f for f in sig.findings if f not in own):
             kinds.setdefault(finding_id, []).append(sig.id)
     return tuple(_generic(finding_id, tuple(ids)) for finding_id, ids in kinds.items())
 

@@ -51,7 +51,7 @@ class Lines:
     @classmethod
     def of(cls, text: str) -> "Lines":
         raw = tuple(text.splitlines())
-        norm = tuple("" if len(line) > MAX_PARSED_LINE or _FENCE.match(line) else normalize(line) for line in raw)
+        norm = tuple("" if len(line) > MAX_PARSED_LINE else _fenced(line) for line in raw)
         return cls(raw, norm)
 
     def __len__(self) -> int:
@@ -61,6 +61,18 @@ class Lines:
         """Lines start..end (1-based, inclusive) as written, at most `limit` of them."""
         picked = [self.raw[i - 1].rstrip() for i in range(start, min(end, len(self.raw)) + 1)]
         return picked if len(picked) <= limit else [*picked[: limit - 1], f"... ({len(picked) - limit + 1} more lines)"]
+
+
+def _fenced(line: str) -> str:
+    """A line's normalised form; a fence's is "" unless text follows the fence on its line:
+    a paste that runs the first line of an error into the fence ("```E   ImportError: ...",
+    pytest's "E" column; issue 26) keeps that text. A fence's own info string ("```shell",
+    "``` python") is one word and stays unread."""
+    fence = _FENCE.match(line)
+    if not fence:
+        return normalize(line)
+    rest = line[fence.end():].strip()
+    return normalize(rest) if " " in rest else ""
 
 
 def command(line: str) -> str | None:

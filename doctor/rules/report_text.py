@@ -1,0 +1,260 @@
+"""Findings only a report's own text establishes (judged by `fwdoctor triage`, not by `check`).
+
+Each rule here reads `report.errors` (the rows of doctor/kb/errors.yaml that matched the
+pasted text) for a cause no probe observes on a live host yet: a container's lost device
+cgroup, Docker without the NVIDIA runtime, WSL2's libcuda copies, an extension compiled
+against another torch, a system libstdc++ or an mkl too old or too new for what loads it.
+No regular rule has these ids, so triage judges them from the text alone
+(fwdoctor.triage.judge); they are not in fwdoctor.rules.RULES, so a live `check` never
+lists them as "not checked". When a probe learns one of these facts, its rule moves to the
+area's module and this one becomes its report-side twin, as fwdoctor.triage.rules does.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from fwdoctor.model import Facts, FixRef
+from fwdoctor.rules.base import Hit, Rule, rule
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+
+
+def _errors(facts: Facts, *kinds: str) -> list[dict[str, Any]]:
+    return [e for e in facts.get("report.errors") or [] if e.get("kind") in kinds]
+
+
+def _line(error: dict[str, Any]) -> str:
+    return f"report line {error['line']}: \"{error['text']}\""
+
+
+@rule("container-gpu-access-lost", needs=("report.errors",))
+def container_gpu_access_lost(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads NVML's "Failed to initialize NVML: Unknown Error" in a report.
+
+    Why is this bad?
+        In a container that could use its GPUs before, NVML answers "Unknown Error" when the
+        container's device cgroup no longer allows the NVIDIA device nodes: systemd re-applied
+        the container unit's device rules (`systemctl daemon-reload`, often from an unattended
+        package upgrade) and recent runc versions need /dev/char links to the NVIDIA devices to
+        keep them. Every running GPU container of the host loses its GPUs at once while the
+        host's own nvidia-smi still works (NVIDIA's notice, NVIDIA/nvidia-docker#1730).
+
+    Example
+            root@098b49afe624:/# nvidia-smi
+            Failed to initialize NVML: Unknown Error
+
+    Fix
+        Restart the container (it gets its devices back), then stop it from recurring: create the
+        /dev/char links (`sudo nvidia-ctk system create-dev-char-symlinks --create-all`, and the
+        udev rule NVIDIA's notice gives) or run Docker with the cgroupfs driver
+        (`"exec-opts": ["native.cgroupdriver=cgroupfs"]` in /etc/docker/daemon.json).
+    """
+    said = _errors(facts, "nvml-unknown-error")
+    if not said:
+        return None
+    return Hit(
+        f"NVML cannot open the GPU device nodes: {_line(said[0])}; in a container that used its GPUs before, "
+        "systemd re-applied the container's device cgroup (systemctl daemon-reload) and took them away",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("sudo nvidia-ctk system create-dev-char-symlinks --create-all",),
+                   note="restart the affected containers; the /dev/char links (or Docker's cgroupfs driver) keep a later daemon-reload from detaching them (NVIDIA/nvidia-docker#1730)"),
+    )
+
+
+@rule("container-gpu-runtime-missing", needs=("report.errors",))
+def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads Docker's refusal to start a container with `--gpus` ("could not select device
+        driver "" with capabilities: [[gpu]]") and nvidia-container-cli's "load library failed:
+        libnvidia-ml.so.1" in a report.
+
+    Why is this bad?
+        `--gpus` (and compose's `capabilities: [gpu]`) needs the NVIDIA Container Toolkit
+        registered with Docker; without it Docker knows no device driver for GPUs. When the
+        toolkit's hook runs but cannot load the host's libnvidia-ml.so.1, the host has no NVIDIA
+        driver its runtime can see: no driver installed, or Docker installed as a snap, whose
+        confined runtime does not see the host's driver libraries on Ubuntu classic
+        (canonical/docker-snap#148). No container of this host gets a GPU.
+
+    Example
+            docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].
+
+    Fix
+        Install the NVIDIA Container Toolkit and register it with Docker
+        (`sudo nvidia-ctk runtime configure --runtime=docker`, then restart Docker). If
+        `snap list docker` lists Docker, replace the snap with Docker's own packages (docker-ce).
+    """
+    no_driver = _errors(facts, "docker-no-gpu-device-driver")
+    no_nvml = _errors(facts, "nvidia-container-cli-no-nvml")
+    if no_driver:
+        return Hit(
+            f"Docker has no device driver for GPUs (the NVIDIA Container Toolkit is not installed or not registered): {_line(no_driver[0])}",
+            evidence={"report.errors": no_driver + no_nvml},
+            fix=FixRef(commands=("sudo apt-get install -y nvidia-container-toolkit   # from NVIDIA's repository; dnf/zypper alike",
+                                 "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"),
+                       note="`snap list docker`: a snap-installed Docker cannot use the toolkit on Ubuntu classic; install docker-ce instead"),
+        )
+    if no_nvml:
+        return Hit(
+            f"the NVIDIA container runtime cannot load the host's driver library: {_line(no_nvml[0])}; no NVIDIA driver on the host, or Docker installed as a snap",
+            evidence={"report.errors": no_nvml},
+            fix=FixRef(commands=("nvidia-smi   # on the host: is a driver installed?", "snap list docker   # a snap Docker cannot see the host's driver libraries"),
+                       note="install the NVIDIA driver on the host, or replace the snap Docker with docker-ce and nvidia-container-toolkit"),
+        )
+    return None
+
+
+@rule("wsl-libcuda-not-linked", needs=("report.errors",))
+def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads ldconfig's "/usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link" and an `ls -l`
+        of /usr/lib/wsl/lib that shows libcuda.so.1 as a plain file, in a report from WSL2.
+
+    Why is this bad?
+        The Windows NVIDIA driver ships libcuda.so, libcuda.so.1 and libcuda.so.1.1 into WSL2's
+        /usr/lib/wsl/lib as identical copies with one SONAME (libcuda.so.1), not as links
+        (microsoft/WSL#11229). ldconfig warns on every package install, and its cache then
+        holds only libcuda.so.1, so a program that opens plain `libcuda.so` (Triton,
+        bitsandbytes, a ctypes loader) may not find it (microsoft/WSL#8587). CUDA itself works.
+
+    Example
+            ldconfig: /usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link
+
+    Fix
+        In C:\\Windows\\System32\\lxss\\lib (an administrator's cmd.exe), replace libcuda.so and
+        libcuda.so.1 by links to libcuda.so.1.1 (`mklink libcuda.so.1 libcuda.so.1.1`), or
+        put /usr/lib/wsl/lib on LD_LIBRARY_PATH for programs that open libcuda.so.
+    """
+    said = _errors(facts, "wsl-ldconfig-not-symlink", "wsl-libcuda-plain-file")
+    if not said:
+        return None
+    return Hit(
+        f"WSL2's /usr/lib/wsl/lib/libcuda.so.1 is a copy, not a link (the Windows driver ships it so): {_line(said[0])}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
+                   note="to silence ldconfig: in C:\\Windows\\System32\\lxss\\lib replace libcuda.so and libcuda.so.1 by links to libcuda.so.1.1 (mklink, as administrator)"),
+    )
+
+
+# The libraries torch itself ships: an undefined c10/at symbol in one of these is torch
+# mixed with another torch's files, not an extension built for another torch.
+_TORCH_OWN = ("libtorch", "libc10", "libcaffe2", "libshm", "_C.")
+
+
+@rule("extension-built-for-other-torch", needs=("report.errors",), optional=("torch.version",))
+def extension_built_for_other_torch(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads the loader's "undefined symbol: _ZN3c10..." (or `_ZN2at`, `_ZN5torch`: a symbol of
+        torch's C++ API) in a compiled extension a report shows (flash_attn_2_cuda...so,
+        a mmcv or xformers library).
+
+    Why is this bad?
+        A compiled torch extension links against the C++ symbols of the torch it was built
+        with; they change between torch releases and with torch's C++ ABI flag
+        (`_GLIBCXX_USE_CXX11_ABI`). A prebuilt wheel made for another torch imports with an
+        undefined c10/at symbol, and the package cannot be used at all
+        (Dao-AILab/flash-attention#931: "we have new wheels compiled for pytorch 2.3.0").
+
+    Example
+            ImportError: .../flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi
+
+    Fix
+        Install the extension's build for this torch version and C++ ABI (flash-attn names
+        them `+cu12torch2.3cxx11abiFALSE`; `python -c "import torch; print(torch.__version__,
+        torch._C._GLIBCXX_USE_CXX11_ABI)"` says which), or build it against this torch:
+        `pip install --no-build-isolation --no-binary :all: PACKAGE`.
+    """
+    said = [e for e in _errors(facts, "torch-extension-undefined-symbol")
+            if not PurePosixPath(str(e.get("library") or "").replace("\\", "/")).name.startswith(_TORCH_OWN)]
+    if not said:
+        return None
+    error = said[0]
+    library = PurePosixPath(str(error.get("library") or "the extension")).name
+    version = facts.get("torch.version")
+    torch = f"the installed torch {version}" if version else "the installed torch"
+    return Hit(
+        f"{library} was compiled against another torch than {torch} (another release or C++ ABI): {_line(error)}",
+        evidence={"report.errors": said, "torch.version": version},
+        fix=FixRef(commands=("python -c \"import torch; print(torch.__version__, torch._C._GLIBCXX_USE_CXX11_ABI)\"",),
+                   note=f"install the build of the package that ships {library} made for this torch version and C++ ABI, or build it against this torch (pip install --no-build-isolation --no-binary :all: PACKAGE)"),
+    )
+
+
+# Where a distribution keeps its own libstdc++ (the loader's default search folders).
+_SYSTEM_LIB_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/lib32/")
+
+
+def system_libstdcxx(path: str) -> bool:
+    """Whether the loader's `path` is the distribution's own libstdc++ (/usr/lib/..., /lib64/...)."""
+    posix = path.replace("\\", "/")
+    return PurePosixPath(posix).name.startswith("libstdc++.so") and posix.startswith(_SYSTEM_LIB_DIRS)
+
+
+@rule("system-libstdcxx-too-old", needs=("report.errors",))
+def system_libstdcxx_too_old(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads the loader's "/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not
+        found (required by ...)" where the libstdc++ it names is the distribution's own.
+
+    Why is this bad?
+        A library built with a newer GCC needs the GLIBCXX/CXXABI versions of that GCC's
+        libstdc++; the distribution's is older, so the import fails. Inside a conda env it also
+        means the env's own (newer) libstdc++ was not the one loaded: its libstdc++.so.6 link is
+        missing or the env does not carry libstdcxx-ng (pytorch/pytorch#157709).
+
+    Example
+            ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by .../libtorch_python.so)
+
+    Fix
+        In a conda env: `conda install -c conda-forge libstdcxx-ng` and check that
+        `$CONDA_PREFIX/lib/libstdc++.so.6` exists (a link to the newest libstdc++.so.6.0.N).
+        Elsewhere: a newer GCC's runtime (`strings LIBRARY | grep GLIBCXX` lists what one has),
+        or a build of the failing library made with the system's GCC.
+    """
+    said = [e for e in _errors(facts, "libstdcxx-version-not-found") if system_libstdcxx(str(e.get("library") or ""))]
+    if not said:
+        return None
+    error = said[0]
+    return Hit(
+        f"the system's libstdc++ ({error['library']}) is older than {error.get('required_by') or 'a library'} needs ({error['needed']}): {_line(error)}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("ls -l \"$CONDA_PREFIX\"/lib/libstdc++.so*   # in a conda env: is libstdc++.so.6 there?",
+                             "conda install -c conda-forge libstdcxx-ng   # in that env"),
+                   note="outside conda: a newer GCC's libstdc++, or build the failing library with the system's GCC"),
+    )
+
+
+@rule("conda-mkl-breaks-pytorch", needs=("report.errors",))
+def conda_mkl_breaks_pytorch(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads the loader's "libtorch_cpu.so: undefined symbol: iJIT_NotifyEvent" in a report.
+
+    Why is this bad?
+        conda's pytorch builds link Intel MKL dynamically and call iJIT_NotifyEvent, which mkl
+        2024.1 and later no longer export: an env that resolves the newer mkl cannot import
+        torch at all (pytorch/pytorch#123097).
+
+    Example
+            ImportError: .../site-packages/torch/lib/libtorch_cpu.so: undefined symbol: iJIT_NotifyEvent
+
+    Fix
+        Pin mkl below 2024.1 in that env (`conda install mkl=2024.0`), or install torch from
+        pip, whose wheels carry their own MKL.
+    """
+    said = _errors(facts, "mkl-ijit-notify-event")
+    if not said:
+        return None
+    library = said[0].get("library") or "torch"
+    return Hit(
+        f"{library} calls iJIT_NotifyEvent, which mkl >= 2024.1 no longer exports (conda's pytorch with a newer mkl): {_line(said[0])}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("conda install 'mkl=2024.0'   # in that env",), note="or install torch from pip (its wheels carry their own MKL)"),
+    )
+
+
+REPORT_RULES: tuple[Rule, ...] = (container_gpu_access_lost, container_gpu_runtime_missing, wsl_libcuda_not_linked,
+                                  extension_built_for_other_torch, system_libstdcxx_too_old, conda_mkl_breaks_pytorch)

@@ -1,0 +1,85 @@
+"""Findings only a report's text establishes (fwdoctor.rules.report_text, issue 26 part A):
+each rule raised on the text that states its cause and not on the text beside it that
+does not (torch's own libraries, a conda libstdc++, a WSL link), and a fence line that
+carries an error keeps it readable. The rows' own examples run in tests/test_triage_corpus.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fwdoctor.rules import RULES
+from fwdoctor.rules.report_text import REPORT_RULES, system_libstdcxx
+from fwdoctor.triage.judge import run
+from fwdoctor.triage.text import Lines
+
+
+def ids(text: str, kb) -> set[str]:
+    return {f.id for f in run(text, kb).report.findings}
+
+
+def test_report_text_ids_have_no_regular_rule_so_check_never_lists_them():
+    assert not {r.id for r in REPORT_RULES} & {r.id for r in RULES}
+
+
+@pytest.mark.parametrize("text, expected", [
+    # flash-attn's prebuilt wheel made for another torch (a wrapped terminal line too)
+    ("ImportError: /opt/lib/python3.12/site-packages/flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationE\n",
+     "extension-built-for-other-torch"),
+    ("`flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined\n symbol: _ZN3c104impl3cow11cow_deleterEPv`\n", "extension-built-for-other-torch"),
+    ("docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]].\n", "container-gpu-runtime-missing"),
+    ("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown.\n",
+     "container-gpu-runtime-missing"),
+    ("root@098b49afe624:/# nvidia-smi\nFailed to initialize NVML: Unknown Error\n", "container-gpu-access-lost"),
+    ("ldconfig: /usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link\n", "wsl-libcuda-not-linked"),
+    ("-r-xr-xr-x 1 root root 141464 Jun 24 05:05 /usr/lib/wsl/lib/libcuda.so.1\n", "wsl-libcuda-not-linked"),
+    ("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by .../libtorch_python.so)\n",
+     "system-libstdcxx-too-old"),
+    ("ImportError: /home/u/miniforge3/envs/mm/lib/python3.8/site-packages/torch/lib/libtorch_cpu.so: undefined symbol: iJIT_NotifyEvent\n",
+     "conda-mkl-breaks-pytorch"),
+])
+def test_each_report_text_rule_reads_the_text_that_states_its_cause(text, expected, test_kb):
+    assert expected in ids(text, test_kb)
+
+
+@pytest.mark.parametrize("text, absent", [
+    # torch's own library missing a c10 symbol is two torch installs mixed, not an extension
+    ("ImportError: /usr/lib/python3/dist-packages/torch/lib/libtorch_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n",
+     "extension-built-for-other-torch"),
+    # a symbol that is not torch's C++ API
+    ("ImportError: /x/_ext.cpython-310-x86_64-linux-gnu.so: undefined symbol: cudnnSetConvolutionGroupCount\n", "extension-built-for-other-torch"),
+    # a conda env's libstdc++ is conda-libstdcxx-too-old's, never the system's
+    ("ImportError: /home/u/miniconda3/envs/x/lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by /x/_ext.so)\n",
+     "system-libstdcxx-too-old"),
+    # WSL's libcuda.so.1 as a link is what it should be
+    ("lrwxrwxrwx 1 root root 14 Jun 24 05:05 /usr/lib/wsl/lib/libcuda.so.1 -> libcuda.so.1.1\n", "wsl-libcuda-not-linked"),
+    # pynvml on a host without a driver is not Docker's runtime
+    ("OSError: libnvidia-ml.so.1: cannot open shared object file: No such file or directory\n", "container-gpu-runtime-missing"),
+])
+def test_report_text_rules_stay_quiet_on_the_text_beside_their_cause(text, absent, test_kb):
+    assert absent not in ids(text, test_kb)
+
+
+def test_the_conda_libstdcxx_error_raises_only_the_conda_finding(test_kb):
+    found = ids("ImportError: /home/u/miniconda3/envs/x/lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by /x/_ext.so)\n", test_kb)
+    assert "conda-libstdcxx-too-old" in found and "system-libstdcxx-too-old" not in found
+
+
+@pytest.mark.parametrize("path, system", [
+    ("/lib/x86_64-linux-gnu/libstdc++.so.6", True), ("/lib64/libstdc++.so.6", True), ("/usr/lib64/libstdc++.so.6.0.19", True),
+    ("/home/u/miniconda3/lib/libstdc++.so.6", False), ("/usr/lib/x86_64-linux-gnu/libgomp.so.1", False), ("libstdc++.so.6", False),
+])
+def test_system_libstdcxx_is_the_distribution_folders_only(path, system):
+    assert system_libstdcxx(path) is system
+
+
+def test_a_fence_that_carries_the_first_error_line_keeps_it(test_kb):
+    # pytest's "E" column run into the opening fence (openmm/openmm#3943, a dev report)
+    text = ("```E       ImportError: /usr/share/miniconda/lib/python3.9/site-packages/scipy/sparse/../../../../libstdc++.so.6: "
+            "version `GLIBCXX_3.4.30' not found (required by /usr/share/miniconda/lib/python3.9/site-packages/openmm/../../../libOpenMM.so.8.0)\n```\n")
+    assert "conda-libstdcxx-too-old" in ids(text, test_kb)
+
+
+def test_a_fence_with_only_its_language_word_stays_unread():
+    lines = Lines.of("```shell\n``` python\n```\nnvidia-smi\n")
+    assert lines.norm == ("", "", "", "nvidia-smi")
