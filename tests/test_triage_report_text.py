@@ -83,3 +83,33 @@ def test_a_fence_that_carries_the_first_error_line_keeps_it(test_kb):
 def test_a_fence_with_only_its_language_word_stays_unread():
     lines = Lines.of("```shell\n``` python\n```\nnvidia-smi\n")
     assert lines.norm == ("", "", "", "nvidia-smi")
+
+
+
+WINDOWS_CPU_TORCH = """PyTorch version: 2.2.2
+Is debug build: False
+CUDA used to build PyTorch: Could not collect
+ROCM used to build PyTorch: N/A
+
+OS: Microsoft Windows 11 Education
+Is CUDA available: False
+CUDA runtime version: 12.4.99
+GPU models and configuration: GPU 0: NVIDIA GeForce RTX 4080 Laptop GPU
+Nvidia driver version: 551.86
+"""
+
+
+def test_collect_env_could_not_collect_beside_a_gpu_is_a_cpu_torch(test_kb):
+    # pytorch/pytorch#122924 (a dev report): the PyPI Windows wheel is CPU-only
+    report = run(WINDOWS_CPU_TORCH, test_kb).report
+    assert report.facts["torch.cuda"] is None
+    assert "torch-cpu-build-on-gpu-host" in {f.id for f in report.findings}
+
+
+@pytest.mark.parametrize("change", [
+    ("PyTorch version: 2.2.2", "PyTorch version: N/A"),  # torch did not import: nothing is said of its build
+    ("ROCM used to build PyTorch: N/A", "ROCM used to build PyTorch: 5.7.31921-d1770ee1b"),  # a ROCm build
+])
+def test_could_not_collect_says_nothing_where_torch_is_absent_or_rocm(change, test_kb):
+    report = run(WINDOWS_CPU_TORCH.replace(*change), test_kb).report
+    assert not report.facts.known("torch.cuda")

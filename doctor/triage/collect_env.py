@@ -175,6 +175,12 @@ def _fragment(lines: Lines, cluster: list[tuple[int, str, str]], keys: set[str])
         elif role == "torch_cuda":
             if value.strip().lower() == "none":
                 frag.add("torch.cuda", None, number)  # torch.version.cuda is None: a CPU build
+            elif value.strip().lower() == "could not collect" and _torch_shown(values) and not is_value(rocm):
+                # collect_env prints torch.version.cuda's None as "None" only where the host shows
+                # no GPU, driver or CUDA runtime; else replace_nones makes it "Could not collect"
+                # (pytorch/pytorch@00adac86:torch/utils/collect_env.py, pretty_str): a CPU build
+                # beside a GPU (issue 26, part A: Windows reports, whose pip default is CPU-only)
+                frag.add("torch.cuda", None, number)
             elif re.fullmatch(VERSION, value.strip()):
                 frag.add("torch.cuda", ".".join(value.strip().split(".")[:2]), number)
             elif value.strip().upper() == "N/A" and not is_value(rocm):
@@ -234,6 +240,12 @@ def _fragment(lines: Lines, cluster: list[tuple[int, str, str]], keys: set[str])
             frag.add("gpus.list", gpus, number)
             frag.end = max(frag.end, number)
     return frag
+
+
+def _torch_shown(values: dict[str, tuple[int, str]]) -> bool:
+    """Whether the dump shows a torch version (torch imported; "N/A" where it did not)."""
+    shown = values.get("pytorch version", (0, ""))[1].strip()
+    return bool(re.match(r"\d", shown))
 
 
 def _last_version(text: str) -> str | None:
