@@ -26,13 +26,12 @@ a whole entry. `--no-cache` (global, or on check/facts) and FWDOCTOR_NO_CACHE=1 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from fwdoctor.kb.cache import cache_home
+from fwdoctor.kb.cache import cache_home, key_digest
 from fwdoctor.runner import CommandResult
 
 # Bump when what an entry holds, or how a key is made, changes.
@@ -81,8 +80,10 @@ class ProbeCache:
     def _key(self, argv: Sequence[str], ident: list[int], env: Mapping[str, str]) -> tuple[dict, Path]:
         material = {"format": FORMAT, "argv": list(argv), "identity": ident,
                     "env": {k: env[k] for k in ENV_KEYS if k in env}}
-        digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-        return material, self.folder / f"{digest[:40]}.json"
+        # The name needs no cryptographic hash: _read uses an entry only when the whole key
+        # stored in it equals this one (hashlib's import is ~3 ms of a check).
+        digest = key_digest(json.dumps(material, sort_keys=True).encode())
+        return material, self.folder / f"{digest}.json"
 
     def run(self, argv: Sequence[str], env: Mapping[str, str], compute: Callable[[], CommandResult | None]) -> CommandResult | None:
         """The cached answer of `argv` when its program file is unchanged, else `compute()`

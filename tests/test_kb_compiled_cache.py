@@ -179,3 +179,16 @@ def test_the_global_no_cache_flag_bypasses_the_kb_cache_for_that_run_only(cache_
     assert not cache.cache_dir()  # bypassed while that run lasts...
     CliRunner().invoke(main, ["list"])
     assert cache.cache_dir() is not None  # ...and the next run caches again
+
+
+def test_old_entries_of_a_name_are_pruned_when_a_new_one_is_written(cache_home, tmp_path):
+    folder = tmp_path / "kb"
+    shutil.copytree(TEST_KB_DIR, folder)
+    path = folder / "docker.yaml"
+    for n in range(cache.KEEP_PER_NAME + 3):
+        path.write_text(path.read_text() + f"# edit {n}\n")
+        fresh(folder)
+    names = [p.name for p in cache_home.glob("docker-*.pickle")]
+    assert len(names) == cache.KEEP_PER_NAME
+    # Another name's entries are left alone (errors-rows-* is not errors-*).
+    assert list(cache_home.glob("cuda-*.pickle"))

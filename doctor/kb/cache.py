@@ -18,7 +18,6 @@ FWDOCTOR_NO_CACHE=1, or `fwdoctor --no-cache` (`bypass`), turns both off.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -67,6 +66,8 @@ def entry(raw: bytes, name: str) -> Path | None:
     folder = cache_dir()
     if folder is None:
         return None
+    import hashlib  # here: only a compiled-cache miss reads the parsed-YAML layer (~3 ms to import)
+
     digest = hashlib.sha256(FORMAT.encode() + b"\0" + raw).hexdigest()
     return folder / f"{Path(name).stem}-{digest[:32]}.json"
 
@@ -168,7 +169,7 @@ def compiled(name: str, files: Sequence[Path], build: Callable[[], T]) -> T:
         return build()  # an absent file: build() says what is wrong with it
     material = [COMPILED_FORMAT, code, before]
     blob = json.dumps(material).encode()
-    path = folder / f"{Path(name).stem}-{hashlib.sha256(blob).hexdigest()[:32]}.pickle"
+    path = folder / f"{Path(name).stem}-{key_digest(blob)}.pickle"
     found = _read_compiled(path, material)
     if found is not _MISSING:
         return found  # type: ignore[return-value]
@@ -176,6 +177,15 @@ def compiled(name: str, files: Sequence[Path], build: Callable[[], T]) -> T:
     if [[str(f), identity(f)] for f in files] == before:
         _write_compiled(path, material, value)
     return value
+
+
+def key_digest(blob: bytes) -> str:
+    """A file name for a key: 64 bits of CRC-32 and Adler-32 (zlib, already loaded where
+    hashlib is not). Not a security boundary: every entry holds its whole key and is
+    used only when that key equals the one asked for, so a collision is a miss."""
+    import zlib
+
+    return f"{zlib.crc32(blob):08x}{zlib.adler32(blob):08x}"
 
 
 _MISSING = object()
@@ -238,8 +248,32 @@ def _write_compiled(path: Path, material: list[Any], value: Any) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
+        _prune(path)
     except Exception:  # noqa: BLE001 (best-effort: an unwritable folder, an unpicklable value)
         return
+
+
+KEEP_PER_NAME = 8  # a few KB folders (bundled, --kb, $FWDOCTOR_KB) and versions side by side
+
+
+def _prune(written: Path) -> None:
+    """Remove all but the KEEP_PER_NAME newest entries of the name just written: each edit
+    of a KB file or reinstall of fwdoctor makes a new entry, and nothing else would ever
+    remove the old ones. Only on a write, so a warm run never lists the folder."""
+    stem = written.name[: -len("-0123456789abcdef.pickle")]
+    entries = []
+    for other in written.parent.iterdir():
+        name = other.name
+        if name.startswith(stem + "-") and name.endswith(".pickle") and len(name) == len(written.name):
+            try:
+                entries.append((other.stat().st_mtime_ns, other))
+            except OSError:
+                continue
+    for _, old in sorted(entries, reverse=True)[KEEP_PER_NAME:]:
+        try:
+            old.unlink()
+        except OSError:
+            continue
 
 
 def same(a: Any, b: Any, depth: int = 0) -> bool:

@@ -15,7 +15,6 @@ Parsers are pure and never raise: garbage in gives None, which the probe reports
 
 from __future__ import annotations
 
-import csv
 import fnmatch
 import json
 import posixpath
@@ -127,6 +126,8 @@ def parse_smi_csv(text: str, fields: Sequence[str]) -> list[dict[str, Any]] | No
 
     "[N/A]", "N/A" and "[Not Supported]" read as None for that field only.
     """
+    import csv  # here: only nvidia-smi's CSV needs it, and a host with no GPU never runs it
+
     rows: list[dict[str, Any]] = []
     lines = [line for line in text.splitlines() if line.strip()]
     for position, row in enumerate(csv.reader(lines, skipinitialspace=True)):

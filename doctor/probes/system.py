@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import socket
 from typing import Iterable
 
 from fwdoctor.host import Host, UnreadableError
@@ -147,7 +146,9 @@ def hostname_fact(host: Host) -> Fact:
     `docker save` of the same image shows none), so it would name whoever inspected it."""
     if host.live:
         try:
-            return Fact("system.hostname", socket.gethostname(), source="gethostname()")
+            # The kernel's node name, which is what gethostname(2) returns on Linux
+            # (glibc asks uname(2)); os.uname spares every check importing socket (~2 ms).
+            return Fact("system.hostname", os.uname().nodename, source="gethostname()")
         except OSError as exc:
             return Fact.unknown("system.hostname", f"gethostname(): {exc.strerror or exc}")
     if host.is_image:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from packaging.version import InvalidVersion, Version
 
-from fwdoctor import arch, selection
+from fwdoctor import arch
 from fwdoctor.model import Facts, FixRef
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.versions import parse_version
@@ -67,6 +67,9 @@ def _recommended(kb: KB, facts: Facts, installed: str | None = None, cuda_only: 
             release = Version(installed).public
         except InvalidVersion:
             release = None
+    # Imported here: only a finding's fix asks it, and a healthy check never does (~4 ms).
+    from fwdoctor import selection
+
     chosen = selection.recommend(kb, facts, prefer_release=release, cuda_only=cuda_only)
     return chosen.choice if chosen is not None else None
 
