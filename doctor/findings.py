@@ -70,6 +70,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("container-gpu-access-lost", "FWD141", E, "driver", "a running container lost access to its GPUs (NVML: Unknown Error)"),
     FindingKind("container-gpu-runtime-missing", "FWD142", E, "driver", "Docker cannot hand GPUs to containers (no working NVIDIA container runtime)"),
     FindingKind("wsl-libcuda-not-linked", "FWD143", W, "driver", "WSL2's libcuda files are copies, not links"),
+    FindingKind("driver-too-old-for-image", "FWD144", E, "driver", "the host driver is older than a container image's CUDA requires"),
     FindingKind("toolkit-missing", "FWD201", I, "toolkit", "CUDA torch installed but no nvcc anywhere"),
     FindingKind("multiple-toolkits", "FWD202", I, "toolkit", "several CUDA toolkits installed"),
     FindingKind("cuda-path-inconsistent", "FWD203", W, "toolkit", "PATH, CUDA_HOME, the link and LD_LIBRARY_PATH disagree"),

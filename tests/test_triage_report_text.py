@@ -113,3 +113,16 @@ def test_collect_env_could_not_collect_beside_a_gpu_is_a_cpu_torch(test_kb):
 def test_could_not_collect_says_nothing_where_torch_is_absent_or_rocm(change, test_kb):
     report = run(WINDOWS_CPU_TORCH.replace(*change), test_kb).report
     assert not report.facts.known("torch.cuda")
+
+
+def test_an_images_cuda_requirement_names_the_driver_it_needs(test_kb):
+    text = ("| NVIDIA-SMI 551.78                 Driver Version: 551.78         CUDA Version: 12.4     |\n"
+            "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, "
+            "or use an earlier cuda container: unknown\n")
+    (finding,) = [f for f in run(text, test_kb).report.findings if f.id == "driver-too-old-for-image"]
+    assert "requires CUDA >= 12.8" in finding.message and "supports CUDA 12.4" in finding.message
+
+
+def test_another_unsatisfied_condition_is_not_the_drivers_cuda(test_kb):
+    text = "nvidia-container-cli: requirement error: unsatisfied condition: brand = tesla, please update your driver to a newer version\n"
+    assert "driver-too-old-for-image" not in ids(text, test_kb)

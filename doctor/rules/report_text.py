@@ -3,7 +3,8 @@
 Each rule here reads `report.errors` (the rows of doctor/kb/errors.yaml that matched the
 pasted text) for a cause no probe observes on a live host yet: a container's lost device
 cgroup, Docker without the NVIDIA runtime, WSL2's libcuda copies, an extension compiled
-against another torch, a system libstdc++ or an mkl too old or too new for what loads it.
+against another torch, a system libstdc++ or an mkl too old or too new for what loads it,
+a host driver older than a container image's CUDA.
 No regular rule has these ids, so triage judges them from the text alone
 (fwdoctor.triage.judge); they are not in fwdoctor.rules.RULES, so a live `check` never
 lists them as "not checked". When a probe learns one of these facts, its rule moves to the
@@ -256,5 +257,45 @@ def conda_mkl_breaks_pytorch(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+@rule("driver-too-old-for-image", needs=("report.errors",), optional=("driver.version", "driver.cuda_version"))
+def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads nvidia-container-cli's "requirement error: unsatisfied condition: cuda>=11.0,
+        please update your driver to a newer version, or use an earlier cuda container".
+
+    Why is this bad?
+        A CUDA image declares the CUDA it needs (NVIDIA_REQUIRE_CUDA, set by the nvidia/cuda
+        base images) and the NVIDIA container runtime refuses to start it on a host whose
+        driver supports an older CUDA: the container's CUDA runtime could not run there. No
+        container of that image starts (NVIDIA/nvidia-docker#1442: "You cannot launch a
+        container based on CUDA 11 if you have an underlying host driver older than 450").
+
+    Example
+        An image that requires cuda>=12.8 on a host whose nvidia-smi says "CUDA Version:
+        12.4": invalid; on a 570 driver (CUDA 12.8): valid.
+
+    Fix
+        Upgrade the host's NVIDIA driver to one for that CUDA (`nvidia-smi` shows the CUDA
+        the driver supports, top right), or run an image built for the driver's CUDA (an
+        older nvidia/cuda tag). NVIDIA_DISABLE_REQUIRE=1 only skips the check.
+    """
+    said = _errors(facts, "nvidia-container-cli-cuda-requirement")
+    if not said:
+        return None
+    error = said[0]
+    cuda = str(error["cuda"])
+    driver = kb.cuda.toolkit_driver(cuda)
+    have = facts.get("driver.cuda_version")
+    host = f" (the host's driver supports CUDA {have}, {facts.source('driver.cuda_version')})" if have else ""
+    need = f"a driver >= {driver}" if driver else f"a driver for CUDA {cuda}"
+    return Hit(
+        f"the image requires CUDA >= {cuda} and the host's NVIDIA driver supports an older CUDA{host}: {_line(error)}",
+        evidence={"report.errors": said, "cuda": cuda, "driver_needed": driver, "driver.cuda_version": have},
+        fix=FixRef(commands=("nvidia-smi   # on the host: the CUDA its driver supports, top right",),
+                   note=f"install {need} on the host, or run an image built for the driver's CUDA (an older nvidia/cuda tag)"),
+    )
+
+
 REPORT_RULES: tuple[Rule, ...] = (container_gpu_access_lost, container_gpu_runtime_missing, wsl_libcuda_not_linked,
-                                  extension_built_for_other_torch, system_libstdcxx_too_old, conda_mkl_breaks_pytorch)
+                                  extension_built_for_other_torch, system_libstdcxx_too_old, conda_mkl_breaks_pytorch,
+                                  driver_too_old_for_image)
