@@ -77,6 +77,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("torch-toolkit-mismatch", "FWD204", E, "toolkit", "active toolkit's CUDA differs from torch's"),
     FindingKind("host-compiler-unsupported", "FWD205", E, "toolkit", "default gcc outside the range nvcc accepts"),
     FindingKind("toolkit-version-conflict", "FWD206", W, "toolkit", "a toolkit's version sources name different releases"),
+    FindingKind("cuda-lib-not-found", "FWD207", E, "toolkit", "a CUDA/cuDNN library a program opens at run time is not found"),
     FindingKind("cudnn-cuda-mismatch", "FWD301", E, "cudnn", "cuDNN built for another CUDA major"),
     FindingKind("cudnn-shadowed", "FWD302", E, "cudnn", "another libcudnn shadows torch's"),
     FindingKind("cudnn-header-library-mismatch", "FWD303", W, "cudnn", "cudnn_version.h and libcudnn disagree"),
@@ -107,6 +108,8 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("framework-packages-mismatched", "FWD907", E, "frameworks", "jax, jaxlib and the CUDA plugin are from different releases"),
     FindingKind("framework-gpu-unused", "FWD908", E, "frameworks", "a GPU build sees no GPU or fails its first GPU op (--deep)"),
     FindingKind("framework-libs-shadowed", "FWD909", E, "frameworks", "LD_LIBRARY_PATH loads a cuDNN/NCCL a framework does not accept"),
+    FindingKind("framework-loaded-lib-mismatch", "FWD910", E, "frameworks", "a framework loaded an older or incompatible cuDNN/CUDA than it was built with"),
+    FindingKind("ptxas-newer-than-driver", "FWD911", W, "frameworks", "the ptxas XLA runs is newer than the driver's CUDA"),
     FindingKind("shm-too-small", "FWD701", W, "runtime", "/dev/shm too small for NCCL"),
     FindingKind("probe-failed", "FWD702", W, "runtime", "a probe could not finish"),
     # NCCL at run time (its transports), not its installed files: rules/fabric.py.
@@ -114,6 +117,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-p2p-disabled-nvlink", "FWD704", W, "runtime", "NCCL peer-to-peer off between GPUs with NVLink"),
     FindingKind("nccl-socket-with-ib", "FWD705", W, "runtime", "NCCL used TCP sockets while InfiniBand/RoCE is up"),
     FindingKind("nccl-runtime-not-torch", "FWD706", W, "runtime", "the NCCL loaded at run time is not the one torch pins"),
+    FindingKind("nccl-ib-connect-failed", "FWD708", E, "runtime", "NCCL could not connect InfiniBand/RoCE queue pairs between NICs"),
     # How old the knowledge is (rules/knowledge.py): what the KB has no row for is not judged.
     FindingKind("newer-than-kb", "FWD707", I, "runtime", "a torch, CUDA minor or driver newer than the knowledge base"),
     # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.

@@ -118,8 +118,10 @@ def test_each_error_signature_reads_its_own_real_example(sig, example, test_kb):
         assert example.text in item.body, example.corpus
     result = run(example.text, test_kb)
     report = result.report
-    (entry,) = report.facts["report.errors"]
-    assert entry["kind"] == sig.id and entry["line"] == 1
+    # A more specific row may read a line a general one reads too (Paddle's operator naming
+    # "no kernel image" is also the CUDA runtime's message): this row's entry is the one.
+    (entry,) = [e for e in report.facts["report.errors"] if e["kind"] == sig.id]
+    assert entry["line"] == 1
     assert {key: entry.get(key) for key in example.expect} == dict(example.expect)
     for key, template in sig.facts.items():
         assert report.facts[key] == fill(template, entry), key

@@ -241,19 +241,27 @@ GPU
 """
 
 
-def test_tensorflow_211_on_native_windows_is_a_cpu_build_and_a_gpu_is_expected():
+def test_tensorflow_on_native_windows_is_read_with_its_build_left_to_the_kb():
     facts = facts_of(issue_template.find, TF_WIN_211)
     (tf,) = facts["frameworks.installed"]
-    assert tf["framework"] == "tensorflow" and tf["version"] == "2.11.0" and tf["gpu_build"] is False
+    assert tf["framework"] == "tensorflow" and tf["version"] == "2.11.0" and tf["native_windows"] is True
+    assert tf["gpu_build"] is None  # frameworks.yaml's platforms row decides, in the rules
     assert facts["report.gpu_expected"] == "CUDA/cuDNN version: 11.6r11.6/8.6"
     assert facts["python.version"] == "3.9.10"
 
 
-def test_tensorflow_in_wsl2_or_before_211_says_nothing_about_its_build():
+def test_tensorflow_211_on_native_windows_is_cpu_only_by_the_kb_and_210_is_not(cli, tmp_path):
+    cpu = findings(cli, tmp_path, TF_WIN_211)["framework-cpu-build-on-gpu-host"]
+    assert "2.10 was the last release with GPU support on native Windows" in cpu["message"]
+    older = TF_WIN_211.replace("2.11.0", "2.10.1")
+    (tf,) = facts_of(issue_template.find, older)["frameworks.installed"]
+    assert tf["version"] == "2.10.1" and tf["native_windows"] is True
+    assert "framework-cpu-build-on-gpu-host" not in findings(cli, tmp_path, older)
+
+
+def test_tensorflow_in_wsl2_says_nothing_about_its_build():
     facts = facts_of(issue_template.find, TF_WSL_212)
     assert "frameworks.installed" not in facts and facts["report.gpu_expected"].startswith("CUDA/cuDNN")
-    older = TF_WIN_211.replace("2.11.0", "2.10.1")
-    assert "frameworks.installed" not in facts_of(issue_template.find, older)
 
 
 def test_windows_words_are_read_as_native_windows_only_without_wsl_or_linux():

@@ -74,9 +74,39 @@ class FrameworkRelease:
         return [b for b in self.builds if b.cuda is not None]
 
 
+@dataclass(frozen=True)
+class PlatformLimit:
+    """A platform where a framework's GPU builds stopped: `gpu_last` is the last release
+    (major.minor) with GPU support there; later releases are CPU-only on it."""
+
+    framework: str
+    platform: str  # "windows": native Windows, not WSL2
+    gpu_last: str
+    source: tuple[str, ...]
+
+
 class FrameworksKB:
-    def __init__(self, releases: Iterable[FrameworkRelease]) -> None:
+    def __init__(self, releases: Iterable[FrameworkRelease], platforms: Iterable[PlatformLimit] = ()) -> None:
         self._releases = sorted(releases, key=lambda r: (r.framework, Version(r.version)))
+        self._platforms = {(p.framework, p.platform): p for p in platforms}
+
+    def gpu_last(self, framework: str, platform: str) -> PlatformLimit | None:
+        """The last release of `framework` with GPU support on `platform`, where the KB has a
+        row (TensorFlow on native Windows: 2.10); None: no known limit."""
+        return self._platforms.get((framework, platform))
+
+    def cpu_only_on(self, framework: str, platform: str, version: str | None) -> bool | None:
+        """Whether `version` of `framework` is CPU-only on `platform`: True past the row's last
+        GPU release (compared on major.minor, so 2.10.1 is still 2.10), False up to it, None
+        when the KB has no row or the version does not parse."""
+        limit = self.gpu_last(framework, platform)
+        if limit is None or not version:
+            return None
+        try:
+            release = Version(str(version)).release
+        except ValueError:
+            return None
+        return Version(".".join(str(n) for n in release[:2])) > Version(limit.gpu_last)
 
     def releases(self, framework: str) -> list[FrameworkRelease]:
         """Every release of `framework` the KB lists, oldest first."""
@@ -96,9 +126,19 @@ class FrameworksKB:
 def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
     data = ctx.mapping(data)
     out: list[FrameworkRelease] = []
+    limits: list[PlatformLimit] = []
     for framework in FRAMEWORKS:
         fctx = ctx.at(framework)
         section = fctx.mapping(data.get(framework))
+        pctx = fctx.at("platforms")
+        for i, row in enumerate(pctx.rows(section.get("platforms") or [])):
+            c = pctx.at(i)
+            platform = c.field(row, "platform", str)
+            if platform != "windows":
+                raise c.at("platform").error(f"expected windows (native Windows), got {platform!r}")
+            last = c.version(row, "gpu_last")
+            assert last is not None
+            limits.append(PlatformLimit(framework, platform, last, c.source(row)))
         rctx = fctx.at("releases")
         seen: set[tuple[str, str]] = set()
         for i, row in enumerate(rctx.rows(section.get("releases"))):
@@ -125,7 +165,7 @@ def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
                 raise c.error(f"{package} {version} listed twice")
             seen.add((package, version))
             out.append(FrameworkRelease(framework, version, builds, pythons, companion, keys))
-    return FrameworksKB(out)
+    return FrameworksKB(out, limits)
 
 
 def _pythons(ctx: Ctx, row: Mapping[str, Any]) -> tuple[str, ...]:

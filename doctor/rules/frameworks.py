@@ -268,6 +268,25 @@ def gpu_arch_unsupported_by_framework(facts: Facts, kb: KB) -> Iterable[Hit] | N
     return hits
 
 
+def cpu_only(kb: KB, item: dict[str, Any]) -> bool:
+    """Whether an installed framework is a CPU-only build: its packages say so (gpu_build
+    False), or it runs where its release has no GPU build (TensorFlow >= 2.11 on native
+    Windows: frameworks.yaml `platforms`, the last GPU release there per platform)."""
+    if item.get("gpu_build") is False:
+        return True
+    if item.get("native_windows") and item.get("framework"):
+        return kb.frameworks.cpu_only_on(str(item["framework"]), "windows", item.get("version")) is True
+    return False
+
+
+def cpu_only_why(kb: KB, item: dict[str, Any]) -> str:
+    """Why `item` is CPU-only, in words (the KB's last GPU release where it is the platform)."""
+    limit = kb.frameworks.gpu_last(str(item.get("framework")), "windows") if item.get("native_windows") else None
+    if limit is not None and item.get("gpu_build") is not False:
+        return f"{TITLES.get(limit.framework, limit.framework)} {limit.gpu_last} was the last release with GPU support on native Windows"
+    return str(item.get("why") or "no GPU support")
+
+
 def windows_tensorflow_fix() -> FixRef:
     """TensorFlow >= 2.11 has no native-Windows GPU build: WSL2, or TensorFlow 2.10 (TensorFlow
     2.11.1's release notes: "TensorFlow 2.10 was the last TensorFlow release that supported GPU on
@@ -299,7 +318,7 @@ def framework_cpu_build_on_gpu_host(facts: Facts, kb: KB) -> Iterable[Hit] | Non
             python -m pip install -U "jax[cuda13]==0.10.2"
             python -m pip uninstall -y tensorflow-cpu && python -m pip install "tensorflow[and-cuda]==2.21.0"
     """
-    cpu = [i for i in installed(facts) if i.get("gpu_build") is False]
+    cpu = [i for i in installed(facts) if cpu_only(kb, i)]
     if not cpu:
         return None
     present = _gpu_present(facts)

@@ -37,6 +37,7 @@ PRIORITY = {
     "jax env": 70,  # jax.print_environment_info()
     "env": 55,  # `env`/`export` lines: what was set, perhaps not for the failing run
     "issue template": 45,  # what a person typed into a form
+    "prose": 30,  # what a person wrote in a sentence ("my tensorflow version is 2.12.0")
 }
 
 

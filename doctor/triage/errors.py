@@ -100,11 +100,36 @@ def loader_path(hit: Hit) -> bool:
     return True
 
 
+def not_tensorrt(hit: Hit) -> bool:
+    """The match stands unless the library is TensorRT's (libnvinfer*): TensorFlow 2.x tries
+    it at start-up on every host and runs without it, so its absence is no fault."""
+    return not str(hit.data.get("library", "")).startswith("libnvinfer")
+
+
+# Where a Paddle kernel runs: its source paths as built (/paddle/paddle/fluid/..., paddle/phi/)
+# or its C++ frames (paddle::operators::StackKernel<>::Compute()).
+_PADDLE_FRAME = re.compile(r"/paddle/(?:fluid|phi)/|\bpaddle::")
+_FRAME_LINES = 8  # a glog "Check failure stack trace" puts Paddle's frames a few lines below
+
+
+def paddle_frame_near(hit: Hit) -> bool:
+    """The match stands when the line, or one of the next few, is a Paddle frame or path:
+    then the kernel with no image for this GPU was Paddle's own."""
+    for j in range(hit.i, min(len(hit.norm), hit.i + 1 + _FRAME_LINES)):
+        found = _PADDLE_FRAME.search(hit.norm[j])
+        if found:
+            hit.data["frame"] = found.group(0)
+            return True
+    return False
+
+
 HOOKS: dict[str, Callable[[Hit], bool]] = {
     "driver_cuda_from_found": driver_cuda_from_found,
     "torch_gpu_and_arch_list": torch_gpu_and_arch_list,
     "cudnn_library": cudnn_library,
     "loader_path": loader_path,
+    "not_tensorrt": not_tensorrt,
+    "paddle_frame_near": paddle_frame_near,
 }
 
 

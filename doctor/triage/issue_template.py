@@ -16,11 +16,10 @@ using?" (CPU/GPU/TPU).
 
 Facts: python.version; report.framework (whose form it is: "tensorflow", "jax"); report.gpu_expected (the answer that says the user means to run on
 an NVIDIA GPU: a CUDA/cuDNN version, a GPU model, "GPU" as the accelerator), read by the
-triage rule for framework-cpu-build-on-gpu-host; and, for TensorFlow on native Windows, its
-build: TensorFlow 2.10 was the last release with GPU support on native Windows (TensorFlow
-2.11.1's release notes: "Starting with TensorFlow 2.11, you will need to install TensorFlow
-in WSL2, or install tensorflow-cpu", https://github.com/tensorflow/tensorflow/releases/tag/v2.11.1),
-so a TensorFlow >= 2.11 there is a CPU-only build (frameworks.installed, gpu_build False).
+triage rule for framework-cpu-build-on-gpu-host; and TensorFlow on native Windows
+(frameworks.installed: its version, `native_windows`, the build unknown). Whether that
+release has a GPU build there is knowledge, not text: frameworks.yaml's `platforms` row
+(2.10 was the last; fwdoctor.rules.frameworks.cpu_only) says, in the rules.
 A version elsewhere says nothing about its build: frameworks.installed stays unknown.
 """
 
@@ -29,14 +28,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from fwdoctor.triage.base import Fragment, first_version, is_value
 from fwdoctor.triage.text import Lines
-
-# The first TensorFlow release without native-Windows GPU support (see above). A row for
-# doctor/kb/frameworks.yaml when that file grows a per-platform field.
-TF_FIRST_WINDOWS_CPU_ONLY = (2, 11)
 
 # normalised field -> role. A key is lower-cased, its "(hint)" dropped, blanks collapsed.
 FIELDS = {
@@ -93,13 +86,6 @@ def native_windows(text: str) -> bool:
     return bool(_WINDOWS.search(text)) and not _NOT_NATIVE.search(text)
 
 
-def _release(version: str) -> tuple[int, ...] | None:
-    try:
-        return Version(version).release
-    except InvalidVersion:
-        return None
-
-
 def find(lines: Lines) -> list[Fragment]:
     answers = _answers(lines)
     if not answers:
@@ -122,10 +108,9 @@ def find(lines: Lines) -> list[Fragment]:
     os_answer = values.get("os")
     if tf and os_answer and native_windows(os_answer[1]):
         version = first_version(tf[1])
-        release = _release(version) if version else None
-        if version and release and release[:2] >= TF_FIRST_WINDOWS_CPU_ONLY:
-            frag.add("frameworks.installed", [_tensorflow_on_windows(version)], tf[0], os_answer[0])
-            frag.notes.append(f"line {tf[0]}: TensorFlow {version} on native Windows ({os_answer[1]}) has no GPU support (2.10 was the last)")
+        if version:
+            frag.add("frameworks.installed", [tensorflow_on_windows(version)], tf[0], os_answer[0])
+            frag.notes.append(f"line {tf[0]}: TensorFlow {version} on native Windows ({os_answer[1]})")
     return [frag] if frag.facts else []
 
 
@@ -140,7 +125,9 @@ def _gpu_expected(values: dict[str, tuple[int, str]]) -> tuple[int, str] | None:
     return None
 
 
-def _tensorflow_on_windows(version: str) -> dict[str, Any]:
-    return {"framework": "tensorflow", "version": version, "packages": {"tensorflow": version}, "gpu_build": False,
+def tensorflow_on_windows(version: str) -> dict[str, Any]:
+    """A frameworks.installed entry for TensorFlow `version` on native Windows; whether it is a
+    GPU build there the KB says (gpu_build stays unknown here)."""
+    return {"framework": "tensorflow", "version": version, "packages": {"tensorflow": version}, "gpu_build": None,
             "cuda": None, "cudnn": None, "arch_list": None, "requires": {}, "requires_from": None, "pairing": {}, "location": None,
-            "native_windows": True, "why": "TensorFlow >= 2.11 has no GPU support on native Windows (2.10 was the last; use WSL2)"}
+            "native_windows": True, "why": f"TensorFlow {version} on native Windows"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from fwdoctor import arch
-from fwdoctor.model import Facts, FixRef
+from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules.base import Hit, Rule, rule, sh
 from fwdoctor.versions import major
 
@@ -139,7 +139,9 @@ def framework_cpu_build_gpu_expected(facts: Facts, kb: KB) -> Iterable[Hit] | No
     driver, a CUDA version or GPU model in the issue template, "GPU" as the accelerator
     (see framework-cpu-build-on-gpu-host; that rule needs the driver's state, which a report
     seldom shows)."""
-    cpu = [i for i in facts["frameworks.installed"] or [] if isinstance(i, dict) and i.get("gpu_build") is False]
+    from fwdoctor.rules.frameworks import cpu_only, cpu_only_why
+
+    cpu = [i for i in facts["frameworks.installed"] or [] if isinstance(i, dict) and cpu_only(kb, i)]
     expected = facts.get("report.gpu_expected")
     gpus = facts.get("gpus.list")
     if gpus:
@@ -166,7 +168,7 @@ def framework_cpu_build_gpu_expected(facts: Facts, kb: KB) -> Iterable[Hit] | No
         else:
             fix = FixRef(commands=("conda install -c conda-forge 'tensorflow=*=*cuda*'",), note="ask conda for the CUDA build explicitly")
         hits.append(Hit(
-            f"{title} {version} is a CPU-only build ({item.get('why') or 'no GPU support'}), but the report expects a GPU: {expected}",
+            f"{title} {version} is a CPU-only build ({cpu_only_why(kb, item)}), but the report expects a GPU: {expected}",
             evidence={"framework": item["framework"], "version": item.get("version"), "packages": item.get("packages"), "expected": expected},
             fix=fix,
         ))
@@ -281,11 +283,222 @@ def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+# cuDNN's own numbers: 1000*major + 100*minor + patch before cuDNN 9 ("7005" = 7.0.5),
+# 10000*major + 100*minor + patch from 9 ("90100" = 9.1.0); CUDA's: 1000*major + 10*minor
+# ("12010" = 12.1), as cudnnGetVersion and cudaRuntimeGetVersion return them.
+def _dotted(library: str, value: str) -> str:
+    if not value.isdigit():
+        return value
+    n = int(value)
+    if library == "cuDNN":
+        return f"{n // 10000}.{n % 10000 // 100}.{n % 100}" if n >= 10000 else f"{n // 1000}.{n % 1000 // 100}.{n % 100}"
+    if library == "CUDA":
+        return f"{n // 1000}.{n % 1000 // 10}"
+    return value
+
+
+_LOADED_LIB_ROWS = {"cudnn-runtime-older": "TensorFlow/XLA", "paddle-cudnn-older": "PaddlePaddle", "jax-lib-older-than-built": "JAX"}
+
+
+@rule("framework-loaded-lib-mismatch", needs=("report.errors",), optional=("report.framework",))
+def framework_loaded_lib_mismatch(facts: Facts, kb: KB) -> Iterable[Hit] | None:
+    """What it does
+        Reads a framework's own complaint that the cuDNN or CUDA library it loaded is not the
+        one it was built with: TensorFlow's and XLA's "Loaded runtime CuDNN library: 9.1.0 but
+        source was compiled with: 9.3.0", Paddle's "The installed Paddle is compiled with CUDNN
+        7.6, but CUDNN version in your machine is 7.4", JAX's "Found CUDA version 12010, but JAX
+        was built against version 12020, which is newer". Each is printed only when the loaded
+        library cannot serve the build (older, or another cuDNN compatibility version).
+
+    Why is this bad?
+        TensorFlow and JAX stop there ("DNN library initialization failed", "CUDA backend
+        failed to initialize": everything runs on the CPU); Paddle goes on and fails later
+        (CUDNN_STATUS_BAD_PARAM in batch_norm, PaddlePaddle/Paddle#23922). The older library is
+        usually another copy the loader finds first: the system's cuDNN, a conda env's, or an
+        LD_LIBRARY_PATH folder in front of the framework's own nvidia-* wheels.
+
+    Example
+        "Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 8.6.0" under JAX
+        (jax-ml/jax#15268): invalid; with cuDNN 8.6 or a newer 8.x loaded: valid.
+
+    Fix
+        Make the loaded copy the one the build needs (the same major, a minor at least the
+        build's): find the copies the loader sees, remove the older one from the loader path,
+        or install the matching version (JAX and TensorFlow >= 2.14 on Linux bring theirs with
+        `pip install -U "jax[cuda12]"` / `pip install "tensorflow[and-cuda]"`):
+
+            ldconfig -p | grep -E 'libcudnn|libcudart'
+            echo $LD_LIBRARY_PATH
+    """
+    from packaging.version import InvalidVersion, Version
+
+    said = [e for kind in _LOADED_LIB_ROWS for e in _errors(facts, kind)]
+    if not said:
+        return None
+    hits = []
+    seen: set[tuple[str, str, str]] = set()
+    for error in said:
+        library = str(error.get("library") or "cuDNN")
+        loaded, compiled = _dotted(library, str(error["loaded"])), _dotted(library, str(error["compiled"]))
+        if (library, loaded, compiled) in seen:
+            continue  # XLA repeats the line once per stream
+        seen.add((library, loaded, compiled))
+        who = _LOADED_LIB_ROWS[error["kind"]]
+        if error["kind"] == "cudnn-runtime-older" and facts.get("report.framework") == "jax":
+            who = "JAX (XLA)"
+        try:
+            older = Version(loaded) < Version(compiled)
+        except InvalidVersion:
+            older = False
+        how = "older than" if older else "not compatible with"
+        hits.append(Hit(
+            f"{who} loaded {library} {loaded}, {how} the {library} {compiled} it was built with: {_line(error)}",
+            evidence={"report.errors": [error], "library": library, "loaded": loaded, "compiled": compiled},
+            fix=FixRef(commands=("ldconfig -p | grep -E 'libcudnn|libcudart'   # the copies the loader can find",
+                                 "echo $LD_LIBRARY_PATH   # a folder here is searched first"),
+                       note=f"load {library} {compiled} or a newer release of the same major: remove the older copy from the loader path, "
+                            "or install the matching one (JAX and TensorFlow >= 2.14 bring theirs: pip install -U 'jax[cuda12]' / 'tensorflow[and-cuda]')"),
+        ))
+    return hits
+
+
+@rule("ptxas-newer-than-driver", needs=("report.errors",))
+def ptxas_newer_than_driver(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads XLA's warning "The NVIDIA driver's CUDA version is 12.2 which is older than the
+        ptxas CUDA version (12.3.107)": the ptxas XLA compiles with (the nvidia-cuda-nvcc wheel
+        JAX installs, or the first ptxas on PATH) is from a newer CUDA than the driver runs.
+
+    Why is this bad?
+        XLA then disables parallel compilation ("which may slow down compilation"), and code
+        that ptxas compiles for a newer CUDA than the driver's may fail to load.
+
+    Example
+        Driver 535.154.05 (CUDA 12.2) with nvidia-cuda-nvcc-cu12 12.3.107 (google/brax#488
+        shows 12.4 against 12.5.40): invalid. The same driver with ptxas 12.2: valid.
+
+    Fix
+        Upgrade the NVIDIA driver to one for the ptxas's CUDA, or pin the ptxas to the
+        driver's CUDA minor:
+
+            python -m pip install "nvidia-cuda-nvcc-cu12==12.2.*"
+    """
+    said = _errors(facts, "xla-ptxas-newer-than-driver")
+    if not said:
+        return None
+    error = said[0]
+    driver_cuda, ptxas = str(error["driver_cuda"]), str(error["ptxas"])
+    wheel = f"nvidia-cuda-nvcc-cu{driver_cuda.split('.')[0]}=={driver_cuda}.*"
+    return Hit(
+        f"the ptxas XLA runs (CUDA {ptxas}) is newer than the driver's CUDA {driver_cuda}: XLA compiles serially and may emit code the driver cannot load: {_line(error)}",
+        evidence={"report.errors": said, "driver.cuda_version": driver_cuda, "ptxas": ptxas},
+        fix=FixRef(commands=(f"python -m pip install {sh(wheel)}   # a ptxas no newer than the driver",),
+                   note=f"or upgrade the NVIDIA driver to one that supports CUDA {'.'.join(ptxas.split('.')[:2])}"),
+    )
+
+
+@rule("cuda-lib-not-found", needs=("report.errors",), optional=("gpus.list", "driver.loaded", "report.gpu_expected"))
+def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads TensorFlow's "Could not load dynamic library 'libcusolver.so.10'; dlerror: ...":
+        a CUDA or cuDNN library TensorFlow opens at run time is not found by the loader
+        (TensorRT's optional libnvinfer is left out).
+
+    Why is this bad?
+        TensorFlow then skips the GPU ("Cannot dlopen some GPU libraries ... Skipping
+        registering GPU devices") and runs on the CPU. Each release opens the sonames of the
+        CUDA and cuDNN it was built with (TensorFlow 2.4: CUDA 11.0's libcusolver.so.10, which
+        CUDA 11.2 does not ship), so another CUDA release does not serve it, nor does the right
+        one outside the loader path.
+
+    Example
+        TensorFlow 2.4 on a host with only CUDA 11.2: "Could not load dynamic library
+        'libcusolver.so.10'": invalid. With CUDA 11.0's lib64 on LD_LIBRARY_PATH: valid.
+
+    Fix
+        Install the CUDA and cuDNN of the release's tested build configuration
+        (tensorflow.org/install/source#gpu) and put their lib64 on the loader path, or on
+        Linux with TensorFlow >= 2.14 let pip bring them:
+
+            python -m pip install "tensorflow[and-cuda]"
+            ldconfig -p | grep libcusolver
+    """
+    said = _errors(facts, "dlopen-failed")
+    if not said:
+        return None
+    error = said[0]
+    library = str(error["library"])
+    # On a host that shows no GPU (TensorFlow: "Ignore above cudart dlerror if you do not have
+    # a GPU set up"), a missing CUDA library is expected; with a GPU in sight it is the fault.
+    gpu = bool(facts.get("gpus.list")) or bool(facts.get("driver.loaded")) or bool(facts.get("report.gpu_expected")) \
+        or bool(_errors(facts, "tf-cannot-dlopen-gpu-libraries"))
+    stem = library.split(".so", 1)[0]
+    return Hit(
+        f"the loader finds no {library} (its CUDA/cuDNN release is not installed, or not on the loader path): {_line(error)}",
+        evidence={"report.errors": said, "library": library},
+        fix=FixRef(commands=(f"ldconfig -p | grep {sh(stem)}   # which versions the loader sees", "echo $LD_LIBRARY_PATH"),
+                   note="install the CUDA and cuDNN that this TensorFlow release was built with (tensorflow.org/install/source#gpu) "
+                        "and put their lib64 on LD_LIBRARY_PATH; on Linux, TensorFlow >= 2.14 brings them: pip install 'tensorflow[and-cuda]'"),
+        severity=None if gpu else Severity.WARNING,
+    )
+
+
+@rule("nccl-ib-connect-failed", needs=("report.errors",))
+def nccl_ib_connect_failed(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads NCCL's "Call to ibv_modify_qp failed with 110 Connection timed out" (older NCCL:
+        "failed with error Network is unreachable"): NCCL could not bring an InfiniBand/RoCE
+        queue pair to a peer's NIC up.
+
+    Why is this bad?
+        The collective that needed the connection fails (ncclSystemError) or hangs. A timeout
+        often means the two NICs cannot reach each other at all: on a rail-optimized fabric
+        (a switch per NIC number) only NICs of the same rail talk, and NCCL paired NICs of
+        different rails (NVIDIA/nccl#2013, fixed by NCCL_CROSS_NIC=0). "Network is
+        unreachable" points at a RoCE GID index that is not routable between the nodes.
+
+    Example
+        "ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on
+        dev mlx5_0:1, curr state INIT, next state RTR": invalid.
+
+    Fix
+        On a rail-optimized fabric keep each ring on one NIC number; otherwise check the
+        ports and the RoCE GID on both nodes:
+
+            export NCCL_CROSS_NIC=0
+            ibv_devinfo -v
+            show_gids   # RoCE: set NCCL_IB_GID_INDEX to the RoCE v2 GID of the routable address
+    """
+    said = _errors(facts, "nccl-ibv-modify-qp-failed")
+    if not said:
+        return None
+    error = said[0]
+    reason = str(error.get("error") or "").strip()
+    if error.get("errno") == "110" or "timed out" in reason.lower():
+        why = ("the NICs cannot reach each other: on a rail-optimized fabric NCCL paired NICs of different rails (NCCL_CROSS_NIC=0 keeps "
+               "each ring on one rail); on RoCE the GID index NCCL uses (NCCL_IB_GID_INDEX) may name an address that is not routed between the nodes")
+        commands = ("export NCCL_CROSS_NIC=0   # rail-optimized fabric: only NICs of the same rail reach each other",
+                    "show_gids   # RoCE: NCCL_IB_GID_INDEX should name the RoCE v2 GID of the routable address",
+                    "ibv_devinfo -v   # on both nodes: port state and link layer")
+    else:
+        why = "on RoCE often a GID index that is not routable between the nodes, or a port that is down"
+        commands = ("ibv_devinfo -v   # on both nodes: port state and link layer",
+                    "show_gids   # RoCE: NCCL_IB_GID_INDEX should name the RoCE v2 GID of the routable address")
+    return Hit(
+        f"NCCL could not connect an InfiniBand/RoCE queue pair ({reason}): {why}: {_line(error)}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=commands, note="NCCL troubleshooting: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"),
+    )
+
+
 # The signature kinds the rules above read; every other row of doctor/kb/errors.yaml that
 # names findings is raised by a generic rule per finding id (_from_rows), so a new row needs
 # no code here.
 _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "cuda-version-mismatch", "sm-incompatible", "unsupported-gnu",
-                      "unsupported-gpu-arch", "cudnn-undefined-symbol"})
+                      "unsupported-gpu-arch", "cudnn-undefined-symbol",
+                      # issue 26, part B: the rules above with their own explanation
+                      "cudnn-runtime-older", "paddle-cudnn-older", "jax-lib-older-than-built", "xla-ptxas-newer-than-driver",
+                      "dlopen-failed", "nccl-ibv-modify-qp-failed"})
 
 
 def _from_rows() -> tuple[Rule, ...]:
@@ -321,4 +534,5 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
                            framework_cpu_build_gpu_expected, framework_no_kernel_for_cc,
-                           conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient, *_from_rows())
+                           conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
+                           framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, *_from_rows())
