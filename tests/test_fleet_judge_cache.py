@@ -226,7 +226,10 @@ def read_all(folder: Path) -> dict[str, tuple[str, dict, bool]]:
     """file name -> (kind, data, read as a twin) of every document `fleet report` reads."""
     from fwdoctor.fleet.documents import Document, documents
 
-    return {Path(d.where).name: (d.kind, d.data, d.twin is not None) for d in documents([str(folder)]) if isinstance(d, Document)}
+    # A template's own document carries its Template too, with the very data it was parsed to;
+    # a twin's data is a new object, read without parsing.
+    return {Path(d.where).name: (d.kind, d.data, d.twin is not None and d.data is not d.twin.data)
+            for d in documents([str(folder)]) if isinstance(d, Document)}
 
 
 def parsed_alone(path: Path) -> tuple[str, dict]:

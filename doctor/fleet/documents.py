@@ -20,13 +20,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping  # not typing's: its isinstance is ~10x slower
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import PurePath
 from typing import Any, Iterator
 
 # read_regular_file reads a whole file; a .jsonl is read line by line through the same
 # regular-file-only open (a FIFO or device refused unopened) that it uses.
+from fwdoctor.fleet.facttext import Entry, FactTexts
 from fwdoctor.host import UnreadableError, _open_regular, read_regular_file
 
 # The cap `check --facts` puts on a facts file (fwdoctor.sources.MAX_FACTS_FILE_BYTES):
@@ -48,6 +49,9 @@ class Document:
     # The document this one is a copy of but for host.name (Twins): every twin of one
     # shares its data but the name, and so one judging (fwdoctor.fleet.report.JudgeCache).
     twin: Template | None = field(default=None, compare=False, repr=False)
+    # Each fact's remembered text (fwdoctor.fleet.facttext) when the document was read fact
+    # by fact: its Facts are then built from Facts already checked, and fingerprinted.
+    entries: dict[str, Entry] | None = field(default=None, compare=False, repr=False)
 
     @property
     def host_name(self) -> str | None:
@@ -142,13 +146,14 @@ def paths_in(paths: list[str]) -> Iterator[str | BadInput]:
 def documents(paths: list[str]) -> Iterator[Document | BadInput]:
     """Each document of every path, one at a time, or a BadInput for what cannot be used."""
     twins = Twins()
+    texts = FactTexts()
     for item in paths_in(paths):
         if isinstance(item, BadInput):
             yield item
         elif item.endswith(".jsonl"):
-            yield from _jsonl(item)
+            yield from _jsonl(item, texts)
         else:
-            yield _json_file(item, twins)
+            yield _json_file(item, twins, texts)
 
 
 class Template:
@@ -159,12 +164,15 @@ class Template:
     and must give the document with only host.name changed (so the cut is the name's
     string and nothing else: not a key, not a value of the same text elsewhere)."""
 
-    __slots__ = ("prefix", "suffix", "kind", "data", "checked", "judge_key")
+    __slots__ = ("prefix", "suffix", "kind", "data", "entries", "checked", "judged")
 
-    def __init__(self, prefix: bytes, suffix: bytes, kind: str, data: dict[str, Any]) -> None:
-        self.prefix, self.suffix, self.kind, self.data = prefix, suffix, kind, data
+    def __init__(self, prefix: bytes, suffix: bytes, kind: str, data: dict[str, Any],
+                 entries: dict[str, Entry] | None = None) -> None:
+        self.prefix, self.suffix, self.kind, self.data, self.entries = prefix, suffix, kind, data, entries
         self.checked: bool | None = None  # None: not yet parsed with the placeholder
-        self.judge_key: bytes | None = None  # set by the first judging of a twin (report.JudgeCache)
+        # What judging the document gave (fwdoctor.fleet.report.JudgeCache), for every twin:
+        # kept here, so it is dropped with the template.
+        self.judged: Any = None
 
 
 class Twins:
@@ -203,26 +211,28 @@ class Twins:
                 self._templates.insert(0, self._templates.pop(index))
             host = template.data["host"]
             data = {**template.data, "host": {**host, "name": name}}
-            return Document(where, template.kind, data, stem, template)
+            return Document(where, template.kind, data, stem, template, template.entries)
         return None
 
-    def learn(self, raw: bytes, doc: Document) -> None:
-        """Keep `doc` (just parsed from `raw`) as a template if it can be one."""
+    def learn(self, raw: bytes, doc: Document) -> Document:
+        """Keep `doc` (just parsed from `raw`) as a template if it can be one: then `doc`
+        is returned as the first of the template's twins, else as it is."""
         data = doc.data
         host = data.get("host")
         if doc.kind not in ("facts", "check") or type(data) is not dict or type(host) is not dict:
-            return
+            return doc
         name = host.get("name")
         if not isinstance(name, str) or self.PLACEHOLDER in raw:
-            return
+            return doc
         for ascii_only in (False, True):
             needle = json.dumps(name, ensure_ascii=ascii_only).encode("utf-8")
             if raw.count(needle) == 1:
                 at = raw.index(needle)
-                template = Template(raw[:at], raw[at + len(needle):], doc.kind, data)
+                template = Template(raw[:at], raw[at + len(needle):], doc.kind, data, doc.entries)
                 self._templates.insert(0, template)
                 del self._templates[self.MAX:]
-                return
+                return replace(doc, twin=template)
+        return doc
 
     def _checked(self, template: Template) -> bool:
         if template.checked is None:
@@ -236,7 +246,7 @@ class Twins:
         return bool(template.checked)
 
 
-def _json_file(path: str, twins: Twins | None = None) -> Document | BadInput:
+def _json_file(path: str, twins: Twins | None = None, texts: FactTexts | None = None) -> Document | BadInput:
     # read_regular_file asks for limit + 1 bytes in one read, and Python allocates a buffer
     # that size before shrinking it: 64 MiB per 20 KB file is a fifth of the reading time
     # of a thousand files. The file's size (plus slack for one still being written) bounds
@@ -250,18 +260,16 @@ def _json_file(path: str, twins: Twins | None = None) -> Document | BadInput:
     except ValueError as exc:
         return BadInput(path, _strip_flag(str(exc), path))
     if twins is None:
-        return parse(raw, path, _stem(path))
+        return parse(raw, path, _stem(path), texts)
     stem = _stem(path)
     twin = twins.match(raw, path, stem)
     if twin is not None:
         return twin
-    doc = parse(raw, path, stem)
-    if isinstance(doc, Document):
-        twins.learn(raw, doc)
-    return doc
+    doc = parse(raw, path, stem, texts)
+    return twins.learn(raw, doc) if isinstance(doc, Document) else doc
 
 
-def _jsonl(path: str) -> Iterator[Document | BadInput]:
+def _jsonl(path: str, texts: FactTexts | None = None) -> Iterator[Document | BadInput]:
     try:
         handle = _open_regular(path, path)
     except UnreadableError as exc:
@@ -288,13 +296,20 @@ def _jsonl(path: str) -> Iterator[Document | BadInput]:
                 return
             if not line.strip():
                 continue
-            yield parse(line, where, f"{stem}-{number}")
+            yield parse(line, where, f"{stem}-{number}", texts)
 
 
-def parse(raw: bytes, where: str, stem: str) -> Document | BadInput:
-    """One document from its bytes: JSON, an object, a kind fleet report reads."""
+def parse(raw: bytes, where: str, stem: str, texts: FactTexts | None = None) -> Document | BadInput:
+    """One document from its bytes: JSON, an object, a kind fleet report reads. With
+    `texts`, a facts document is read fact by fact (FactTexts.split): the same data."""
+    entries: dict[str, Entry] | None = None
     try:
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        split = texts.split(text) if texts is not None else None
+        if split is not None:
+            data, entries = split
+        else:
+            data = json.loads(text)
     except UnicodeDecodeError:
         return BadInput(where, "not UTF-8 text")
     except json.JSONDecodeError as exc:
@@ -309,7 +324,7 @@ def parse(raw: bytes, where: str, stem: str) -> Document | BadInput:
     if kind not in KINDS:
         shown = f"kind {str(kind)[:40]!r}" if kind is not None else "no \"kind\""
         return BadInput(where, f"{shown}: fleet report reads facts, check, smoke-suite and smoke documents")
-    return Document(where, str(kind), data, stem)
+    return Document(where, str(kind), data, stem, entries=entries)
 
 
 def _stem(path: str) -> str:

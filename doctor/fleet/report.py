@@ -4,11 +4,12 @@
 
 Memory: a document is parsed, judged and dropped before the next one is read; what stays
 is one NodeRow per node (interned strings, a few hundred bytes) and the list of files
-that could not be used. Time: one `judge` (~1.5 ms, the rules `check --facts` runs) per
-distinct set of facts, not per document: most nodes of a fleet are built alike, and a
-node whose facts are the same as one already judged gets the same cells and findings
-(`JudgeCache`: issue 30, 10,000 nodes in seconds). Everything else read from a document
-(its host name, its stamp, its smoke results) is read from that document alone.
+that could not be used. Time (issue 30): a file that is another but for its host name is
+not parsed and not judged again (`JudgeCache`, documents.Twins); any other node's rules are
+run only where the facts a rule read differ from a node judged before (judging.RuleCache),
+and its facts are parsed and built only where their text differs (facttext.FactTexts).
+Everything else read from a document (its host name, its stamp, its smoke results) is
+read from that document alone.
 
 Exit codes, as `check`: 0 no error; 1 an error finding (on a node or across nodes) or a
 failed smoke test; 2 the report is incomplete: an input could not be used, a node's
@@ -17,8 +18,6 @@ facts allowed no check at all, or nothing was read.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping  # not typing's: its isinstance is ~10x slower
 from dataclasses import dataclass, field
@@ -27,9 +26,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 from fwdoctor import __version__
 from fwdoctor.findings import AREA_TITLES
 from fwdoctor.fleet import node as nd
-from fwdoctor.fleet.documents import BadInput, Document, StampError, documents
+from fwdoctor.fleet.documents import BadInput, Document, StampError, Template, documents
 from fwdoctor.fleet.drift import MAX_LISTED, Drift, drift, listed
 from fwdoctor.fleet.hostlist import folded
+from fwdoctor.fleet.facttext import read_facts
+from fwdoctor.fleet.judging import Fingerprints, RuleCache
 from fwdoctor.fleet.rules import MIN_PEER_GROUP, RULES as FLEET_RULES, SLOW_FRACTION, Fleet
 from fwdoctor.model import Facts, Finding, NotChecked, Provenance, Severity
 from fwdoctor.render.escape import md_cell, md_code, terminal_lines
@@ -133,7 +134,7 @@ def build(paths: list[str], kb: KB, max_listed: int = MAX_LISTED, rules: Iterabl
     node_rules = list(RULES if rules is None else rules)
     rows: dict[str, nd.NodeRow] = {}
     bad: list[BadInput] = []
-    cache = JudgeCache()
+    cache = JudgeCache(kb)
     count = 0
     for item in documents(paths):
         if isinstance(item, BadInput):
@@ -174,41 +175,35 @@ class Judged(NamedTuple):
 
 
 class JudgeCache:
-    """Judged results by the content of the facts document they came from, so that a fleet
-    of 10,000 nodes built alike is judged once per distinct set of facts (issue 30).
+    """What judging gave, kept where it can be reused: for the twins of one document
+    (fwdoctor.fleet.documents.Twins: files that parse to that document but for host.name)
+    on the document's Template, and for every rule by the facts it read (RuleCache).
 
-    The key is a digest of the whole document but for its host's name: every value the
-    judging reads (the facts, the probe failures, the stamp the lifecycle rules judge as
-    of, the host's source) is in it, so two documents with one key read as one set of
-    Facts and judge alike; one field that differs is another key. No rule reads the
-    host's name (tests/test_fleet_judge_cache.py holds every rule to that), and what a node is
-    called is taken from its own document, never from the cache. A document that cannot
-    be judged is not cached: each such document is refused by itself, as before."""
+    "Same" for a whole judgement is the Template's identity: Twins.match returns a twin
+    only for a file whose bytes are the template's prefix, one JSON string (the name) and
+    its suffix, and only once the template was proven to hold host.name at that cut. Two
+    nodes share a Judged only then. No rule reads the host's name (tests/test_fleet_judge_cache.py
+    holds every rule to that), and what a node is called is taken from its own document,
+    never from the cache. The judgement lives on the Template, so it goes when Twins drops
+    the template (a fleet of distinct documents keeps no parsed document alive). Before,
+    the key was a digest of the whole document less its name: the same answer for twins, and
+    ~0.3 ms of json.dumps per document that never hit when every node differs.
 
-    def __init__(self) -> None:
-        self._judged: dict[bytes, Judged] = {}
+    Every other node is judged rule by rule (fwdoctor.fleet.judging.RuleCache): a rule's
+    outcome is reused for a node whose facts are the same at the keys that rule read. A
+    document that cannot be judged keeps nothing: each is refused by itself, as before."""
+
+    def __init__(self, kb: KB) -> None:
+        self.rules = RuleCache(kb)
 
     @staticmethod
-    def key(data: Mapping[str, Any]) -> bytes | None:
-        """The digest of `data` without host.name; None when it cannot be made (the facts
-        are then judged every time, as without the cache)."""
-        host = data.get("host")
-        if isinstance(host, Mapping) and "name" in host:
-            data = {**data, "host": {k: v for k, v in host.items() if k != "name"}}
-        try:
-            # Key order kept (not sort_keys): two documents that differ only in the order
-            # of their keys are two keys, which costs a judging, never a wrong answer.
-            text = json.dumps(data, ensure_ascii=False, allow_nan=True, check_circular=False)
-        except (TypeError, ValueError, RecursionError):
-            return None
-        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32).digest()
+    def get(twin: Template | None) -> Judged | None:
+        return twin.judged if twin is not None else None
 
-    def get(self, key: bytes | None) -> Judged | None:
-        return self._judged.get(key) if key is not None else None
-
-    def put(self, key: bytes | None, judged: Judged) -> None:
-        if key is not None:
-            self._judged[key] = judged
+    @staticmethod
+    def put(twin: Template | None, judged: Judged) -> None:
+        if twin is not None:
+            twin.judged = judged
 
 
 def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any], cache: JudgeCache | None = None) -> str | None:
@@ -218,7 +213,7 @@ def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any],
     gpus.list not a list, a stamp that is no date, a fact no rule can read) makes this
     document unreadable, named with the field, and leaves every row as it was."""
     try:
-        return _absorb(rows, doc, kb, rules, cache if cache is not None else JudgeCache())
+        return _absorb(rows, doc, kb, rules, cache if cache is not None and cache.rules.kb is kb else JudgeCache(kb))
     except (nd.DocumentError, StampError) as exc:
         return str(exc)
 
@@ -246,18 +241,13 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
         if value is not None and doc.kind == "smoke-suite":
             nd.check_results(value, part)
     facts: Facts | None = None
-    key: bytes | None = None
+    twin: Template | None = None
     judged: Judged | None = None
     if facts_data is not None:
         if not isinstance(facts_data, Mapping):
             return f'"check" is a {type(facts_data).__name__}, not a check report'
-        if doc.twin is not None and facts_data is data:  # twins of one document share one key
-            if doc.twin.judge_key is None:
-                doc.twin.judge_key = JudgeCache.key(facts_data)
-            key = doc.twin.judge_key
-        else:
-            key = JudgeCache.key(facts_data)
-        judged = cache.get(key)
+        twin = doc.twin if facts_data is data else None  # the twins of one document share one judging
+        judged = cache.get(twin)
         if judged is not None:
             # The same document but for host.name was read as facts before; its name is
             # still checked here (a name of the wrong type is refused), as reading would.
@@ -267,7 +257,8 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
                 return f"not facts fwdoctor can read: {exc}"
         else:
             try:
-                facts = nd.read_facts(facts_data)
+                facts = read_facts(data, doc.entries) if doc.entries is not None and facts_data is data \
+                    else nd.read_facts(facts_data)
             except (ValueError, RecursionError) as exc:
                 return f"not facts fwdoctor can read: {exc}"
             nd.check_fact_types(facts)
@@ -279,9 +270,11 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
     if facts_data is not None and not (held is None or held.newer("facts", stamp)):
         judged = None  # older than the facts the node shows: not used
     elif facts is not None:
-        report = _judge(facts, kb, rules)
-        judged = Judged(nd.fact_cells(facts, kb), tuple(nd.findings_of(report)), report.not_run, report.nothing_checked)
-        cache.put(key, judged)
+        prints = Fingerprints(facts, doc.entries if facts_data is data else None)
+        report = _judge(facts, kb, cache.rules.rules(rules, prints))
+        cells = cache.rules.call(nd.fact_cells, lambda seen: nd.fact_cells(seen, kb), facts, prints)
+        judged = Judged(cells, tuple(nd.findings_of(report)), report.not_run, report.nothing_checked)
+        cache.put(twin, judged)
     kernel_part = nd.kernel_cells(kernel) if kernel and (held is None or held.newer("kernel", stamp)) else None
     allreduce_part = nd.allreduce_cells(allreduce) if allreduce and (held is None or held.newer("allreduce", stamp)) else None
     row = held if held is not None else rows.setdefault(name, nd.NodeRow(nd.intern(name), named_by))
