@@ -7,13 +7,17 @@ child gets its own process group and the whole group is killed on timeout.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
+
+# The process-tree and signal helpers live in fwdoctor.children (the CLI holds the signal
+# handlers without importing subprocess); re-exported for the callers that start children.
+from fwdoctor import children
+from fwdoctor.children import STOP_SIGNALS, Stop, descendants, end_all_children, ending_tree_on_signals, kill_tree  # noqa: F401 (re-exported)
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -168,112 +172,13 @@ class StreamResult:
         return self.returncode == 0 and not self.timed_out and not self.error
 
 
-def descendants(pid: int, proc: str = "/proc") -> list[int]:
-    """Every live descendant of `pid`, found through /proc/<pid>/stat parent links."""
-    parent_of: dict[int, int] = {}
-    try:
-        entries = os.listdir(proc)
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(os.path.join(proc, name, "stat"), encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may contain spaces and parentheses.
-        rest = text[text.rfind(")") + 2 :].split()
-        if len(rest) >= 2 and rest[1].isdigit():
-            parent_of[int(name)] = int(rest[1])
-    found: list[int] = []
-    frontier = [pid]
-    while frontier:
-        current = frontier.pop()
-        for child, parent in parent_of.items():
-            if parent == current and child not in found:
-                found.append(child)
-                frontier.append(child)
-    return found
-
-
-def kill_tree(pid: int) -> tuple[int, ...]:
-    """SIGKILL `pid`'s group and every descendant's group; returns the pids targeted.
-
-    The tree is frozen first (SIGSTOP) and collected again until no new process shows
-    up: a launcher that forks between our /proc scan and the kill (torchrun starting a
-    worker) cannot leave a child we never saw, and a killed parent's children, reparented
-    to init, are already on our list.
-    """
-    victims: list[int] = [pid]
-    for _ in range(20):
-        for victim in victims:
-            _signal_group_and_pid(victim, signal.SIGSTOP)
-        found = [p for p in descendants(pid) if p not in victims]
-        found += [p for v in victims[1:] for p in descendants(v) if p not in victims and p not in found]
-        if not found:
-            break
-        victims.extend(found)
-    for victim in victims:
-        _signal_group_and_pid(victim, signal.SIGKILL)
-    return tuple(victims)
-
-
-def _signal_group_and_pid(pid: int, signum: int) -> None:
-    own_group = os.getpgrp()
-    try:
-        group = os.getpgid(pid)
-    except OSError:
-        group = own_group
-    if group != own_group:  # never our own group: that is us and the user's shell job
-        try:
-            os.killpg(group, signum)
-        except OSError:
-            pass
-    try:
-        os.kill(pid, signum)
-    except OSError:
-        pass
-
-
-# --------------------------------------------------------------------------- signals
-# Every child starts in its own session, so a terminal's Ctrl-C or a scheduler's SIGTERM
-# reaches fwdoctor alone. While a command runs (`ending_tree_on_signals`, entered once by
-# the CLI), SIGINT, SIGTERM and SIGHUP end the tree of every live child started here
-# (from any thread: --deep probes run in the background), refuse new children, and
-# raise KeyboardInterrupt in the main thread so the command stops the way Ctrl-C stops
-# it (an apply writes its summary); the CLI then exits 128+signal.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_live: dict[int, subprocess.Popen] = {}
-_live_lock = threading.RLock()  # re-entered by the handler when it interrupts _popen
-
-
-@dataclass
-class Stop:
-    """The signal that is stopping fwdoctor, None while none came."""
-
-    signum: int | None = None
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + int(self.signum or signal.SIGINT)
-
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum or signal.SIGINT).name
-
-
-_stop: Stop | None = None
-
-
 def _popen(args: tuple[str, ...], **kwargs: object) -> subprocess.Popen:
     # Registered under the lock, so a signal handler's sweep sees it or the start is refused.
-    with _live_lock:
-        if _stopping():
-            raise _Refused(_stopping_error())
+    with children._live_lock:
+        if children.stopping():
+            raise _Refused(children.stopping_error())
         proc = subprocess.Popen(args, **kwargs)  # type: ignore[call-overload]
-        _live[proc.pid] = proc
+        children._live[proc.pid] = proc
     return proc
 
 
@@ -282,64 +187,8 @@ class _Refused(OSError):
 
 
 def _forget(proc: subprocess.Popen) -> None:
-    with _live_lock:
-        _live.pop(proc.pid, None)
-
-
-def _stopping() -> bool:
-    return _stop is not None and _stop.signum is not None
-
-
-def _stopping_error() -> str:
-    assert _stop is not None
-    return f"not started: fwdoctor is stopping ({_stop.name})"
-
-
-def end_all_children() -> tuple[int, ...]:
-    """Kill the tree of every child started through this module that is still running."""
-    with _live_lock:
-        pids = list(_live)
-    killed: list[int] = []
-    for pid in pids:
-        killed.extend(kill_tree(pid))
-    return tuple(killed)
-
-
-def _on_signal(signum: int, frame: object) -> None:
-    assert _stop is not None
-    first = _stop.signum is None
-    if first:
-        _stop.signum = signum
-    end_all_children()
-    if first:  # a second signal during the clean-up only kills again
-        raise KeyboardInterrupt
-
-
-class ending_tree_on_signals:
-    """While entered (in the main thread), SIGINT/SIGTERM/SIGHUP end every child's tree.
-
-    `as stop`: `stop.signum` is the signal that came (None if none); the previous
-    handlers come back on exit, so the CLI can run inside a test process. Nested, it
-    hands back the outer one's `Stop` and changes nothing.
-    """
-
-    def __enter__(self) -> Stop:
-        global _stop
-        self.previous: dict[int, object] = {}
-        self.outer = _stop
-        if _stop is not None:  # nested (apply under the CLI): the outer one stays in charge
-            return _stop
-        _stop = Stop()
-        if threading.current_thread() is threading.main_thread():
-            for signum in STOP_SIGNALS:
-                self.previous[signum] = signal.signal(signum, _on_signal)
-        return _stop
-
-    def __exit__(self, *exc: object) -> None:
-        global _stop
-        for signum, handler in self.previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
-        _stop = self.outer
+    with children._live_lock:
+        children._live.pop(proc.pid, None)
 
 
 def stream(

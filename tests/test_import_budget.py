@@ -27,6 +27,9 @@ NOT_IMPORTED = (
     "fwdoctor.fleet", "fwdoctor.triage", "fwdoctor.smoke", "fwdoctor.mcp", "fwdoctor.gate", "fwdoctor.render.explain", "fwdoctor.render.testreport",
     "fwdoctor.cli.recipes", "fwdoctor.cli.stack", "fwdoctor.cli.fleet", "fwdoctor.cli.smoke", "fwdoctor.cli.triage",
     "fwdoctor.render.prometheus",
+    # The host's name is os.uname's; the caches name entries by zlib's CRCs, and a warm KB
+    # comes from its compiled entries (fwdoctor.kb.cache), not the parsed-YAML layer.
+    "socket", "hashlib",
 )
 
 # Not needed by `triage FILE` (text or JSON): everything `check` does without, plus the
@@ -34,6 +37,9 @@ NOT_IMPORTED = (
 NOT_IMPORTED_BY_TRIAGE = (
     *(name for name in NOT_IMPORTED if name not in ("fwdoctor.triage", "fwdoctor.cli.triage")),
     "fwdoctor.probes", "fwdoctor.sources", "fwdoctor.interpreter", "fwdoctor.deepstart", "fwdoctor.cli.check",
+    # Nothing that runs programs: the CLI's signal handlers are fwdoctor.children's, and a
+    # warm KB reads no file through the host (issue 30).
+    "fwdoctor.host", "fwdoctor.runner", "subprocess",
 )
 
 AUDIT = """

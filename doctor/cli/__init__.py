@@ -143,10 +143,12 @@ class Group(TableGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         # SIGINT/SIGTERM/SIGHUP end every process this command started, then exit
-        # 128+signal with one line (doctor/runner.py: ending_tree_on_signals).
-        from fwdoctor import runner
+        # 128+signal with one line (doctor/children.py: ending_tree_on_signals).
+        # fwdoctor.children, not the runner: a command that starts no child (triage,
+        # explain) need not import subprocess for its handlers (issue 30).
+        from fwdoctor import children
 
-        with runner.ending_tree_on_signals() as stop:
+        with children.ending_tree_on_signals() as stop:
             try:
                 value = self._invoke(ctx)
             except KeyboardInterrupt:
@@ -158,7 +160,7 @@ class Group(TableGroup):
                     raise
                 value = None
             if stop.signum is not None:
-                runner.end_all_children()
+                children.end_all_children()
                 click.echo(f"fwdoctor: stopped by {stop.name}; every process it started was ended", err=True)
                 raise click.exceptions.Exit(stop.exit_code)
             return value

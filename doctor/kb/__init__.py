@@ -258,9 +258,15 @@ class KB:
     def refreshed(self) -> str | None:
         """The day this KB was last brought up to date (sources.yaml `refreshed:`), None when
         it does not say (the frozen tests/kb, an old --kb folder)."""
+        path = self.directory / "sources.yaml"
+        # Compiled like an area: the lifecycle rules ask it on every check and triage.
+        return cache.compiled("sources-refreshed.yaml", (path,), lambda: self._load_refreshed(path))
+
+    @staticmethod
+    def _load_refreshed(path: Path) -> str | None:
         import datetime
 
-        data = load_yaml(self.directory / "sources.yaml")
+        data = load_yaml(path)
         value = data.get("refreshed") if isinstance(data, Mapping) else None
         if value is None:
             return None
