@@ -85,6 +85,33 @@ def test_a_fence_with_only_its_language_word_stays_unread():
     assert lines.norm == ("", "", "", "nvidia-smi")
 
 
+@pytest.mark.parametrize("text, library", [
+    # a pasted "," for "." (tonyyxliu/CUHKSZ-CSC4005#69, a dev report)
+    ("# error while loading shared libraries: libcudart,so.11.0: cannot open shared object file: No such file or directory\n", "libcudart.so.11.0"),
+    # ctranslate2 dlopens cuDNN by name (a pip wheel's folder off the loader path)
+    ("Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory\n",
+     "libcudnn_ops_infer.so.8"),
+    ("RuntimeError: (PreconditionNotMet) The third-party dynamic library (cudnn64_8.dll) that Paddle depends on is not configured correctly.\n", "cudnn64_8.dll"),
+])
+def test_a_cuda_library_the_program_could_not_open_is_named(text, library, test_kb):
+    (finding,) = [f for f in run(text, test_kb).report.findings if f.id == "cuda-lib-not-found"]
+    assert f"the loader finds no {library}" in finding.message
+
+
+def test_tensorflows_dlopen_line_is_left_to_its_own_rule(test_kb):
+    text = ("2022-05-22 03:31:41.057907: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library "
+            "'libcusolver.so.11'; dlerror: libcusolver.so.11: cannot open shared object file: No such file or directory\n")
+    from fwdoctor.rules.report_text import cuda_lib_not_found
+
+    facts = run(text, test_kb).report.facts
+    found, _ = cuda_lib_not_found.evaluate(facts, test_kb)
+    assert not found
+
+
+def test_tensorrts_optional_library_is_no_cuda_library(test_kb):
+    text = "Could not load dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object file: No such file or directory\n"
+    assert "cuda-lib-not-found" not in ids(text, test_kb)
+
 
 WINDOWS_CPU_TORCH = """PyTorch version: 2.2.2
 Is debug build: False

@@ -4,7 +4,7 @@ Each rule here reads `report.errors` (the rows of doctor/kb/errors.yaml that mat
 pasted text) for a cause no probe observes on a live host yet: a container's lost device
 cgroup, Docker without the NVIDIA runtime, WSL2's libcuda copies, an extension compiled
 against another torch, a system libstdc++ or an mkl too old or too new for what loads it,
-a host driver older than a container image's CUDA.
+a CUDA library a program could not open.
 No regular rule has these ids, so triage judges them from the text alone
 (fwdoctor.triage.judge); they are not in fwdoctor.rules.RULES, so a live `check` never
 lists them as "not checked". When a probe learns one of these facts, its rule moves to the
@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, Rule, rule
+from fwdoctor.rules.base import Hit, Rule, rule, sh
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -257,6 +257,59 @@ def conda_mkl_breaks_pytorch(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+@rule("cuda-lib-not-found", needs=("report.errors",))
+def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads a program's own report that it could not open a CUDA or cuDNN library: the
+        loader's "libcudart.so.11.0: cannot open shared object file" (an ImportError, an
+        OSError, ctranslate2's "Could not load library libcudnn_ops_infer.so.8"), Paddle's
+        "The third-party dynamic library (cudnn64_8.dll) that Paddle depends on is not
+        configured correctly", TensorFlow's "Could not load dynamic library".
+
+    Why is this bad?
+        The program opens the CUDA runtime or cuDNN by its file name at run time and stops
+        (or falls back to the CPU) when the loader does not find it: the release it was
+        built for is not installed, or it is (a toolkit under /opt, an nvidia-* pip wheel in
+        site-packages/nvidia/*/lib, cuDNN unpacked into its own folder on Windows) but its
+        folder is not on the loader's search path: LD_LIBRARY_PATH or ld.so.conf on Linux,
+        PATH (the DLL search path) on Windows.
+
+    Example
+        "ImportError: libcudart.so.11.0: cannot open shared object file" where the HPC SDK
+        holds libcudart.so.11.0 under /opt/nvidia/hpc_sdk/.../cuda/11.4/lib64
+        (tonyyxliu/CUHKSZ-CSC4005#69): invalid; with that lib64 on LD_LIBRARY_PATH: valid.
+
+    Fix
+        Find the library and put its folder on the search path, or install the CUDA/cuDNN
+        release whose file name the program asks for:
+
+            ldconfig -p | grep libcudart; find / -name 'libcudart.so*' 2>/dev/null
+            export LD_LIBRARY_PATH=/path/to/that/lib64:$LD_LIBRARY_PATH
+            set PATH=C:\\Program Files\\NVIDIA\\CUDNN\\v8.x\\bin;%PATH%   (Windows; then a new shell)
+    """
+    # TensorFlow's dso_loader line also carries the loader's "cannot open": that line is
+    # fwdoctor.triage.rules' (dlopen-failed), whose fix names TensorFlow's tested builds.
+    tf_lines = {e["line"] for e in _errors(facts, "dlopen-failed")}
+    said = [e for e in _errors(facts, "cuda-library-cannot-open", "paddle-third-party-library") if e["line"] not in tf_lines]
+    if not said:
+        return None
+    error = said[0]
+    library = str(error.get("library") or "a CUDA library").replace(",so", ".so")
+    if library.lower().endswith(".dll"):
+        where = "PATH (Windows' DLL search path)"
+        commands = ("where " + library.split(";")[0] + "   # in a new cmd.exe: is its folder on PATH?",)
+    else:
+        where = "the loader path (LD_LIBRARY_PATH, ld.so.conf)"
+        stem = library.split(".so", 1)[0]
+        commands = (f"ldconfig -p | grep {sh(stem)}   # which versions the loader sees",
+                    f"find / -name {sh(stem + '.so*')} 2>/dev/null   # a toolkit under /opt, an nvidia-* wheel's site-packages/nvidia/*/lib")
+    return Hit(
+        f"the loader finds no {library}: the CUDA/cuDNN release it names is not installed, or its folder is not on {where}: {_line(error)}",
+        evidence={"report.errors": said, "library": library},
+        fix=FixRef(commands=commands, note=f"add the folder that holds {library} to {where}, or install the CUDA/cuDNN release the program was built for"),
+    )
+
+
 @rule("driver-too-old-for-image", needs=("report.errors",), optional=("driver.version", "driver.cuda_version"))
 def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
     """What it does
@@ -297,5 +350,5 @@ def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
 
 
 REPORT_RULES: tuple[Rule, ...] = (container_gpu_access_lost, container_gpu_runtime_missing, wsl_libcuda_not_linked,
-                                  extension_built_for_other_torch, system_libstdcxx_too_old, conda_mkl_breaks_pytorch,
+                                  extension_built_for_other_torch, system_libstdcxx_too_old, conda_mkl_breaks_pytorch, cuda_lib_not_found,
                                   driver_too_old_for_image)
