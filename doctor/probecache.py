@@ -16,6 +16,9 @@ What is cached, and what never is:
 - only ELF programs: a script's (`#!`) answer depends on whatever it runs, which its own
   identity does not cover (a ccache or conda wrapper);
 - only successful answers (exit 0, no timeout): a failure is asked again next time;
+- besides commands, only parses that are a pure function of one regular file's bytes (the
+  dpkg database, `ProbeCache.parsed`), keyed by that file's identity and by the identity
+  of the parser's own source file;
 - nothing for a --root or --image host: nothing runs there at all (`Host.run` is None).
 
 Best-effort and never fatal: an unwritable or read-only folder, a corrupt or foreign entry,
@@ -29,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence, TypeVar
 
 from fwdoctor.kb.cache import cache_home, key_digest
 from fwdoctor.runner import CommandResult
@@ -42,6 +45,7 @@ FORMAT = "1"
 ENV_KEYS = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "GCC_EXEC_PREFIX", "COMPILER_PATH",
             "CUDA_HOME", "CUDA_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
 MAX_ENTRY_BYTES = 1024 * 1024  # a version banner is a few hundred bytes; more is not ours
+T = TypeVar("T")
 ELF_MAGIC = b"\x7fELF"
 
 
@@ -104,6 +108,42 @@ class ProbeCache:
         return result
 
 
+    def parsed(self, path: str, parser: str, code: str, compute: Callable[[], T]) -> T:
+        """`compute()`, a JSON value that is a pure function of the bytes of the regular file
+        at `path` (a parse of the dpkg database), cached by that file's identity and by the
+        identity of `code` (the parser's source file: an edited parser never meets its old
+        answers), as command answers are. Exceptions of compute() propagate, uncached."""
+        before, by = file_identity(path), file_identity(code)
+        if before is None or by is None:
+            return compute()
+        material = {"format": FORMAT, "parsed": parser, "path": path, "identity": before, "code": [code, by]}
+        digest = key_digest(json.dumps(material, sort_keys=True).encode())
+        entry = self.folder / f"parsed-{digest}.json"
+        try:
+            with open(entry, "rb") as handle:
+                data = json.loads(handle.read(MAX_ENTRY_BYTES + 1))
+            if isinstance(data, dict) and data.get("key") == material and "value" in data:
+                return data["value"]  # type: ignore[no-any-return]
+        except (OSError, ValueError):
+            pass
+        value = compute()
+        if file_identity(path) == before:
+            _store(entry, {"key": material, "value": value})
+        return value
+
+
+def file_identity(path: str) -> list[int] | None:
+    """(device, inode, size, mtime_ns, ctime_ns) of the regular file `path` leads to; None
+    when it is absent or not a regular file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if (st.st_mode & 0o170000) != 0o100000:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
 def _read(path: Path, material: dict) -> CommandResult | None:
     try:
         with open(path, "rb") as handle:
@@ -119,7 +159,14 @@ def _read(path: Path, material: dict) -> CommandResult | None:
 
 
 def _write(path: Path, material: dict, result: CommandResult) -> None:
-    text = json.dumps({"key": material, "stdout": result.stdout, "stderr": result.stderr})
+    _store(path, {"key": material, "stdout": result.stdout, "stderr": result.stderr})
+
+
+def _store(path: Path, entry: dict) -> None:
+    try:
+        text = json.dumps(entry)
+    except (TypeError, ValueError):
+        return
     if len(text) > MAX_ENTRY_BYTES:
         return
     try:
