@@ -129,6 +129,27 @@ def test_no_kernel_image_in_a_paddle_operator_or_under_paddles_frames_is_paddles
     assert "gpu-arch-unsupported-by-framework" not in triaged(cli, tmp_path, TORCH_NO_KERNEL)
 
 
+# https://github.com/PaddlePaddle/Paddle/issues/14625 (Paddle v1's CUDA layer, hl_cuda_device.cc)
+PADDLE_V1_DRIVER = ("Tue Nov 27 13:49:06 2018[1,10]<stdout>:F1127 13:49:06.743296 17418 hl_cuda_device.cc:565] Check failed: "
+                    "cudaSuccess == cudaStat (0 vs. 35) Cuda Error: CUDA driver version is insufficient for CUDA runtime version\n")
+# https://github.com/PaddlePaddle/Paddle/issues/30933 (Paddle 2.0: the path of the check follows on the next line)
+PADDLE_DRIVER = """\
+    place = core.CUDAPlace(ParallelEnv().dev_id)
+OSError: (External)  Cuda error(35), CUDA driver version is insufficient for CUDA runtime version.
+  [Advise: This indicates that the installed NVIDIA CUDA driver is older than the CUDA runtime library. This is not a supported configuration.Users should install an updated NVIDIA display driver to allow the application to run.] (at /paddle/paddle/fluid/platform/gpu_info.cc:78)
+"""
+# https://github.com/mlcommons/inference/issues/54 (torch: which framework's build, its text does not say)
+TORCH_DRIVER = ("RuntimeError: cuda runtime error (35) : CUDA driver version is insufficient for CUDA runtime version at "
+                "/pytorch/torch/csrc/cuda/Module.cpp:34\n")
+
+
+def test_the_runtimes_driver_insufficient_among_paddles_frames_is_paddles_driver_floor(cli, tmp_path):
+    for text in (PADDLE_V1_DRIVER, PADDLE_DRIVER):
+        hit = triaged(cli, tmp_path, text)["driver-too-old-for-framework"]
+        assert "this PaddlePaddle build loads" in hit["message"] and "PaddlePaddle's frames around it" in hit["message"]
+    assert "driver-too-old-for-framework" not in triaged(cli, tmp_path, TORCH_DRIVER)
+
+
 # ------------------------------------------------------------ InfiniBand/RoCE queue pairs
 # https://github.com/NVIDIA/nccl/issues/2013 (a rail-optimized RoCE fabric; NCCL_CROSS_NIC=0 fixed it)
 NCCL_QP_TIMEOUT = ("[2026-03-13 22:26:02] host-01.example.com:XXXXXX [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed with 110 "

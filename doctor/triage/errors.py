@@ -106,21 +106,38 @@ def not_tensorrt(hit: Hit) -> bool:
     return not str(hit.data.get("library", "")).startswith("libnvinfer")
 
 
-# Where a Paddle kernel runs: its source paths as built (/paddle/paddle/fluid/..., paddle/phi/)
-# or its C++ frames (paddle::operators::StackKernel<>::Compute()).
-_PADDLE_FRAME = re.compile(r"/paddle/(?:fluid|phi)/|\bpaddle::")
-_FRAME_LINES = 8  # a glog "Check failure stack trace" puts Paddle's frames a few lines below
+# Where Paddle runs: its source paths as built (/paddle/paddle/fluid/..., paddle/phi/), its C++
+# frames (paddle::operators::StackKernel<>::Compute()), its Python package in a traceback
+# (site-packages/paddle/...), and Paddle v1's trainer and CUDA layer (paddle_trainer,
+# paddle/cuda/src/hl_cuda_device.cc).
+_PADDLE_FRAME = re.compile(r"/paddle/(?:fluid|phi)/|\bpaddle::|site-packages[/\\]paddle[/\\]|\bpaddle_trainer\b|\bhl_cuda_device\.cc\b")
+_FRAME_LINES = 8  # a glog "Check failure stack trace" or a Python traceback: a few lines either side
+
+
+def _paddle_frame(hit: Hit) -> str | None:
+    """The first Paddle frame or path on the line or within _FRAME_LINES of it."""
+    for j in range(max(0, hit.i - _FRAME_LINES), min(len(hit.norm), hit.i + 1 + _FRAME_LINES)):
+        found = _PADDLE_FRAME.search(hit.norm[j])
+        if found:
+            return found.group(0)
+    return None
 
 
 def paddle_frame_near(hit: Hit) -> bool:
-    """The match stands when the line, or one of the next few, is a Paddle frame or path:
-    then the kernel with no image for this GPU was Paddle's own."""
-    for j in range(hit.i, min(len(hit.norm), hit.i + 1 + _FRAME_LINES)):
-        found = _PADDLE_FRAME.search(hit.norm[j])
-        if found:
-            hit.data["frame"] = found.group(0)
-            return True
-    return False
+    """The match stands when a Paddle frame or path is on the line or near it: then the
+    kernel with no image for this GPU was Paddle's own."""
+    frame = _paddle_frame(hit)
+    if frame:
+        hit.data["frame"] = frame
+    return frame is not None
+
+
+def name_paddle_near(hit: Hit) -> bool:
+    """Always stands; names Paddle as the program (`framework`) when its frames are near:
+    the CUDA runtime's message alone does not say which framework's build it failed for."""
+    if _paddle_frame(hit):
+        hit.data["framework"] = "paddle"
+    return True
 
 
 HOOKS: dict[str, Callable[[Hit], bool]] = {
@@ -130,6 +147,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "loader_path": loader_path,
     "not_tensorrt": not_tensorrt,
     "paddle_frame_near": paddle_frame_near,
+    "name_paddle_near": name_paddle_near,
 }
 
 

@@ -262,21 +262,24 @@ def cuda_pointers_disagree(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-@rule("driver-too-old-for-framework", needs=("report.errors", "report.framework"))
+@rule("driver-too-old-for-framework", needs=("report.errors",), optional=("report.framework",))
 def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
     """The CUDA runtime's "CUDA driver version is insufficient for CUDA runtime version" in a
-    report filed with TensorFlow's or JAX's issue form: the driver is older than the CUDA
+    report filed with TensorFlow's or JAX's issue form, or printed among Paddle's frames
+    ("(at /paddle/paddle/fluid/platform/gpu_info.cc:78)"): the driver is older than the CUDA
     that framework's build loads (see driver-too-old-for-framework, which needs the
     driver's version and the build's CUDA; the text names neither)."""
     said = _errors(facts, "driver-insufficient")
-    framework = facts.get("report.framework")
+    # whose form it is, else whose frames surround the error (Paddle's: fwdoctor.triage.errors)
+    framework = facts.get("report.framework") or next((e["framework"] for e in said if e.get("framework")), None)
     if not said or framework not in ("tensorflow", "jax", "paddle"):
         return None
     from fwdoctor.kb.frameworks import TITLES
 
     title = TITLES.get(framework, framework)
+    where = f"{title}'s issue form, {facts.source('report.framework')}" if facts.get("report.framework") else f"{title}'s frames around it"
     return Hit(
-        f"the NVIDIA driver is older than the CUDA runtime this {title} build loads: {_line(said[0])} ({title}'s issue form, {facts.source('report.framework')})",
+        f"the NVIDIA driver is older than the CUDA runtime this {title} build loads: {_line(said[0])} ({where})",
         evidence={"report.errors": said, "report.framework": framework},
         fix=FixRef(commands=("nvidia-smi   # the driver's CUDA, top right",),
                    note=f"upgrade the NVIDIA driver to one that runs the CUDA of this {title} build (its tested-build table), or install a {title} built for the driver's CUDA"),
