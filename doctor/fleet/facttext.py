@@ -29,6 +29,11 @@ from fwdoctor.model import Fact, Facts
 
 _SCAN = json.JSONDecoder().scan_once  # the scanner json.loads uses (default options)
 _SPACE = re.compile(r"[ \t\n\r]*").match  # json.decoder.WHITESPACE
+# A key without escapes or control characters (its text is its value, as scanstring would
+# give it), its colon and the whitespace around: one match per fact instead of four calls.
+_KEY = re.compile(r'"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*').match
+# What may follow a member: whitespace, a comma or the closing brace, whitespace.
+_NEXT = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*").match
 
 
 class Entry:
@@ -63,6 +68,8 @@ class FactTexts:
         """(the document as json.loads gives it, the Entry of each fact; None for a document
         without a "facts" object), or None when the text is not an object whose "facts",
         if any, is an object of objects (parse it in full)."""
+        if '"facts"' not in text:
+            return None  # no facts to remember (a smoke document): json.loads reads it whole
         try:
             return self._split(text)
         except (ValueError, RecursionError, IndexError, StopIteration):
@@ -78,13 +85,11 @@ class FactTexts:
         if text[at:at + 1] == "}":
             return None
         while True:
-            if text[at:at + 1] != '"':
-                return None
-            key, at = scanstring(text, at + 1, True)
-            at = _SPACE(text, at).end()
-            if text[at:at + 1] != ":":
-                return None
-            at = _SPACE(text, at + 1).end()
+            simple = _KEY(text, at)
+            if simple is not None:
+                key, at = simple.group(1), simple.end()
+            else:
+                key, at = _key(text, at)
             if key == "facts" and text[at:at + 1] == "{":
                 value, at = self._facts(text, at, entries)
             else:
@@ -92,15 +97,14 @@ class FactTexts:
                 if key == "facts":
                     return None
             data[key] = value
-            at = _SPACE(text, at).end()
-            if text[at:at + 1] == ",":
-                at = _SPACE(text, at + 1).end()
+            after = _NEXT(text, at)
+            if after is None:
+                return None
+            if after.group(1) == ",":
+                at = after.end()
                 continue
-            if text[at:at + 1] != "}":
-                return None
-            at = _SPACE(text, at + 1).end()
-            if at != len(text):
-                return None
+            if after.end() != len(text):
+                return None  # extra data after the document
             if "facts" not in data:
                 return data, None  # a smoke document: parsed once, by the same scanner
             if len(entries) != len(data["facts"]):
@@ -113,13 +117,11 @@ class FactTexts:
         if text[at:at + 1] == "}":
             return facts, at + 1
         while True:
-            if text[at:at + 1] != '"':
-                raise ValueError("not a key")
-            key, at = scanstring(text, at + 1, True)
-            at = _SPACE(text, at).end()
-            if text[at:at + 1] != ":":
-                raise ValueError("no colon")
-            at = _SPACE(text, at + 1).end()
+            simple = _KEY(text, at)
+            if simple is not None:
+                key, at = simple.group(1), simple.end()
+            else:
+                key, at = _key(text, at)
             entry = self._last.get(key)
             if entry is None or not text.startswith(entry.text, at):
                 value, end = _SCAN(text, at)
@@ -137,13 +139,24 @@ class FactTexts:
                 raise ValueError("a repeated fact")
             entries[key] = entry
             facts[key] = entry.value
-            at = _SPACE(text, at + len(entry.text)).end()
-            if text[at:at + 1] == ",":
-                at = _SPACE(text, at + 1).end()
+            after = _NEXT(text, at + len(entry.text))
+            if after is None:
+                raise ValueError("no comma or closing brace")
+            if after.group(1) == ",":
+                at = after.end()
                 continue
-            if text[at:at + 1] != "}":
-                raise ValueError("no closing brace")
-            return facts, at + 1
+            return facts, after.start(1) + 1
+
+
+def _key(text: str, at: int) -> tuple[str, int]:
+    """A member's key and the place of its value, by json's own scanstring (escapes)."""
+    if text[at:at + 1] != '"':
+        raise ValueError("not a key")
+    key, at = scanstring(text, at + 1, True)
+    at = _SPACE(text, at).end()
+    if text[at:at + 1] != ":":
+        raise ValueError("no colon")
+    return key, _SPACE(text, at + 1).end()
 
 
 def read_facts(data: dict[str, Any], entries: dict[str, Entry]) -> Facts:

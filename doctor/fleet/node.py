@@ -175,6 +175,12 @@ class NodeRow:
 def fact_cells(facts: Facts, kb: KB) -> dict[str, str]:
     """The facts columns of one node. A fact the document does not hold (unknown, never
     collected) gives no cell: "n/a", never a value that would look like drift."""
+    return {**software_cells(facts, kb), **gpu_cells(facts)}
+
+
+def software_cells(facts: Facts, kb: KB) -> dict[str, str]:
+    """The columns but the GPUs': apart, so that a fleet report reuses them for nodes that
+    differ only in their GPUs' UUIDs (fwdoctor.fleet.judging keys them by what they read)."""
     cells: dict[str, str] = {}
 
     def put(key: str, value: Any) -> None:
@@ -191,6 +197,16 @@ def fact_cells(facts: Facts, kb: KB) -> dict[str, str]:
 
     put("cudnn", _library(facts, kb, CUDNN))
     put("nccl", _library(facts, kb, NCCL))
+    return cells
+
+
+def gpu_cells(facts: Facts) -> dict[str, str]:
+    """The GPU model and count columns."""
+    cells: dict[str, str] = {}
+
+    def put(key: str, value: Any) -> None:
+        cells[key] = intern(str(value))
+
     if facts.known("gpus.list"):
         gpus = [g for g in facts["gpus.list"] or [] if isinstance(g, dict)]
         put("gpu_count", len(gpus))

@@ -272,7 +272,9 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
     elif facts is not None:
         prints = Fingerprints(facts, doc.entries if facts_data is data else None)
         report = _judge(facts, kb, cache.rules.rules(rules, prints))
-        cells = cache.rules.call(nd.fact_cells, lambda seen: nd.fact_cells(seen, kb), facts, prints)
+        # nd.fact_cells in two parts: the GPUs' differ wherever gpus.list does (UUIDs), the rest seldom.
+        cells = {**cache.rules.call(nd.software_cells, lambda seen: nd.software_cells(seen, kb), facts, prints),
+                 **nd.gpu_cells(facts)}
         judged = Judged(cells, tuple(nd.findings_of(report)), report.not_run, report.nothing_checked)
         cache.put(twin, judged)
     kernel_part = nd.kernel_cells(kernel) if kernel and (held is None or held.newer("kernel", stamp)) else None
