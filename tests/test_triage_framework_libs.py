@@ -150,6 +150,17 @@ def test_the_runtimes_driver_insufficient_among_paddles_frames_is_paddles_driver
     assert "driver-too-old-for-framework" not in triaged(cli, tmp_path, TORCH_DRIVER)
 
 
+# https://github.com/PaddlePaddle/PaddleClas/issues/268 (both paddlepaddle and paddlepaddle-gpu installed)
+PADDLECLAS_CPU = ("2020-09-08 09:14:59 ERROR: You are using paddlepaddle cpu version! Please try to install paddlepaddle-gpu to run model on GPU.\n")
+
+
+def test_paddles_refusal_of_the_gpu_is_a_cpu_build_where_a_gpu_is_meant_with_a_paddle_fix(cli, tmp_path):
+    hit = triaged(cli, tmp_path, PADDLECLAS_CPU)["framework-cpu-build-on-gpu-host"]
+    assert "PaddlePaddle" in hit["message"] and "CPU-only build" in hit["message"]
+    assert any("pip install paddlepaddle-gpu" in c for c in hit["fix"]["commands"])
+    assert not any("tensorflow" in c for c in hit["fix"]["commands"])
+
+
 # ------------------------------------------------------------ InfiniBand/RoCE queue pairs
 # https://github.com/NVIDIA/nccl/issues/2013 (a rail-optimized RoCE fabric; NCCL_CROSS_NIC=0 fixed it)
 NCCL_QP_TIMEOUT = ("[2026-03-13 22:26:02] host-01.example.com:XXXXXX [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed with 110 "

@@ -162,6 +162,10 @@ def framework_cpu_build_gpu_expected(facts: Facts, kb: KB) -> Iterable[Hit] | No
             from fwdoctor.rules.frameworks import windows_tensorflow_fix
 
             fix = windows_tensorflow_fix()
+        elif item["framework"] == "paddle":  # paddlepaddle and paddlepaddle-gpu both install the `paddle` module
+            fix = FixRef(commands=("python -m pip uninstall -y paddlepaddle paddlepaddle-gpu",
+                                   "python -m pip install paddlepaddle-gpu   # the build for your CUDA: https://www.paddlepaddle.org.cn/install/quick"),
+                         note="keep only the GPU package: with both installed, whichever was installed last provides `paddle`")
         elif item["framework"] == "jax":
             fix = FixRef(commands=("conda install -c conda-forge 'jaxlib=*=*cuda*' jax",),
                          note="conda picks the CPU jaxlib where its solver sees no GPU; ask for the CUDA build explicitly")
@@ -501,7 +505,9 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       "unsupported-gpu-arch", "cudnn-undefined-symbol",
                       # issue 26, part B: the rules above with their own explanation
                       "cudnn-runtime-older", "paddle-cudnn-older", "jax-lib-older-than-built", "xla-ptxas-newer-than-driver",
-                      "dlopen-failed", "nccl-ibv-modify-qp-failed"})
+                      "dlopen-failed", "nccl-ibv-modify-qp-failed",
+                      # its facts (a CPU-only Paddle, a GPU asked for) feed framework_cpu_build_gpu_expected
+                      "paddle-cpu-build-asked-for-gpu"})
 
 
 def _from_rows() -> tuple[Rule, ...]:
