@@ -104,3 +104,21 @@ def test_the_live_host_parses_dpkg_through_the_cache_and_a_root_never(tmp_path, 
     assert list(folder.glob("parsed-*.json"))
     again, _ = libscan.dpkg_packages(Host.live_host(probe_cache=ProbeCache(folder)))
     assert again == first == libscan.parse_dpkg_status(Path(libscan.DPKG_STATUS).read_text())
+
+
+def test_the_nccl_version_scan_is_cached_by_the_library_file_and_redone_when_it_changes(tmp_path, monkeypatch):
+    lib = tmp_path / "libnccl.so.2"
+    lib.write_bytes(b"\x7fELF" + b"\0" * 4096 + b"NCCL version 2.26.5+cuda12.9\0" + b"\0" * 64)
+    host = Host.live_host(probe_cache=ProbeCache(tmp_path / "cache"))
+    assert libscan.scan_embedded(host, str(lib)) == ("2.26.5", "12.9")
+    reads: list[str] = []
+    real = libscan._scan_embedded
+    monkeypatch.setattr(libscan, "_scan_embedded", lambda *a: reads.append(a[1]) or real(*a))
+    fresh = Host.live_host(probe_cache=ProbeCache(tmp_path / "cache"))
+    assert libscan.scan_embedded(fresh, str(lib)) == ("2.26.5", "12.9") and reads == []  # from the cache
+    lib.write_bytes(b"\x7fELF" + b"\0" * 4096 + b"NCCL version 2.27.3+cuda12.9\0" + b"\0" * 64)  # same size
+    assert libscan.scan_embedded(fresh, str(lib)) == ("2.27.3", "12.9") and reads == [str(lib)]
+    # A library with no version string reads as None, and so does an unreadable one.
+    lib.write_bytes(b"\x7fELF" + b"\0" * 128)
+    assert libscan.scan_embedded(fresh, str(lib)) is None
+    assert libscan.scan_embedded(fresh, str(tmp_path / "absent.so")) is None
