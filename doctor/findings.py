@@ -87,6 +87,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-shadowed", "FWD402", E, "nccl", "another libnccl shadows torch's"),
     FindingKind("nccl-header-library-mismatch", "FWD403", W, "nccl", "nccl.h and libnccl disagree"),
     FindingKind("multiple-nccl", "FWD404", I, "nccl", "several NCCL versions installed"),
+    FindingKind("nccl-gpu-unsupported", "FWD405", E, "nccl", "the NCCL loaded is too old for a GPU's architecture"),
     FindingKind("python-env-mismatch", "FWD501", W, "python", "first python on PATH is not the active environment's"),
     FindingKind("user-site-shadowing", "FWD502", W, "python", "user site shadows the environment's packages"),
     FindingKind("conda-cpu-pytorch-on-gpu-host", "FWD520", E, "torch", "conda's pytorch is a CPU build on a GPU host"),

@@ -178,6 +178,20 @@ def test_a_queue_pair_timeout_points_at_rails_and_gids_and_unreachable_at_the_gi
     assert not any("NCCL_CROSS_NIC" in c for c in unreachable["fix"]["commands"])
 
 
+# https://github.com/NVIDIA/nccl-tests/issues/287 (NCCL 2.25.1 on two RTX 5090)
+NCCL_MAXSHAREDMEM = """\
+GENOA-06:4766:4766 [0] NCCL INFO NCCL version 2.25.1+cuda12.8
+GENOA-06:4766:4780 [0] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856
+GENOA-06:4766:4781 [1] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856
+"""
+
+
+def test_nccls_shared_memory_above_the_devices_is_an_nccl_too_old_for_the_gpu(cli, tmp_path):
+    hit = triaged(cli, tmp_path, NCCL_MAXSHAREDMEM)["nccl-gpu-unsupported"]
+    assert hit["severity"] == "error" and "82240" in hit["message"] and "79856" in hit["message"]
+    assert any("nvidia-nccl-cu12>=2.26" in c for c in hit["fix"]["commands"])
+
+
 # ---------------------------------------------------------- TensorFlow on Windows, in prose
 # https://github.com/tensorflow/tensorflow/issues/60269
 TF_WIN_PROSE = ("My system is Windows 11. My tensorflow version is 2.12.0. My GPUs are NVIDIA GeForce RTX 2060 and Intel® UHD Graphics 630. "
@@ -210,7 +224,8 @@ def test_the_kb_says_which_tensorflow_releases_are_cpu_only_on_native_windows(te
     assert fw.cpu_only_on("jax", "windows", "0.4.30") is None  # no row: not judged
 
 
-@pytest.mark.parametrize("finding_id", ["framework-loaded-lib-mismatch", "ptxas-newer-than-driver", "cuda-lib-not-found", "nccl-ib-connect-failed"])
+@pytest.mark.parametrize("finding_id", ["framework-loaded-lib-mismatch", "ptxas-newer-than-driver", "cuda-lib-not-found", "nccl-ib-connect-failed",
+                                        "nccl-gpu-unsupported"])
 def test_each_new_finding_is_explained_in_the_fixed_sections(cli, finding_id):
     out = cli("explain", finding_id).output
     for section in ("What it does", "Why is this bad?", "Example", "Fix"):

@@ -498,6 +498,40 @@ def nccl_ib_connect_failed(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+@rule("nccl-gpu-unsupported", needs=("report.errors",))
+def nccl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads NCCL's own "ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856": the
+        NCCL that was loaded asks more shared memory per block than the GPU gives, i.e. it
+        predates the GPU's architecture (NCCL 2.25.1 on a GeForce RTX 5090, sm_120).
+
+    Why is this bad?
+        Every collective on that GPU fails or hangs ("Without it, there's no chance to get
+        things to work with 2.25.1", NVIDIA on NVIDIA/nccl#1637); NCCL_P2P_DISABLE and the
+        like do not help. NCCL 2.26 fixed it (NVIDIA/nccl-tests#287).
+
+    Example
+        NCCL 2.25.1 (the NGC 25.02 stack, torch 2.6's nvidia-nccl-cu12) on two RTX 5090:
+        invalid. NCCL 2.26 or newer: valid.
+
+    Fix
+        Load a newer NCCL: the one torch or the container image ships, or the wheel:
+
+            python -m pip install -U "nvidia-nccl-cu12>=2.26"
+    """
+    said = _errors(facts, "nccl-maxsharedmem-exceeds")
+    if not said:
+        return None
+    error = said[0]
+    return Hit(
+        f"the NCCL loaded asks {error['needed']} bytes of shared memory per block, more than this GPU gives ({error['limit']}): "
+        f"it predates the GPU's architecture: {_line(error)}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("python -m pip install -U 'nvidia-nccl-cu12>=2.26'   # or a torch / container image that ships NCCL >= 2.26",),
+                   note="NCCL 2.26 fixed this for Blackwell GeForce (RTX 50xx); NCCL_DEBUG=INFO prints the NCCL version loaded"),
+    )
+
+
 # The signature kinds the rules above read; every other row of doctor/kb/errors.yaml that
 # names findings is raised by a generic rule per finding id (_from_rows), so a new row needs
 # no code here.
@@ -507,7 +541,7 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       "cudnn-runtime-older", "paddle-cudnn-older", "jax-lib-older-than-built", "xla-ptxas-newer-than-driver",
                       "dlopen-failed", "nccl-ibv-modify-qp-failed",
                       # its facts (a CPU-only Paddle, a GPU asked for) feed framework_cpu_build_gpu_expected
-                      "paddle-cpu-build-asked-for-gpu"})
+                      "paddle-cpu-build-asked-for-gpu", "nccl-maxsharedmem-exceeds"})
 
 
 def _from_rows() -> tuple[Rule, ...]:
@@ -544,4 +578,5 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
                            framework_cpu_build_gpu_expected, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
-                           framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, *_from_rows())
+                           framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
+                           *_from_rows())
