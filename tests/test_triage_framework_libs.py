@@ -192,6 +192,20 @@ def test_nccls_shared_memory_above_the_devices_is_an_nccl_too_old_for_the_gpu(cl
     assert any("nvidia-nccl-cu12>=2.26" in c for c in hit["fix"]["commands"])
 
 
+# https://github.com/pytorch/pytorch/issues/37004 (/dev/shm not writable: fixed by chmod, not by size)
+NCCL_SHM_DENIED = """\
+node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied
+node08:27106:27302 [0] NCCL INFO include/shm.h:41 -> 2
+node08:27106:27302 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-recv-b7948f403864987a-0-3-0 (size 4460544)
+"""
+
+
+def test_a_shm_segment_denied_by_permission_is_not_called_too_small(cli, tmp_path):
+    assert "shm-too-small" not in triaged(cli, tmp_path, NCCL_SHM_DENIED)
+    # the segment line alone reads as a size problem, as in NCCL's "No space left" logs (NVIDIA/nccl-tests#166)
+    assert "shm-too-small" in triaged(cli, tmp_path, NCCL_SHM_DENIED.split("\n", 2)[2])
+
+
 # ---------------------------------------------------------- TensorFlow on Windows, in prose
 # https://github.com/tensorflow/tensorflow/issues/60269
 TF_WIN_PROSE = ("My system is Windows 11. My tensorflow version is 2.12.0. My GPUs are NVIDIA GeForce RTX 2060 and Intel® UHD Graphics 630. "

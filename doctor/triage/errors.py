@@ -140,6 +140,15 @@ def name_paddle_near(hit: Hit) -> bool:
     return True
 
 
+def not_permission_denied(hit: Hit) -> bool:
+    """The match stands unless NCCL said just before that shm_open was denied: then /dev/shm
+    is not writable by the user (the row nccl-shm-open-denied), not too small."""
+    for j in range(max(0, hit.i - 3), hit.i + 1):
+        if "Permission denied" in hit.norm[j]:
+            return False
+    return True
+
+
 HOOKS: dict[str, Callable[[Hit], bool]] = {
     "driver_cuda_from_found": driver_cuda_from_found,
     "torch_gpu_and_arch_list": torch_gpu_and_arch_list,
@@ -148,6 +157,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "not_tensorrt": not_tensorrt,
     "paddle_frame_near": paddle_frame_near,
     "name_paddle_near": name_paddle_near,
+    "not_permission_denied": not_permission_denied,
 }
 
 
