@@ -21,10 +21,12 @@ with --compare DIR (a copy of an older tree) every run is paired with one of tha
 alternately, and the two reports are compared byte for byte. The target of issue 30 item
 4 (10,000 nodes in under 10 s and 200 MiB) is printed with the 10,000-node figures.
 
-Identical facts are judged once (fwdoctor.fleet.report.JudgeCache), and the generated
-nodes are alike but for their names and a few odd ones: the best case. --distinct gives
-every node its own GPU UUIDs and stamp, as a real fleet's facts differ, so every node is
-judged: the worst case. Print both.
+A file that is another but for its host name is neither parsed nor judged again
+(fwdoctor.fleet.documents.Twins, report.JudgeCache), and the generated nodes are alike but
+for their names and a few odd ones: the best case. --distinct gives every node its own GPU
+UUIDs and stamp, as a real fleet's facts differ: each node's facts are then read fact by
+fact (only gpus.list is parsed again: fleet.facttext) and judged rule by rule, where only
+the rules that read gpus.list or the stamp run again (fleet.judging.RuleCache). Print both.
 
 The fleet generator (`write_fleet`) is also what tests/test_fleet_report.py and
 tests/test_fleet_html.py build their 1,000-node fleets with.

@@ -290,3 +290,27 @@ def test_a_twin_whose_name_is_not_one_json_string_is_read_in_full(tmp_path):
     assert read["b.facts.json"][1]["host"]["name"] == "c"
     report = build(folder)
     assert [row.name for row in report.rows] == ["a", "c"] and [Path(b.where).name for b in report.bad] == ["d.facts.json"]
+
+
+def test_a_judgement_is_reused_only_under_the_knowledge_base_and_rules_it_was_made_with(tmp_path, test_kb):
+    """absorb() with a cache made for another KB, or twins judged under other rules, judge
+    again: a kept judgement says what one KB's rules found, not another's."""
+    from fwdoctor.fleet.documents import Document, documents
+    from fwdoctor.fleet.report import JudgeCache, absorb
+    from fwdoctor.kb import KB
+    from fwdoctor.rules import RULES
+
+    folder = tmp_path / "fleet"
+    for name in ("a", "b"):
+        write(folder, f"{name}.facts.json", on_driver_550(base_doc(name)))  # a finding to reuse, or not
+    first, second = [d for d in documents([str(folder)]) if isinstance(d, Document)]
+    assert second.twin is first.twin is not None
+    rows: dict = {}
+    assert absorb(rows, first, test_kb, list(RULES), JudgeCache(test_kb)) is None
+    shipped = KB.load()
+    no_rules: dict = {}
+    assert absorb(no_rules, second, shipped, [], JudgeCache(test_kb)) is None  # the cache is another KB's
+    assert no_rules["b"].findings == [] and rows["a"].findings
+    other: dict = {}
+    assert absorb(other, second, test_kb, [], JudgeCache(test_kb)) is None  # the twin was judged under all rules
+    assert other["b"].findings == [] and other["b"].not_checked == 0  # judged by no rule, as asked

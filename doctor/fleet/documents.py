@@ -170,7 +170,7 @@ class Template:
                  entries: dict[str, Entry] | None = None) -> None:
         self.prefix, self.suffix, self.kind, self.data, self.entries = prefix, suffix, kind, data, entries
         self.checked: bool | None = None  # None: not yet parsed with the placeholder
-        # What judging the document gave (fwdoctor.fleet.report.JudgeCache), for every twin:
+        # (the JudgeCache that judged it, what judging the document gave) for every twin
         # kept here, so it is dropped with the template.
         self.judged: Any = None
 

@@ -252,10 +252,11 @@ class RuleCache:
 class CachedRule:
     """A Rule whose `evaluate` answers from a RuleCache; everything else is the rule's."""
 
-    __slots__ = ("rule", "cache", "prints")
+    __slots__ = ("rule", "cache", "prints", "id")
 
     def __init__(self, rule: Rule, cache: RuleCache, prints: Fingerprints) -> None:
         self.rule, self.cache, self.prints = rule, cache, prints
+        self.id = rule.id  # read by judge for every rule: a slot, not __getattr__
 
     def __getattr__(self, name: str) -> Any:  # id, area, needs, optional, severity, doc
         return getattr(self.rule, name)

@@ -134,7 +134,7 @@ def build(paths: list[str], kb: KB, max_listed: int = MAX_LISTED, rules: Iterabl
     node_rules = list(RULES if rules is None else rules)
     rows: dict[str, nd.NodeRow] = {}
     bad: list[BadInput] = []
-    cache = JudgeCache(kb)
+    cache = JudgeCache(kb, node_rules)
     count = 0
     for item in documents(paths):
         if isinstance(item, BadInput):
@@ -193,17 +193,24 @@ class JudgeCache:
     outcome is reused for a node whose facts are the same at the keys that rule read. A
     document that cannot be judged keeps nothing: each is refused by itself, as before."""
 
-    def __init__(self, kb: KB) -> None:
+    def __init__(self, kb: KB, rules: Iterable[Any] = ()) -> None:
+        # What a judgement depends on besides the facts: it is reused under these alone.
+        self.kb, self.node_rules = kb, tuple(rules)
         self.rules = RuleCache(kb)
 
-    @staticmethod
-    def get(twin: Template | None) -> Judged | None:
-        return twin.judged if twin is not None else None
+    def serves(self, kb: KB, rules: list[Any]) -> bool:
+        return kb is self.kb and len(rules) == len(self.node_rules) and all(a is b for a, b in zip(rules, self.node_rules))
 
-    @staticmethod
-    def put(twin: Template | None, judged: Judged) -> None:
+    def get(self, twin: Template | None) -> Judged | None:
+        # A template read by another report (or absorb() with another cache) judged it
+        # under its own KB and rules: not this one's answer.
+        if twin is None or twin.judged is None or twin.judged[0] is not self:
+            return None
+        return twin.judged[1]  # type: ignore[no-any-return]
+
+    def put(self, twin: Template | None, judged: Judged) -> None:
         if twin is not None:
-            twin.judged = judged
+            twin.judged = (self, judged)
 
 
 def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any], cache: JudgeCache | None = None) -> str | None:
@@ -213,7 +220,7 @@ def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any],
     gpus.list not a list, a stamp that is no date, a fact no rule can read) makes this
     document unreadable, named with the field, and leaves every row as it was."""
     try:
-        return _absorb(rows, doc, kb, rules, cache if cache is not None and cache.rules.kb is kb else JudgeCache(kb))
+        return _absorb(rows, doc, kb, rules, cache if cache is not None and cache.serves(kb, rules) else JudgeCache(kb, rules))
     except (nd.DocumentError, StampError) as exc:
         return str(exc)
 
