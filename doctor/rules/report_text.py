@@ -165,8 +165,8 @@ def extension_built_for_other_torch(facts: Facts, kb: KB) -> Hit | None:
 
     Fix
         Install the extension's build for this torch version and C++ ABI (flash-attn names
-        them `+cu12torch2.3cxx11abiFALSE`; `python -c "import torch; print(torch.__version__,
-        torch._C._GLIBCXX_USE_CXX11_ABI)"` says which), or build it against this torch:
+        them `+cu12torch2.3cxx11abiFALSE`; `torch.__version__` and
+        `torch.compiled_with_cxx11_abi()` say which), or build it against this torch:
         `pip install --no-build-isolation --no-binary :all: PACKAGE`.
     """
     said = [e for e in _errors(facts, "torch-extension-undefined-symbol")
@@ -180,7 +180,8 @@ def extension_built_for_other_torch(facts: Facts, kb: KB) -> Hit | None:
     return Hit(
         f"{library} was compiled against another torch than {torch} (another release or C++ ABI): {_line(error)}",
         evidence={"report.errors": said, "torch.version": version},
-        fix=FixRef(commands=("python -c \"import torch; print(torch.__version__, torch._C._GLIBCXX_USE_CXX11_ABI)\"",),
+        fix=FixRef(commands=("python -c \"import torch; print(torch.__version__)\"",
+                             "python -c \"import torch; print(torch.compiled_with_cxx11_abi())\"   # the C++ ABI flag"),
                    note=f"install the build of the package that ships {library} made for this torch version and C++ ABI, or build it against this torch (pip install --no-build-isolation --no-binary :all: PACKAGE)"),
     )
 
