@@ -292,3 +292,23 @@ def test_a_fleet_read_fact_by_fact_reports_as_one_read_whole(tmp_path, test_kb):
         documents.FactTexts = original  # type: ignore[misc]
     assert render_text(fast) == render_text(plain)
     assert json.dumps(to_json(fast)) == json.dumps(to_json(plain))
+
+
+def test_every_way_to_read_facts_is_noted_by_the_view_rules_run_on():
+    """A method added to Facts that reads its `_facts` directly would let a rule read a
+    fact RuleCache never keys it by, and reuse an outcome that fact should change: every
+    public member of Facts (and of the Mapping it is) must be one that `Reads` notes."""
+    from fwdoctor.fleet.judging import Reads
+    from fwdoctor.model import Facts
+
+    noted_through = {"keys", "items", "values", "__eq__", "__ne__"}  # Mapping's, through __iter__/__getitem__
+    not_reads = {"from_json", "__init__", "__class_getitem__", "__init_subclass__", "__subclasshook__", "__hash__", "__reversed__"}
+    members = {name for cls in Facts.__mro__ if cls is not object for name in vars(cls)
+               if not name.startswith("_abc") and (not name.startswith("_") or name.startswith("__"))}
+    members |= {"failures", "provenance"}  # instance attributes of Facts
+    unnoted = sorted(name for name in members - noted_through - not_reads - {"__dict__", "__weakref__", "__module__", "__doc__",
+                                                                            "__slots__", "__annotations__", "__abstractmethods__",
+                                                                            "__parameters__", "__orig_bases__", "__contains__"}
+                     if name not in vars(Reads))
+    assert unnoted == []
+    assert "__contains__" in vars(Reads)
