@@ -87,7 +87,6 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-shadowed", "FWD402", E, "nccl", "another libnccl shadows torch's"),
     FindingKind("nccl-header-library-mismatch", "FWD403", W, "nccl", "nccl.h and libnccl disagree"),
     FindingKind("multiple-nccl", "FWD404", I, "nccl", "several NCCL versions installed"),
-    FindingKind("nccl-gpu-unsupported", "FWD405", E, "nccl", "the NCCL loaded is too old for a GPU's architecture"),
     FindingKind("python-env-mismatch", "FWD501", W, "python", "first python on PATH is not the active environment's"),
     FindingKind("user-site-shadowing", "FWD502", W, "python", "user site shadows the environment's packages"),
     FindingKind("conda-cpu-pytorch-on-gpu-host", "FWD520", E, "torch", "conda's pytorch is a CPU build on a GPU host"),
@@ -119,6 +118,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-socket-with-ib", "FWD705", W, "runtime", "NCCL used TCP sockets while InfiniBand/RoCE is up"),
     FindingKind("nccl-runtime-not-torch", "FWD706", W, "runtime", "the NCCL loaded at run time is not the one torch pins"),
     FindingKind("nccl-ib-connect-failed", "FWD708", E, "runtime", "NCCL could not connect InfiniBand/RoCE queue pairs between NICs"),
+    FindingKind("nccl-gpu-unsupported", "FWD709", E, "runtime", "the NCCL loaded is too old for a GPU's architecture"),
     # How old the knowledge is (rules/knowledge.py): what the KB has no row for is not judged.
     FindingKind("newer-than-kb", "FWD707", I, "runtime", "a torch, CUDA minor or driver newer than the knowledge base"),
     # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.
