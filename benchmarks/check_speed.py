@@ -182,6 +182,10 @@ def main() -> None:
         old_static, old_deep = per_row[rows[5][0]], per_row[rows[6][0]]
         print(f"baseline {args.baseline[:10]}: collect_env / static check {paired(collect, old_static):5.1f}x paired; "
               f"--deep minus import torch {statistics.median(d - t for d, t in zip(old_deep, torch_import)):+6.3f} s paired")
+        # CPU seconds move far less with the neighbours' load than wall seconds do.
+        old_cpu, new_cpu = cpu_row[rows[5][0]], cpu_row[rows[0][0]]
+        print(f"static check CPU: baseline {statistics.median(old_cpu):.3f} s, this {statistics.median(new_cpu):.3f} s, "
+              f"{paired(old_cpu, new_cpu):.2f}x less paired; wall {paired(old_static, static):.2f}x faster paired")
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.profile:
         # In a child of the measured interpreter, so the profile sees its imports.

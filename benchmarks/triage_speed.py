@@ -118,13 +118,16 @@ def main() -> None:
         walls: dict[int, list[float]] = {n: [] for n in sizes}
         cpus: dict[int, list[float]] = {n: [] for n in sizes}
         old_walls: list[float] = []
+        old_cpus: list[float] = []
         for _ in range(args.runs):  # paired: each round runs every size once
             for n in sizes:
                 wall, cpu = run_once(argv[n])
                 walls[n].append(wall)
                 cpus[n].append(cpu)
             if baseline is not None:
-                old_walls.append(run_once(baseline)[0])
+                wall, cpu = run_once(baseline)
+                old_walls.append(wall)
+                old_cpus.append(cpu)
         for n in sizes:
             print(f"triage {n:>2}x ({files[n].stat().st_size:>7} bytes)  median {statistics.median(walls[n]):6.3f} s"
                   f"  (cpu {statistics.median(cpus[n]):6.3f} s)   runs {' '.join(f'{t:.3f}' for t in walls[n])}")
@@ -132,7 +135,9 @@ def main() -> None:
         print(f"typical report, whole process: {typical:.3f} s   (target <= 0.15 s: {'met' if typical <= 0.15 else 'NOT met'})")
         if baseline is not None:
             print(f"baseline {args.baseline[:10]}, typical report: median {statistics.median(old_walls):.3f} s; "
-                  f"this one is {statistics.median(o / n for o, n in zip(old_walls, walls[1])):.2f}x faster paired")
+                  f"this one is {statistics.median(o / n for o, n in zip(old_walls, walls[1])):.2f}x faster paired; "
+                  f"CPU {statistics.median(old_cpus):.3f} s -> {statistics.median(cpus[1]):.3f} s, "
+                  f"{statistics.median(o / n for o, n in zip(old_cpus, cpus[1])):.2f}x less paired")
         inner: dict[int, float] = {}
         for n in sizes:
             out = subprocess.run([python, "-c", IN_PROCESS, str(files[n]), str(max(args.runs, 5))], capture_output=True,
