@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Start a Docker engine for the docker e2e tests (tests/test_docker_e2e.py) and build the
 # small Debian base image they build on. Idempotent; runs as root on a fresh machine with
-# no GPU and no engine. The engine uses the vfs storage driver and no networking of its
-# own (no iptables, no bridge) because CI machines are themselves VMs/containers where
-# overlayfs and netfilter are often unavailable; builds use `--network host`.
+# no GPU and no engine. The engine has no networking of its own (no iptables, no bridge):
+# CI machines are themselves VMs/containers where netfilter is often unavailable; builds
+# use `--network host`. Its storage driver is overlay2 where this kernel mounts an overlay
+# on the engine's own disk, else vfs (issue 30): vfs copies the whole image for every
+# layer, container and export (a ~1 GB CPU-torch image costs minutes and gigabytes each
+# time), overlay2 copies nothing. FWDOCTOR_DOCKER_STORAGE=vfs|overlay2 forces one. An
+# engine that is already up is kept as it is, whatever its driver.
 set -euo pipefail
 
 BASE_IMAGE="${FWDOCTOR_E2E_BASE:-fwdoctor-e2e-base:bookworm}"
 SOCKET=/var/run/docker.sock
 LOG=/var/log/fwdoctor-dockerd.log
+DATA_ROOT=/var/lib/docker
 WAIT_S=60
 
 need=()
@@ -33,9 +38,29 @@ sys.exit(0 if b"OK" in s.recv(4096) else 1)
 PY
 }
 
+overlay_works() {
+    # What dockerd's overlay2 needs: an overlay mounted with its upper and work folders on
+    # the data root's filesystem (not on an overlay or tmpfs that cannot hold one).
+    local probe
+    mkdir -p "$DATA_ROOT"
+    probe="$(mktemp -d "$DATA_ROOT/.overlay-probe.XXXXXX")" || return 1
+    mkdir -p "$probe/lower" "$probe/upper" "$probe/work" "$probe/merged"
+    local ok=1
+    if mount -t overlay overlay -o "lowerdir=$probe/lower,upperdir=$probe/upper,workdir=$probe/work" "$probe/merged" 2>/dev/null; then
+        touch "$probe/merged/file" 2>/dev/null && ok=0
+        umount "$probe/merged"
+    fi
+    rm -rf "$probe"
+    return "$ok"
+}
+
 if ! engine_up; then
-    echo "starting dockerd (vfs, no iptables, no bridge); log: $LOG"
-    nohup dockerd --storage-driver=vfs --iptables=false --bridge=none \
+    driver="${FWDOCTOR_DOCKER_STORAGE:-}"
+    if [ -z "$driver" ]; then
+        if overlay_works; then driver=overlay2; else driver=vfs; fi
+    fi
+    echo "starting dockerd ($driver, no iptables, no bridge); log: $LOG"
+    nohup dockerd --storage-driver="$driver" --data-root="$DATA_ROOT" --iptables=false --bridge=none \
         --host="unix://$SOCKET" >"$LOG" 2>&1 &
     for _ in $(seq "$WAIT_S"); do
         engine_up && break
@@ -47,7 +72,7 @@ if ! engine_up; then
         exit 1
     fi
 fi
-echo "docker engine up on $SOCKET"
+echo "docker engine up on $SOCKET (storage driver: $(timeout 30 docker info --format '{{.Driver}}' 2>/dev/null || echo unknown))"
 
 if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
     echo "base image $BASE_IMAGE present"

@@ -27,6 +27,10 @@ from click.testing import CliRunner
 from fwdoctor.kb import KB, KB_ENV
 from fwdoctor.rules.base import RAISE_RULE_ERRORS_ENV
 
+# A plugin module that a test file also imports helpers from gets its asserts rewritten
+# only when pytest knows it before that import.
+pytest.register_assert_rewrite("cpu_image")
+
 TESTS = Path(__file__).resolve().parent
 DATA = TESTS / "data"
 ROOTS = TESTS / "roots"
@@ -190,6 +194,51 @@ def pytest_make_collect_report(collector):
 
 
 
+# ----------------------------------------------------------------------------- docker leftovers
+# What a run builds (test images, dangling images, BuildKit cache: ~5-9 GB a run on the vfs
+# store, once a full 32 GB disk) is removed when the run ends, by the process that started it
+# (the xdist controller, after all its workers), and only what was made since it started
+# (tests/image_helpers.py remove_leftovers). FWDOCTOR_KEEP_DOCKER_CACHE=1 keeps it all, for
+# a developer rerunning the Docker tests who wants the cache warm.
+_RUN_STARTED = "_fwdoctor_run_started"
+
+
+def _runs_docker_tests(config: pytest.Config) -> bool:
+    markexpr = config.getoption("markexpr", default="") or ""
+    return "not docker" not in markexpr and os.environ.get("FWDOCTOR_KEEP_DOCKER_CACHE") != "1"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput") and _runs_docker_tests(session.config):
+        import time
+
+        # A second early: the engine's clock is this machine's, its timestamps are finer.
+        setattr(session.config, _RUN_STARTED, time.time() - 1)
+
+
+_ran_docker_tests = False
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Under xdist the workers' reports reach the controller too, with their markers' names.
+    global _ran_docker_tests
+    if "docker" in report.keywords and not report.skipped:
+        _ran_docker_tests = True
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    started = getattr(session.config, _RUN_STARTED, None)
+    if started is None or not _ran_docker_tests:
+        return  # a run without Docker tests (or a worker): nothing of ours to remove
+    from image_helpers import remove_leftovers
+
+    done = remove_leftovers(started)
+    if done:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"docker: removed what this run built ({len(done)} images and build cache records)")
+
+
 # ----------------------------------------------------------------------------- parallel runs
 # `make test` runs the suite with pytest-xdist (issue 30: the pure tests are CPU-bound and
 # independent). Each test file is one unit of work, sent whole to one worker (as xdist's
@@ -203,8 +252,11 @@ SERIAL_GROUPS: dict[str, tuple[str, ...]] = {
     # The real CUDA extension build (~6 min, the longest piece of work): started first so
     # everything else runs beside it.
     "build-ext": ("test_build_ext_real.py",),
-    # The one Docker engine's big builds: ~1 GB CPU-torch images on the vfs store, whose
-    # copies load the disk; one at a time.
+    # The one Docker engine's big builds: ~1 GB CPU-torch images (on a vfs store every layer,
+    # container and export is a full copy that loads the disk; .ci/setup-docker.sh starts
+    # overlay2 where the kernel allows); one at a time. test_docker_e2e.py and
+    # test_project_docker.py read the same image (tests/cpu_image.py, a session fixture):
+    # one worker must run both.
     "docker": ("test_docker_e2e.py", "test_docker_conda.py", "test_project_docker.py"),
     # The small images these two build and share (image_helpers.LAYERED_TAG, a 480 MB one)
     # and read back, mostly in Python: beside the big builds, not inside them.

@@ -17,12 +17,17 @@ import io
 import os
 import subprocess
 import tarfile
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 BASE_IMAGE = "fwdoctor-e2e-base:bookworm"
 LAYERED_TAG = "fwdoctor-test-image-layers:1"
+BIG_TAG = "fwdoctor-test-image-big:1"
+# Images only the tests build and name: removed when a run ends (tests/conftest.py).
+TEST_TAGS = (LAYERED_TAG, BIG_TAG)
 SITE = "/usr/local/lib/python3.11/dist-packages"
 
 LAYERED_DOCKERFILE = f"""\
@@ -104,3 +109,75 @@ def build(tag: str, dockerfile: str, context: Path) -> None:
     context.mkdir(parents=True, exist_ok=True)
     (context / "Dockerfile").write_text(dockerfile)
     subprocess.run(["docker", "build", "-q", "-t", tag, str(context)], check=True, capture_output=True, timeout=600)
+
+
+# ----------------------------------------------------------------------------- leftovers
+# A run's builds leave BuildKit cache behind (each test build's lock names a fresh local index
+# port, so its big layers are new every run): ~5-9 GB a run on the vfs store, which once
+# filled a 32 GB disk. `remove_leftovers` is called once when a whole run ends (the xdist
+# controller, after every worker: a worker's cache may still serve another's next build).
+def _created_at(text: str) -> float:
+    """An engine timestamp ("2026-12-03T23:10:26.347631465Z") as seconds since the epoch."""
+    main, _, fraction = text.rstrip("Z").partition(".")
+    return datetime.fromisoformat(main + "+00:00").timestamp() + float(f"0.{fraction or 0}")
+
+
+def remove_leftovers(since: float, timeout: float = 120) -> list[str]:
+    """Remove what the tests made since `since` (seconds since the epoch) and nothing else:
+    the images of TEST_TAGS, dangling (untagged) images created since then, and the build
+    cache records created since then that no build is using. Images and cache that were
+    there before, or that are tagged by anyone, stay. Returns what was done, one line each;
+    never raises (a cleanup must not fail a run)."""
+    done: list[str] = []
+    try:
+        import docker
+
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception:  # noqa: BLE001 - no SDK or no engine: nothing was built
+        return done
+    for tag in TEST_TAGS:
+        try:
+            client.images.remove(tag, force=True)
+            done.append(f"removed image {tag}")
+        except Exception:  # noqa: BLE001 - not built in this run
+            pass
+    try:
+        dangling = client.api.images(filters={"dangling": True})
+    except Exception:  # noqa: BLE001
+        dangling = []
+    for image in dangling:
+        if float(image.get("Created") or 0) >= since:
+            try:
+                client.images.remove(image["Id"])  # not forced: one a container uses stays
+                done.append(f"removed dangling image {image['Id'][:19]}")
+            except Exception:  # noqa: BLE001
+                pass
+    done += _prune_build_cache(client, since)
+    return done
+
+
+def _prune_build_cache(client: Any, since: float) -> list[str]:
+    """Prune the build cache records created since `since` and not in use. The engine's
+    prune takes one `id` filter value per call; a record that is another's parent goes only
+    after its child, so a few passes, until a pass frees nothing."""
+    freed: list[str] = []
+    for _ in range(4):
+        try:
+            records = client.df().get("BuildCache") or []
+        except Exception:  # noqa: BLE001
+            break
+        ours = [r for r in records if not r.get("InUse") and _created_at(str(r.get("CreatedAt") or "1970-01-01T00:00:00Z")) >= since]
+        if not ours:
+            break
+        deleted: list[str] = []
+        for record in ours:
+            try:
+                answer = client.api.prune_builds(filters={"id": [record["ID"]]}, all=True)
+            except Exception:  # noqa: BLE001
+                continue
+            deleted += (answer or {}).get("CachesDeleted") or []
+        freed += [f"pruned build cache {cache_id}" for cache_id in deleted]
+        if not deleted:
+            break
+    return freed

@@ -116,34 +116,38 @@ def test_the_image_carries_both_locks_digests(built, engine):
 
 
 @pytest.fixture(scope="module")
-def exported(built, engine):
+def inspected(built, engine):
+    """The image read once, in memory, as `check --image` reads it (one export stream; the
+    files the probes declare, conda-meta/*.json among them, keep their content, every other
+    file its name): the tests below that look inside the image all read this one export."""
     tag, _, _, result = built
     assert result.exit_code == 0, result.output[-2000:]
-    from fwdoctor.image.local_engine import export
+    from fwdoctor.image.local_engine import inspect
 
-    return export(tag, client=engine)
+    return inspect(tag, client=engine)
 
 
-def test_the_environment_holds_exactly_the_locked_packages_with_conda_meta_records(exported, built):
+def test_the_environment_holds_exactly_the_locked_packages_with_conda_meta_records(inspected, built):
     from fwdoctor.recipes.conda_lock import read_conda_lock
 
     _, _, lock_dir, _ = built
-    root = Path(exported.root)
+    host = inspected.host()
     locked = {r.name: r for r in read_conda_lock(lock_dir / "conda-lock.yml")}
     records = {}
-    for path in (root / "opt" / "conda" / "conda-meta").glob("*.json"):
-        record = json.loads(path.read_text())
-        records[record["name"]] = record
+    for name in host.listdir("/opt/conda/conda-meta"):
+        if name.endswith(".json"):
+            record = json.loads(host.read_bytes(f"/opt/conda/conda-meta/{name}"))
+            records[record["name"]] = record
     assert sorted(records) == sorted(locked)
     for name, record in records.items():
         assert (record["version"], record["build"], record["url"], record["sha256"], record["md5"]) == (
             locked[name].version, locked[name].build, locked[name].url, locked[name].sha256, locked[name].md5), name
     # The pip part is in the environment's site-packages; the installer and its venv are not in the image.
-    site = root / "opt" / "conda" / "lib" / "python3.11" / "site-packages"
-    assert (site / "torch" / "version.py").is_file() and (site / "pip" / "__init__.py").is_file()
-    assert not (site / "rattler").exists() and not (root / "tmp" / "conda-installer").exists()
-    assert not (root / "opt" / "venv").exists()
-    assert exported.env["CONDA_PREFIX"] == "/opt/conda" and exported.env["PATH"].startswith("/opt/conda/bin:")
+    site = "/opt/conda/lib/python3.11/site-packages"
+    assert host.is_file(f"{site}/torch/version.py") and host.is_file(f"{site}/pip/__init__.py")
+    assert not host.exists(f"{site}/rattler") and not host.exists("/tmp/conda-installer")
+    assert not host.exists("/opt/venv")
+    assert inspected.env["CONDA_PREFIX"] == "/opt/conda" and inspected.env["PATH"].startswith("/opt/conda/bin:")
 
 
 def test_python_in_the_image_is_the_environments_with_the_pip_part_on_top(built, engine):
@@ -156,13 +160,15 @@ def test_python_in_the_image_is_the_environments_with_the_pip_part_on_top(built,
     assert status == 0 and output.split() == ["/opt/conda", "2.13.0+cpu"], output
 
 
-def test_check_judges_the_conda_environment_of_the_image(built, cli):
+def test_check_judges_the_conda_environment_of_the_image(inspected, built):
+    """The facts `check --image TAG` gathers (fwdoctor.sources: the in-memory read above,
+    then every probe over it); the CLI's --image wiring is test_image_archive.py's."""
+    from fwdoctor.engine import collect
+    from fwdoctor.probes import PROBES
     from fwdoctor.recipes.conda_lock import read_conda_lock
 
-    tag, _, lock_dir, result = built
-    assert result.exit_code == 0, result.output[-2000:]
-    out = cli("facts", "--image", tag)
-    facts = json.loads(out.stdout)["facts"]
+    _, _, lock_dir, _ = built
+    facts = collect(inspected.host(), PROBES).to_json()["facts"]
     assert facts["torch.version"]["value"] == "2.13.0+cpu"
     assert facts["python.version"]["value"].startswith("3.11.")
     # The conda-env probe (doctor/probes/conda.py) reads the records the installer wrote.

@@ -26,7 +26,7 @@ from fwdoctor.image.tree import TreeBuilder
 from fwdoctor.image.unpack import safe_extract
 from fwdoctor.probes import PROBES, READS
 from fwdoctor.probes.libscan import EMBEDDED_SCAN_CHUNK, scan_embedded
-from tests.image_helpers import BASE_IMAGE, LAYERED_DOCKERFILE, LAYERED_TAG, build, docker_engine, member, tar_bytes
+from tests.image_helpers import BASE_IMAGE, BIG_TAG, LAYERED_DOCKERFILE, LAYERED_TAG, build, docker_engine, member, tar_bytes
 
 ROOTS = Path(__file__).parent / "roots"
 CASES = [(root.name, env.name) for root in sorted(ROOTS.iterdir()) if root.is_dir() for env in sorted(root.glob("*.env"))]
@@ -309,8 +309,15 @@ def test_an_image_bigger_than_the_temporary_folder_is_judged_the_same(engine, tm
     unpacking it there runs out of space, the check does not notice."""
     if os.geteuid() != 0 or not shutil.which("mount"):
         pytest.skip("mounting a size-limited tmpfs needs root")
-    tag = "fwdoctor-test-image-big:1"
+    tag = BIG_TAG
     build(tag, f"FROM {BASE_IMAGE}\nRUN head -c 300M /dev/urandom > /opt/weights.bin\n", tmp_path / "ctx")
+    try:
+        _judged_alike_in_a_small_tmpdir(engine, tag, tmp_path)
+    finally:
+        engine.images.remove(tag, force=True)  # ~470 MB (more on the vfs store): not left behind
+
+
+def _judged_alike_in_a_small_tmpdir(engine, tag: str, tmp_path: Path) -> None:
     small = tmp_path / "small"
     small.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(small)], capture_output=True, timeout=60)
