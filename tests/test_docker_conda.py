@@ -11,8 +11,10 @@ conda installer's py-rattler and ruamel.yaml) come from the local index of
 tests/localindex.py. Builds use `--network host` so both are reachable from the build, on
 the base image of .ci/setup-docker.sh. `fwdoctor lock` locks the conda part with py-rattler's
 solver (no conda/mamba/micromamba here). Skips with the reason when anything is missing,
-unless FWDOCTOR_REQUIRE_DOCKER=1 (CI). Slow on purpose (~4 min on 2 cores, mostly the vfs
-store copying the image): the only proof that a conda stack builds and validates for real."""
+unless FWDOCTOR_REQUIRE_DOCKER=1 (CI). Slow on purpose (~4 min on 2 cores on overlay2; on the
+vfs store, which copies the whole image for every layer, container and export, ~15 min): the
+only proof that a conda stack builds and validates for real. The image is read once, in
+memory, for every test that looks inside it."""
 
 from __future__ import annotations
 

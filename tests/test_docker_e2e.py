@@ -15,9 +15,9 @@ fetched once from pypi.org into /var/tmp/fwdoctor-e2e-wheels (tests/localindex.p
 inside the build reaches the local index the lock names over 127.0.0.1 (`--network host`);
 no index argument is passed: the lock's own --index-url line is what pip uses. Skips with the
 reason when anything is missing, unless FWDOCTOR_REQUIRE_DOCKER=1 (CI), where a skip would
-hide a broken setup. Slow on purpose (the shared build, ~2-3 min on 2 cores on the vfs store,
-and one export of the ~1 GB image): the only proof that a pip stack builds and validates on a
-real engine.
+hide a broken setup. Slow on purpose (measured at load ~9 on 2 cores: the shared build with
+its validation 190 s on overlay2, 545 s on the vfs store; the one export of the ~1 GB image
+27 s and 155 s): the only proof that a pip stack builds and validates on a real engine.
 """
 
 from __future__ import annotations
