@@ -210,3 +210,55 @@ def test_a_fitted_script_runs_exactly_as_the_original(tmp_path):
     runs = [subprocess.run(["sh", "-c", text], capture_output=True, text=True, timeout=30) for text in (script, fitted)]
     assert runs[0].returncode == runs[1].returncode == 0, runs[1].stderr
     assert runs[0].stdout == runs[1].stdout and "arg29" in runs[0].stdout and "fallback19" in runs[0].stdout
+
+
+def _stderr_of(args: list[str], terminal: bool) -> str:
+    """`python -m fwdoctor ARGS` with stderr on a pseudo-terminal (as a person sees it) or
+    on a pipe (as a script reads it); stderr's text with the terminal's CRs taken out."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    if not terminal:
+        done = subprocess.run([sys.executable, "-m", "fwdoctor", *args], capture_output=True,
+                              text=True, timeout=60)
+        return done.stderr
+    master, slave = pty.openpty()
+    try:
+        child = subprocess.Popen([sys.executable, "-m", "fwdoctor", *args], stdout=subprocess.DEVNULL,
+                                 stderr=slave, stdin=subprocess.DEVNULL)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the child closed its side
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        child.wait(timeout=60)
+    finally:
+        os.close(master)
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_a_long_remark_is_folded_on_a_terminal_and_whole_through_a_pipe(tmp_path):
+    """stderr remarks (errors, refusals, notes) fit 80 columns where a person reads them,
+    and stay one line per remark where a script greps them; unwrap joins the folded form
+    back into exactly the piped one."""
+    from fwdoctor.render.textfit import unwrap
+
+    missing = tmp_path / "a-folder-whose-name-is-long" / "and-another-one-below-it" / "missing"
+    args = ["check", "--root", str(missing)]
+    piped = _stderr_of(args, terminal=False)
+    folded = _stderr_of(args, terminal=True)
+    message = [line for line in piped.splitlines() if line.startswith("fwdoctor: error:")]
+    assert len(message) == 1 and str(missing) in message[0], piped
+    assert len(message[0]) > WIDTH  # else this test proves nothing
+    # A line over the width is one word (the path, whole, to be copied), nothing else.
+    assert all(len(line) <= WIDTH or len(line.split()) == 1 for line in folded.splitlines()), folded
+    assert f"{missing}:" in folded.split()
+    assert len(folded.splitlines()) > len(piped.splitlines())
+    assert unwrap(folded) == piped

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from fwdoctor.cli.common import DoctorError
+from fwdoctor.cli.errors import say
 from fwdoctor.cli.output import emit_json
 from fwdoctor.kb import KB, KBError
 from fwdoctor.model import Severity
@@ -90,9 +91,9 @@ def torch_command(version, cuda, nccl, cudnn, arch, python, source, git, workdir
     if dry_run or docker_image:
         click.echo(fit_script(bp.to_plan().to_shell()), nl=False)  # 80 columns, the same script
         if docker_image and not dry_run:
-            click.echo("fwdoctor: --docker plans are printed, not run: run the script above on a host with Docker and the NVIDIA container toolkit", err=True)
+            say("fwdoctor: --docker plans are printed, not run: run the script above on a host with Docker and the NVIDIA container toolkit")
         return
-    result = ts.execute(bp, progress=lambda line: click.echo(f"fwdoctor: {line}", err=True))
+    result = ts.execute(bp, progress=lambda line: say(f"fwdoctor: {line}"))
     click.echo(result.message)
     sys.exit(0 if result.ok else 1)
 
@@ -158,7 +159,7 @@ def ext_command(spec, python, arch, gpus, jobs, workdir, dry_run, as_json) -> No
     if dry_run:
         click.echo(fit_script(ep.to_plan().to_shell()), nl=False)  # 80 columns, the same script
         return
-    result = bx.execute(ep, progress=lambda line: click.echo(f"fwdoctor: {line}", err=True))
+    result = bx.execute(ep, progress=lambda line: say(f"fwdoctor: {line}"))
     click.echo(result.message)
     sys.exit(0 if result.ok else 1)
 
@@ -170,12 +171,12 @@ def _show_preflight(report: Any, plan: Any, as_json: bool) -> None:
         emit_json("build", {"findings": [f.to_json() for f in report.findings], "plan": plan.to_plan().to_json() if plan else None})
     else:
         for finding in report.findings:
-            click.echo(f"{MARK[finding.severity]} {finding.id}: {finding.message}", err=True)
+            say(f"{MARK[finding.severity]} {finding.id}: {finding.message}")
             if finding.fix and finding.fix.note:
-                click.echo(f"      fix: {finding.fix.note}", err=True)
+                say(f"      fix: {finding.fix.note}")
             for command in finding.fix.commands if finding.fix else ():
                 click.echo(f"        $ {command}", err=True)
     if plan is None:
         errors = sum(1 for f in report.findings if f.severity is Severity.ERROR)
-        click.echo(f"fwdoctor: build refused: {errors} pre-flight error(s); nothing was run", err=True)
+        say(f"fwdoctor: build refused: {errors} pre-flight error(s); nothing was run")
         sys.exit(1)

@@ -9,6 +9,7 @@ import click
 
 from fwdoctor.background import Background
 from fwdoctor.cli.common import facts_from, fail, kb_option, load_kb, source_options
+from fwdoctor.cli.errors import say
 from fwdoctor.cli.output import emit_json, settings, use_color, waiting
 from fwdoctor.model import Severity
 from fwdoctor.sources import SourceRequest, utc_now
@@ -77,7 +78,7 @@ def check(source: SourceRequest, as_json: bool, fmt: str, verbose: bool, only: t
 
         click.echo(render_text(report, verbose=verbose, color=use_color(), kb_dir=kb_dir), nl=False)
     if report.nothing_checked:
-        click.echo("fwdoctor: error: nothing could be checked: no check had the facts it needs", err=True)
+        say("fwdoctor: error: nothing could be checked: no check had the facts it needs")
     sys.exit(report.exit_for(Severity(fail_on)))
 
 

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from fwdoctor.cli.errors import EXIT_FINDINGS, fail
+from fwdoctor.cli.errors import EXIT_FINDINGS, fail, say
 from fwdoctor.cli.output import note
 
 WHATS = ("facts", "smoke")
@@ -153,11 +153,11 @@ def _report(results, failure: str, out: str) -> None:
     for result in results:
         if result.ok:
             continue
-        click.echo(f"fwdoctor: node {comment(result.node)}: failed: {comment(result.problem)}", err=True)
+        say(f"fwdoctor: node {comment(result.node)}: failed: {comment(result.problem)}")
         for line in result.stderr_tail:
             click.echo(f"    {comment(line)}", err=True)
     if failure:
-        click.echo(f"fwdoctor: fleet collect: {failure}", err=True)
+        say(f"fwdoctor: fleet collect: {failure}")
     note(f"fleet collect: {len(written)} of {len(results)} node(s) written to {out}")
 
 
@@ -171,7 +171,7 @@ def _local(fwdoctor: str, what: str, timeout: float, node_name: str | None, pass
     document, problem = local_document(fwdoctor, what, timeout, node_name)
     if document is None:
         # One line on stderr (in a pod's log): the DaemonSet shows the pod as failed.
-        click.echo(f"fwdoctor: node {node_name or 'here'}: failed: {problem}", err=True)
+        say(f"fwdoctor: node {node_name or 'here'}: failed: {problem}")
         sys.exit(EXIT_FINDINGS)
     click.echo(json_line(document))
 

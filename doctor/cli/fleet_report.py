@@ -11,6 +11,7 @@ from typing import Iterable
 import click
 
 from fwdoctor.cli.common import fail, kb_option, load_kb
+from fwdoctor.cli.errors import say
 from fwdoctor.cli.output import emit_json, note
 from fwdoctor.findings import BY_ID, did_you_mean
 from fwdoctor.fleet.drift import MAX_LISTED
@@ -81,9 +82,9 @@ def fleet_report(paths: tuple[str, ...], fmt: str, as_json: bool, out_file: str 
         for chunk in chunks:
             click.echo(chunk, nl=False)
     for item in report.bad if (out_file or fmt != "text") else ():  # the text report lists them itself
-        click.echo(f"fwdoctor: {item.where}: {item.reason}", err=True)
+        say(f"fwdoctor: {item.where}: {item.reason}")
     if not report.rows:
-        click.echo("fwdoctor: error: no facts, check or smoke document could be read from " + ", ".join(paths), err=True)
+        say("fwdoctor: error: no facts, check or smoke document could be read from " + ", ".join(paths))
     sys.exit(report.exit_code)
 
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping, TypeVar
 import click
 
 from fwdoctor.background import Background
+from fwdoctor.cli.errors import say
 from fwdoctor.render.escape import terminal_lines
 from fwdoctor.schema import stamp
 
@@ -76,7 +77,7 @@ def note(text: str) -> None:
     """A remark for the person at the terminal (stderr), unless -q; each line through the
     terminal layer (a path's escape sequence is shown, not obeyed)."""
     if not settings().quiet:
-        click.echo(terminal_lines(str(text).split("\n")), err=True)
+        say(terminal_lines(str(text).split("\n")))
 
 
 def emit_json(kind: str, body: Mapping[str, Any]) -> None:

@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from fwdoctor import selection as sel
 from fwdoctor.cli.common import EXIT_FINDINGS, facts_from, fail, kb_option, live_only, load_kb, source_options
+from fwdoctor.cli.errors import say
 from fwdoctor.cli.output import emit_json, note, waiting
 from fwdoctor.engine import judge
 from fwdoctor.findings import BY_ID, did_you_mean
@@ -63,7 +64,7 @@ def _run(plan: Plan, do_apply: bool, yes: bool, log_path: str | None, collected:
     else:
         click.echo(fit_script(plan.to_shell()), nl=False)  # 80 columns, the same script
     if plan.refused:
-        click.echo(f"fwdoctor: refused: {plan.refused.splitlines()[0]}", err=True)
+        say(f"fwdoctor: refused: {plan.refused.splitlines()[0]}")
         return None
     if not do_apply:
         note("# dry run: nothing was changed; add --apply to run this plan")
@@ -156,7 +157,7 @@ def fix(ids: tuple[str, ...], source: SourceRequest, do_apply: bool, yes: bool, 
             click.echo(f"#   {command}", err=True)
     if todo.driver_first is not None:
         for line in todo.driver_first.lines():
-            click.echo(f"fwdoctor: {line}", err=True)
+            say(f"fwdoctor: {line}")
     plans: list[Plan] = []
     for group, plan in zip(todo.groups, planned.plans):
         note(f"# plan for: {', '.join(sorted(set(group.finding_ids)))}")
@@ -177,9 +178,9 @@ def fix(ids: tuple[str, ...], source: SourceRequest, do_apply: bool, yes: bool, 
     remaining = sorted({f.id for f in after.findings} & targeted)
     document["still_present"] = remaining
     if remaining:
-        click.echo(f"fwdoctor: still present after the fix: {', '.join(remaining)}", err=True)
+        say(f"fwdoctor: still present after the fix: {', '.join(remaining)}")
         return finish(EXIT_FINDINGS)
-    click.echo(f"fixed: {', '.join(sorted(targeted))}", err=True)
+    say(f"fixed: {', '.join(sorted(targeted))}")
     finish(0)
 
 

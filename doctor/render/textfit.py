@@ -18,9 +18,10 @@ WIDTH = 80
 COMMAND = re.compile(r"^([a-z][a-z ]*:\s+)?(?=\$ |pip3? install |uv pip install |python3? -m pip )")
 
 
-def fit(line: str, width: int = WIDTH, hang: int | None = None) -> list[str]:
+def fit(line: str, width: int = WIDTH, hang: int | None = None, break_words: bool = True) -> list[str]:
     """`line` as lines of at most `width` characters. `hang`: the indent of continuation
-    lines (default: the line's own indent plus four)."""
+    lines (default: the line's own indent plus four). `break_words=False` keeps a word longer
+    than the room whole on a line of its own (a path someone will copy from the terminal)."""
     if len(line) <= width:
         return [line]
     indent = len(line) - len(line.lstrip(" "))
@@ -33,14 +34,15 @@ def fit(line: str, width: int = WIDTH, hang: int | None = None) -> list[str]:
     if len(lead) > width - 24:  # too little room left beside the hang: under the indent instead
         lead = " " * (indent + 4)
     return textwrap.wrap(body, width=width, initial_indent=" " * indent, subsequent_indent=lead,
-                         break_long_words=True, break_on_hyphens=False, drop_whitespace=True) or [line]
+                         break_long_words=break_words, break_on_hyphens=False,
+                         drop_whitespace=True) or [line]
 
 
-def fit_text(text: str, width: int = WIDTH) -> str:
+def fit_text(text: str, width: int = WIDTH, break_words: bool = True) -> str:
     """Every line of `text` through fit(); a final newline kept."""
     end = "\n" if text.endswith("\n") else ""
     lines = text[:-1].split("\n") if end else text.split("\n")
-    return "\n".join(part for line in lines for part in fit(line, width)) + end
+    return "\n".join(part for line in lines for part in fit(line, width, break_words=break_words)) + end
 
 
 # In the rules' docstrings, sections are indented by four and code examples by eight.
