@@ -125,6 +125,10 @@ def strict() -> bool:
     return os.environ.get("FWDOCTOR_STRICT") == "1"
 
 
+# What installs the dev venv's CUDA torch (2.14.1+cu130), for tests that read it.
+TEST_VENV = "make test-venv (the dev venv's CUDA torch)"
+
+
 def require_module(module: str, install: str):
     """Import an optional module, or skip saying how to install it (strict CI fails the skip).
     `install` is the command, e.g. "pip install 'fwdoctor[conda]'"."""

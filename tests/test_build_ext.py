@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from conftest import TEST_VENV, require_module
 from build_facts import GIB, HEALTHY, Unknown, build_facts, gxx, toolkit
 from fwdoctor.engine import judge
 from fwdoctor.findings import FINDING_KINDS
@@ -239,6 +240,7 @@ def cuda_home(monkeypatch):
 
 @pytest.mark.usefixtures("use_test_kb", "roomy_host", "cuda_home")
 def test_the_causal_conv1d_dry_run_plans_against_this_interpreters_torch(cli, tmp_path):
+    require_module("torch", TEST_VENV)
     result = cli("build", "ext", "causal-conv1d==1.7.0", "--arch", "9.0", "--python", sys.executable, "--workdir", str(tmp_path / "w"))
     assert result.exit_code == 0, result.output
     out = result.output

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import TEST_VENV, require_module
 from fwdoctor import fatbin
 
 
@@ -75,6 +76,7 @@ def test_an_entry_of_unknown_kind_is_refused(tmp_path):
 
 def test_the_installed_torch_library_carries_every_arch_of_its_arch_list():
     """libtorch_cuda.so of torch 2.14.1+cu130 (~1 GB of device code, headers only: well under a second)."""
+    require_module("torch", TEST_VENV)
     lib = Path(sysconfig.get_paths()["purelib"], "torch", "lib", "libtorch_cuda.so")
     assert lib.exists(), f"the dev venv's CUDA torch is expected at {lib}"
     found = fatbin.arches(str(lib))

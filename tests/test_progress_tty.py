@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import TEST_VENV, require_module
+
 REPO = Path(__file__).resolve().parent.parent
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 
@@ -74,6 +76,7 @@ def test_no_progress_through_a_pipe_or_with_quiet(on_pty, quiet):
 
 def test_check_deep_shows_the_torch_import_on_a_terminal_and_nothing_through_a_pipe():
     """The dev venv's torch, imported by `check --deep`'s child (several seconds)."""
+    require_module("torch", TEST_VENV)
     argv = [sys.executable, "-m", "fwdoctor", "check", "--deep", "--python", str(VENV_PYTHON)]
     stdout, stderr, _ = _run(argv, on_pty=True)
     assert "fwdoctor: importing torch in a child (--deep)  [" in stderr, stderr
