@@ -192,3 +192,18 @@ def test_old_entries_of_a_name_are_pruned_when_a_new_one_is_written(cache_home, 
     assert len(names) == cache.KEEP_PER_NAME
     # Another name's entries are left alone (errors-rows-* is not errors-*).
     assert list(cache_home.glob("cuda-*.pickle"))
+
+
+def test_a_process_whose_code_was_replaced_under_it_stores_nothing(cache_home, monkeypatch):
+    """A long-running process (a fleet server beside `pip install -U fwdoctor`) builds
+    areas with the classes it imported; keyed by the code now on disk, its entries would
+    reach the next, newer process as objects of the old classes. It builds, and stores
+    nothing."""
+    monkeypatch.setattr(cache, "_code_identity", lambda: ["the code on disk now"])
+    monkeypatch.setattr(cache, "_CODE", ["the code this process imported"])
+    kb = fresh(TEST_KB_DIR)
+    assert kb.cuda is not None  # built all the same
+    assert not list(cache_home.glob("*.pickle"))
+    monkeypatch.setattr(cache, "_code_identity", lambda: ["the code this process imported"])
+    fresh(TEST_KB_DIR)
+    assert list(cache_home.glob("*.pickle"))  # the same code: stored as before

@@ -146,12 +146,17 @@ def _code_identity() -> list[Any] | None:
 
 
 _CODE: list[Any] | None = None
+_CODE_TAKEN = False
 
 
 def _code() -> list[Any] | None:
-    global _CODE
-    if _CODE is None:
-        _CODE = _code_identity()
+    """The building code's identity as this process found it when fwdoctor.kb was first
+    imported (see the end of this module), before the area modules load: a process whose
+    code was replaced under it (a pip upgrade beside a long-running fleet server, an edit
+    during a test run) keys its entries by the code it runs, not the code now on disk."""
+    global _CODE, _CODE_TAKEN
+    if not _CODE_TAKEN:
+        _CODE, _CODE_TAKEN = _code_identity(), True
     return _CODE
 
 
@@ -174,7 +179,9 @@ def compiled(name: str, files: Sequence[Path], build: Callable[[], T]) -> T:
     if found is not _MISSING:
         return found  # type: ignore[return-value]
     value = build()
-    if [[str(f), identity(f)] for f in files] == before:
+    # Stored only when neither the YAML nor the code changed since this process began: an
+    # entry built by code that is no longer on disk would reach the next, newer process.
+    if [[str(f), identity(f)] for f in files] == before and _code_identity() == code:
         _write_compiled(path, material, value)
     return value
 
@@ -289,3 +296,8 @@ def same(a: Any, b: Any, depth: int = 0) -> bool:
     if type(a).__eq__ is not object.__eq__:
         return bool(a == b)
     return hasattr(a, "__dict__") and same(vars(a), vars(b), depth + 1)
+
+
+# Taken now, when fwdoctor.kb is imported and before any area module is (issue 30): ~30
+# stat calls, well under a millisecond.
+_code()
