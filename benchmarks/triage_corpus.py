@@ -19,6 +19,7 @@ tuned on.
 
     python benchmarks/triage_corpus.py            # the table
     python benchmarks/triage_corpus.py --verbose  # and every report that is not right
+    python benchmarks/triage_corpus.py --dev-only -v  # for rule work: the test part unseen
     python benchmarks/triage_corpus.py --assign   # put new reports into split.yaml
 """
 
@@ -174,7 +175,10 @@ def judge(report: Report, doc: dict) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--assign", action="store_true", help="add new reports to split.yaml")
-    parser.add_argument("--verbose", "-v", action="store_true")
+    parser.add_argument("--verbose", "-v", action="store_true", help="list every report that is not right")
+    parser.add_argument("--dev-only", action="store_true",
+                        help="judge and show the development part only: for whoever changes a rule, "
+                             "who must not see the test part's reports (SPLIT.md rule 3)")
     args = parser.parse_args()
 
     field_reports = load_field()
@@ -197,7 +201,9 @@ def main() -> int:
     for r in load_original():
         rows.append(("dev", r))
     for r in field_reports:
-        rows.append((split["reports"][r.key]["part"], r))
+        part = split["reports"][r.key]["part"]
+        if not (args.dev_only and part == "test"):
+            rows.append((part, r))
 
     results = []
     for part, r in rows:
@@ -240,7 +246,7 @@ def main() -> int:
     print(f"fwdoctor triage --json on {len(results)} reports "
           f"({sum(1 for p, *_ in results if p == 'dev')} dev incl. {len(load_original())} of tests/data/triage, "
           f"{sum(1 for p, *_ in results if p == 'test')} test)")
-    for part in ("dev", "test"):
+    for part in ("dev",) if args.dev_only else ("dev", "test"):
         table(f"{part} part", [x for x in results if x[0] == part])
     table("dev part, field reports only (without tests/data/triage)",
           [x for x in results if x[0] == "dev" and x[1].key.startswith("triage-field/")])
