@@ -33,6 +33,13 @@ def test_report_text_ids_have_no_regular_rule_so_check_never_lists_them():
     ("root@098b49afe624:/# nvidia-smi\nFailed to initialize NVML: Unknown Error\n", "container-gpu-access-lost"),
     ("ldconfig: /usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link\n", "wsl-libcuda-not-linked"),
     ("-r-xr-xr-x 1 root root 141464 Jun 24 05:05 /usr/lib/wsl/lib/libcuda.so.1\n", "wsl-libcuda-not-linked"),
+    # a program that opens plain libcuda.so, in a report that says WSL2 (issue 26: the dev
+    # reports bitsandbytes-foundation/bitsandbytes#17 and facebookresearch/nougat#115)
+    ("Hello, I'm on a completely fresh Windows Subsystem for Linux with CUDA support installation of Ubuntu.\n"
+     "OSError: libcuda.so: cannot open shared object file: No such file or directory\n", "wsl-libcuda-not-linked"),
+    ("Hi, I am using WSL2 with Python 3.11, and I am facing the error when I run nougat FILE -o OUTFOLDER.\n"
+     "  0%|          | 0/1 [00:00<?, ?it/s]Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such file or directory\n",
+     "wsl-libcuda-not-linked"),
     ("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by .../libtorch_python.so)\n",
      "system-libstdcxx-too-old"),
     ("ImportError: /home/u/miniforge3/envs/mm/lib/python3.8/site-packages/torch/lib/libtorch_cpu.so: undefined symbol: iJIT_NotifyEvent\n",
@@ -53,6 +60,10 @@ def test_each_report_text_rule_reads_the_text_that_states_its_cause(text, expect
      "system-libstdcxx-too-old"),
     # WSL's libcuda.so.1 as a link is what it should be
     ("lrwxrwxrwx 1 root root 14 Jun 24 05:05 /usr/lib/wsl/lib/libcuda.so.1 -> libcuda.so.1.1\n", "wsl-libcuda-not-linked"),
+    # plain libcuda.so missing where the report does not say WSL2: no WSL finding (NVIDIA/cuda-python#17's text)
+    ("RuntimeError: Failed to dlopen libcuda.so\n", "wsl-libcuda-not-linked"),
+    # an ls of WSL2's folder that lists libcuda.so is not a program failing to open it
+    ("-r-xr-xr-x 1 root root 141464 Jun 24 05:05 /usr/lib/wsl/lib/libcuda.so\n", "wsl-libcuda-not-linked"),
     # pynvml on a host without a driver is not Docker's runtime
     ("OSError: libnvidia-ml.so.1: cannot open shared object file: No such file or directory\n", "container-gpu-runtime-missing"),
 ])

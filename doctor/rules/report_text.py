@@ -113,7 +113,9 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
 def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads ldconfig's "/usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link" and an `ls -l`
-        of /usr/lib/wsl/lib that shows libcuda.so.1 as a plain file, in a report from WSL2.
+        of /usr/lib/wsl/lib that shows libcuda.so.1 as a plain file, in a report from WSL2;
+        and a program's "libcuda.so: cannot open shared object file" (or cuda-python's
+        "Failed to dlopen libcuda.so") in a report that says it runs on WSL2.
 
     Why is this bad?
         The Windows NVIDIA driver ships libcuda.so, libcuda.so.1 and libcuda.so.1.1 into WSL2's
@@ -131,6 +133,16 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
         put /usr/lib/wsl/lib on LD_LIBRARY_PATH for programs that open libcuda.so.
     """
     said = _errors(facts, "wsl-ldconfig-not-symlink", "wsl-libcuda-plain-file")
+    # A program that could not open plain libcuda.so, in a report that says it runs on WSL2.
+    unversioned = [e for e in _errors(facts, "libcuda-unversioned-cannot-open") if e.get("wsl")]
+    if unversioned and not said:
+        return Hit(
+            f"on WSL2 ({unversioned[0]['wsl']}) a program could not open the unversioned libcuda.so, which only "
+            f"/usr/lib/wsl/lib holds, as a copy the loader cache does not index: {_line(unversioned[0])}",
+            evidence={"report.errors": unversioned},
+            fix=FixRef(commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
+                       note="or, in C:\\Windows\\System32\\lxss\\lib, replace libcuda.so and libcuda.so.1 by links to libcuda.so.1.1 (mklink, as administrator)"),
+        )
     if not said:
         return None
     return Hit(

@@ -149,6 +149,22 @@ def not_permission_denied(hit: Hit) -> bool:
     return True
 
 
+# WSL2 named anywhere in the report: the name, Microsoft's long form, its driver folder, or
+# the WSL2 kernel's release ("5.15.90.1-microsoft-standard-WSL2").
+_WSL = re.compile(r"\bWSL ?2?\b|Windows Subsystem for Linux|/usr/lib/wsl/|microsoft-standard", re.IGNORECASE)
+
+
+def wsl_named(hit: Hit) -> bool:
+    """Always stands; records where the report says it runs on WSL2 (`wsl`: "line N: text"),
+    when it does: a fact of the report, which the message alone does not state."""
+    for j, line in enumerate(hit.norm):
+        found = _WSL.search(line)
+        if found:
+            hit.data["wsl"] = f"report line {j + 1}: {found.group(0)}"
+            break
+    return True
+
+
 HOOKS: dict[str, Callable[[Hit], bool]] = {
     "driver_cuda_from_found": driver_cuda_from_found,
     "torch_gpu_and_arch_list": torch_gpu_and_arch_list,
@@ -158,6 +174,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "paddle_frame_near": paddle_frame_near,
     "name_paddle_near": name_paddle_near,
     "not_permission_denied": not_permission_denied,
+    "wsl_named": wsl_named,
 }
 
 
