@@ -307,6 +307,50 @@ def test_conda_builds_leave_cuda_and_pip_builds_to_other_readers():
     assert facts_of(conda_builds.find, "numpy                     1.26.4          py311h64a7726_0    conda-forge\n") == {}
 
 
+# https://github.com/meta-pytorch/data/issues/315 (a development report of the field corpus:
+# torchdata 0.3.0 in an environment.yml beside cudatoolkit=11.3 made conda install cpuonly)
+TORCHDATA_CPUONLY = """\
+dependencies:
+  - python=3.8
+  - pytorch
+  - cudatoolkit=11.3
+  - torchdata
+```
+❯ conda list | grep pytorch
+cpuonly                   2.0                           0    pytorch
+pytorch                   1.11.0              py3.8_cpu_0    pytorch
+pytorch-mutex             1.0                         cpu    pytorch
+"""
+# https://github.com/pytorch/pytorch/issues/69202 (a development report of the field corpus:
+# the pytorch channel had no 1.9.0 build for cudatoolkit 11.3; a reply quotes the spec)
+PYTORCH_190_CU113 = """\
+I have tried to install cudatoolkit 11.3 with `conda install -c pytorch pytorch=1.9.0 torchvision cudatoolkit=11.3`. After successful installing pytorch, my GPU is not available anymore: torch.cuda.is_available=**False**
+There is no version 11.3 at all, so installer get you CPU only version. (you could check it in you package list, it is pytorch=1.9.0=py3.8_cpu_0).
+"""
+
+
+@pytest.mark.parametrize("text, version, build", [
+    (TORCHDATA_CPUONLY, "1.11.0", "py3.8_cpu_0"),
+    (PYTORCH_190_CU113, "1.9.0", "py3.8_cpu_0"),
+])
+def test_condas_cpu_pytorch_beside_a_cudatoolkit_request_is_conda_cpu_pytorch_on_gpu_host(text, version, build, cli, tmp_path):
+    facts = facts_of(conda_builds.find, text)
+    assert facts["conda.torch_build"]["kind"] == "cpu"
+    assert (facts["conda.torch_build"]["version"], facts["conda.torch_build"]["build"]) == (version, build)
+    assert facts["report.gpu_expected"] == "conda was asked for cudatoolkit=11.3"
+    hit = findings(cli, tmp_path, text)["conda-cpu-pytorch-on-gpu-host"]
+    assert "pytorch=" + version + "=cuda*" in json.dumps(hit["fix"])
+
+
+def test_condas_cpu_pytorch_without_a_gpu_meant_and_its_cuda_build_say_nothing(cli, tmp_path):
+    # the same list without the cudatoolkit request: a CPU machine may want the CPU build
+    alone = TORCHDATA_CPUONLY.replace("  - cudatoolkit=11.3\n", "")
+    assert "conda-cpu-pytorch-on-gpu-host" not in findings(cli, tmp_path, alone)
+    # meta-pytorch/data#315's list without torchdata: the CUDA build is left to other readers
+    cuda = "pytorch                   1.11.0          py3.8_cuda11.3_cudnn8.2.0_0    pytorch\n  - cudatoolkit=11.3\n"
+    assert facts_of(conda_builds.find, cuda) == {}
+
+
 # ----------------------------------------------------------------------------- Paddle's banner
 # https://github.com/PaddlePaddle/Paddle/issues/72746 (an RTX 50xx, compute capability 12.0, under a CUDA 11.8 Paddle)
 PADDLE_BANNER_120 = """\

@@ -11,6 +11,15 @@ silently (jax-ml/jax#189, https://github.com/jax-ml/jax/issues/189; jax-ml/jax#2
 https://github.com/jax-ml/jax/pull/25374). A "cpu" build string is a CPU-only framework
 (frameworks.installed, gpu_build False); a CUDA or a pip ("pypi_0") build is left to the
 other readers, which know its CUDA. Rows are split on blanks, never matched whole.
+
+The same for pytorch (issue 26): the pytorch channel's CPU build "py3.8_cpu_0" (and
+conda-forge's "cpu_mkl_...") in a `conda list` row or in a conda spec that names the build
+("pytorch=1.9.0=py3.8_cpu_0", as a reply quotes the package list) is conda.torch_build with
+kind "cpu", as fwdoctor.probes.conda reads a conda-meta record. A conda request for a CUDA
+package beside it ("cudatoolkit=11.3" in `conda install` or an environment.yml,
+"pytorch-cuda=12.1") says the user means to run on a GPU (report.gpu_expected): conda gives
+the CPU build when no build of that pytorch exists for that CUDA (pytorch/pytorch#69202) or
+another package pins the CPU one (meta-pytorch/data#315's cpuonly).
 """
 
 from __future__ import annotations
@@ -44,7 +53,53 @@ def _row(text: str) -> tuple[str, str, str] | None:
     return None
 
 
+# "pytorch=1.9.0=py3.8_cpu_0": a conda spec with its build (a word, not a row)
+_SPEC = re.compile(r"(?<![\w-])pytorch==?(?P<version>\d{1,4}(?:\.\d{1,6}){0,3})=(?P<build>[\w.]{1,80})")
+# A CUDA package asked of conda: "cudatoolkit=11.3" (install command, environment.yml), "pytorch-cuda=12.1"
+_CUDA_REQUEST = re.compile(r"(?<![\w-])(?:cudatoolkit|pytorch-cuda)\s{0,2}[=<>]{1,2}\s{0,2}\d{1,2}\.\d{1,2}")
+
+
 def find(lines: Lines) -> list[Fragment]:
+    return _frameworks(lines) + _pytorch(lines)
+
+
+def _pytorch(lines: Lines) -> list[Fragment]:
+    """conda.torch_build (a CPU build only) and report.gpu_expected (a CUDA package asked of conda)."""
+    from fwdoctor.probes.conda import build_cuda
+
+    out: list[Fragment] = []
+    cpu: tuple[int, dict[str, Any]] | None = None
+    request: tuple[int, str] | None = None
+    for i, text in enumerate(lines.norm):
+        if cpu is None:
+            row = _row(text)
+            spec = _SPEC.search(text) if "pytorch=" in text else None
+            if row is not None and row[0] == "pytorch" and _VERSION.fullmatch(row[1]):
+                version, build, channel = row[1], row[2], (text.split()[3:4] or [None])[0]
+            elif spec is not None:
+                version, build, channel = spec.group("version"), spec.group("build"), None
+            else:
+                version = build = channel = None
+            if build is not None and build_cuda(build)[0] == "cpu":
+                cpu = (i + 1, {"version": version, "build": build, "channel": channel, "kind": "cpu", "cuda": None, "depends": [],
+                               "record": f"report line {i + 1}"})
+        if request is None and ("cudatoolkit" in text or "pytorch-cuda" in text):
+            found = _CUDA_REQUEST.search(text)
+            if found:
+                request = (i + 1, found.group(0))
+    if cpu is None:
+        return out
+    frag = Fragment("conda list", cpu[0], cpu[0])
+    frag.add("conda.torch_build", cpu[1])
+    out.append(frag)
+    if request is not None:
+        asked = Fragment("conda list", request[0], request[0])
+        asked.add("report.gpu_expected", f"conda was asked for {request[1]}")
+        out.append(asked)
+    return out
+
+
+def _frameworks(lines: Lines) -> list[Fragment]:
     found: dict[str, tuple[int, dict[str, Any]]] = {}  # framework -> (line, entry): one per framework
     for i, text in enumerate(lines.norm):
         row = _row(text)

@@ -179,6 +179,36 @@ def framework_cpu_build_gpu_expected(facts: Facts, kb: KB) -> Iterable[Hit] | No
     return hits
 
 
+@rule("conda-cpu-pytorch-on-gpu-host", needs=("conda.torch_build",), optional=("report.gpu_expected", "gpus.list", "driver.loaded"))
+def conda_cpu_pytorch_gpu_expected(facts: Facts, kb: KB) -> Hit | None:
+    """conda's CPU pytorch the report shows (a `conda list` row "pytorch 1.11.0 py3.8_cpu_0",
+    or the spec "pytorch=1.9.0=py3.8_cpu_0") where the report also shows a GPU is meant: a GPU
+    or a driver, or conda asked for a CUDA package beside it ("cudatoolkit=11.3") (see
+    conda-cpu-pytorch-on-gpu-host; that rule needs the driver's state, which a report seldom
+    shows)."""
+    build = facts["conda.torch_build"]
+    if not isinstance(build, dict) or build.get("kind") != "cpu":
+        return None
+    gpus = facts.get("gpus.list")
+    if gpus:
+        expected = f"GPU {gpus[0].get('name') or '?'} ({facts.source('gpus.list')})"
+    elif facts.get("driver.loaded"):
+        expected = f"an NVIDIA driver ({facts.source('driver.loaded')})"
+    elif facts.get("report.gpu_expected"):
+        expected = f"{facts.get('report.gpu_expected')} ({facts.source('report.gpu_expected')})"
+    else:
+        return None
+    spec = f"pytorch={build.get('version')}=cuda*"
+    return Hit(
+        f"conda's pytorch {build.get('version')} is the CPU build {build.get('build')} ({facts.source('conda.torch_build')}), "
+        f"but the report expects a GPU: {expected}",
+        evidence={"conda.torch_build": build, "expected": expected},
+        fix=FixRef(commands=(f"conda install -c conda-forge {sh(spec)}",
+                             f"conda search -c pytorch {sh('pytorch=' + str(build.get('version')))}   # which CUDA builds of this release exist"),
+                   note="ask conda for a CUDA build explicitly; a cudatoolkit no build of that pytorch was made for, or a package that pins cpuonly, makes conda pick the CPU build"),
+    )
+
+
 @rule("gpu-arch-unsupported-by-framework", needs=("frameworks.installed", "gpus.list", "report.errors"))
 def framework_no_kernel_for_cc(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     """The CUDA runtime's "no kernel image is available for execution on the device" where
@@ -576,7 +606,7 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
-                           framework_cpu_build_gpu_expected, framework_no_kernel_for_cc,
+                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
                            *_from_rows())
