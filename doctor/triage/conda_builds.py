@@ -65,8 +65,6 @@ def find(lines: Lines) -> list[Fragment]:
 
 def _pytorch(lines: Lines) -> list[Fragment]:
     """conda.torch_build (a CPU build only) and report.gpu_expected (a CUDA package asked of conda)."""
-    from fwdoctor.probes.conda import build_cuda
-
     out: list[Fragment] = []
     cpu: tuple[int, dict[str, Any]] | None = None
     request: tuple[int, str] | None = None
@@ -80,7 +78,8 @@ def _pytorch(lines: Lines) -> list[Fragment]:
                 version, build, channel = spec.group("version"), spec.group("build"), None
             else:
                 version = build = channel = None
-            if build is not None and build_cuda(build)[0] == "cpu":
+            # _CPU is fwdoctor.probes.conda's test for a CPU build string (triage imports no probe)
+            if build is not None and _CPU.search(build):
                 cpu = (i + 1, {"version": version, "build": build, "channel": channel, "kind": "cpu", "cuda": None, "depends": [],
                                "record": f"report line {i + 1}"})
         if request is None and ("cudatoolkit" in text or "pytorch-cuda" in text):
