@@ -164,3 +164,19 @@ def test_an_images_cuda_requirement_names_the_driver_it_needs(test_kb):
 def test_another_unsatisfied_condition_is_not_the_drivers_cuda(test_kb):
     text = "nvidia-container-cli: requirement error: unsatisfied condition: brand = tesla, please update your driver to a newer version\n"
     assert "driver-too-old-for-image" not in ids(text, test_kb)
+
+
+def test_an_error_text_a_finding_covers_is_not_listed_as_covered_by_none(test_kb):
+    # facebookresearch/nougat#115 (a development report of the field corpus): on WSL2 the row
+    # libcuda-unversioned-cannot-open is wsl-libcuda-not-linked's evidence, so its "no finding
+    # id fits" note is not printed beside that finding; without WSL named, the note is all there is.
+    from fwdoctor.triage.render import render_markdown, render_text
+
+    line = ("  0%|          | 0/1 [00:00<?, ?it/s]Could not load library libcudnn_cnn_infer.so.8. "
+            "Error: libcuda.so: cannot open shared object file: No such file or directory\n")
+    on_wsl = "Hi, I am using WSL2 with Python 3.11, and I am facing the error when I run nougat FILE -o OUTFOLDER.\n" + line
+    result = run(on_wsl, test_kb)
+    assert "wsl-libcuda-not-linked" in {f.id for f in result.report.findings}
+    assert "libcuda-unversioned-cannot-open" not in render_text(result)
+    assert "libcuda-unversioned-cannot-open" not in render_markdown(result, on_wsl)
+    assert "libcuda-unversioned-cannot-open: no finding id fits" in render_text(run(line, test_kb))

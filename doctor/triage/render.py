@@ -54,8 +54,14 @@ def _error_notes(result: Triage) -> list[tuple[int, str, str]]:
     finding: what a correct tool would say about it, once per kind."""
     facts = result.report.facts
     entries = facts["report.errors"] if facts.known("report.errors") else []
+    # An entry a raised finding cites is covered by it (a rule that reads a row with the
+    # facts beside it: driver-insufficient in TensorFlow's form, libcuda.so on WSL2).
+    cited = {(e.get("kind"), e.get("line")) for f in result.report.findings
+             for e in (f.evidence.get("report.errors") or []) if isinstance(e, dict)}
     seen: dict[str, tuple[int, str, str]] = {}
     for entry in entries or []:
+        if (entry.get("kind"), entry.get("line")) in cited if isinstance(entry, dict) else False:
+            continue
         if isinstance(entry, dict) and entry.get("note") and entry.get("kind") not in seen:
             seen[entry["kind"]] = (int(entry.get("line") or 0), str(entry["kind"]), str(entry["note"]))
     return list(seen.values())
