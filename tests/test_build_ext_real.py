@@ -5,7 +5,8 @@ Measured on the 2-core development machine (2026-12-03, load average ~7 from oth
 the whole command took 842 s and 858 s in two runs (the venv, `pip install wheel` and the
 sdist ~1 min, then four compile steps with MAX_JOBS=2: one C++ file and three .cu files for
 sm_90 only; the last, the backward kernels, ~8 minutes alone); the same build by hand took
-955 s; the module took 898 s in all. It runs once per test run: a session fixture keeps the result by
+955 s; the module took 898 s in all. In .ci/run on a freshly booted machine (2026-12-04, 3
+workers) the build took 624 s beside the rest of the suite, which finished at 742 s. It runs once per test run: a session fixture keeps the result by
 (spec, arch, torch) and records the sdist's sha256, so each test below reads the same build.
 The target is a fresh venv that sees the dev venv's torch through a .pth file (no second
 torch download; causal-conv1d is installed into the fresh venv, never into the dev venv).
