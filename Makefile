@@ -16,9 +16,9 @@ PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup
 # Many tests start `python -m fwdoctor` (or the wheel's venv) as a child process; where
 # PYTHONDONTWRITEBYTECODE is set, as on CI's machines, each child from the editable venv
 # compiled every module it imports (~0.15 s of CPU, as much as the rest of a static check).
-# The tests keep bytecode (an empty value is unset to Python) under the venv, not beside the
-# sources, so the tree and a Docker build context stay as committed; users' installs have
-# bytecode already (pip compiles a wheel's modules when it installs them).
+# The tests keep bytecode (an empty value is unset to Python) under the venv rather than
+# beside the sources; users' installs have bytecode already (pip compiles a wheel's modules
+# when it installs them).
 test test-fast: export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 test test-fast: export PYTHONDONTWRITEBYTECODE :=
 # Where the CPU torch wheel lies on this kind of machine (a copy of download.pytorch.org's).

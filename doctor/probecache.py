@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence, TypeVar
 
 from fwdoctor.kb.cache import cache_home, key_digest
+from fwdoctor.kb.cache import identity as file_identity  # one definition of a file's identity
 from fwdoctor.runner import CommandResult
 
 # Bump when what an entry holds, or how a key is made, changes.
@@ -132,16 +133,6 @@ class ProbeCache:
         return value
 
 
-def file_identity(path: str) -> list[int] | None:
-    """(device, inode, size, mtime_ns, ctime_ns) of the regular file `path` leads to; None
-    when it is absent or not a regular file."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    if (st.st_mode & 0o170000) != 0o100000:
-        return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _read(path: Path, material: dict) -> CommandResult | None:

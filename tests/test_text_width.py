@@ -213,35 +213,14 @@ def test_a_fitted_script_runs_exactly_as_the_original(tmp_path):
 
 
 def _stderr_of(args: list[str], terminal: bool) -> str:
-    """`python -m fwdoctor ARGS` with stderr on a pseudo-terminal (as a person sees it) or
-    on a pipe (as a script reads it); stderr's text with the terminal's CRs taken out."""
-    import os
-    import pty
-    import subprocess
+    """`python -m fwdoctor ARGS`'s stderr on a pseudo-terminal (as a person sees it) or on a
+    pipe (as a script reads it), the terminal's CRs taken out."""
     import sys
 
-    if not terminal:
-        done = subprocess.run([sys.executable, "-m", "fwdoctor", *args], capture_output=True,
-                              text=True, timeout=60)
-        return done.stderr
-    master, slave = pty.openpty()
-    try:
-        child = subprocess.Popen([sys.executable, "-m", "fwdoctor", *args], stdout=subprocess.DEVNULL,
-                                 stderr=slave, stdin=subprocess.DEVNULL)
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # EIO: the child closed its side
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        child.wait(timeout=60)
-    finally:
-        os.close(master)
-    return b"".join(chunks).decode().replace("\r\n", "\n")
+    from test_progress_tty import _run
+
+    _, stderr, _ = _run([sys.executable, "-m", "fwdoctor", *args], on_pty=terminal, timeout=60)
+    return stderr.replace("\r\n", "\n")
 
 
 def test_a_long_remark_is_folded_on_a_terminal_and_whole_through_a_pipe(tmp_path):
