@@ -165,6 +165,22 @@ def wsl_named(hit: Hit) -> bool:
     return True
 
 
+# A Mac's Apple silicon named anywhere in the report: "Apple M3 Pro", "apple m1 chip", "Apple
+# silicon" (Lux-AI-Challenge/Lux-Design-S3#21 writes "an apple m3 pro chip").
+_APPLE_SILICON = re.compile(r"\bApple (?:M[1-9]\b|silicon\b)", re.IGNORECASE)
+
+
+def apple_silicon_named(hit: Hit) -> bool:
+    """Always stands; records where the report names Apple silicon (`apple_silicon`: "report
+    line N: text"), when it does: jaxlib's macOS hint says only that it may be one."""
+    for j, line in enumerate(hit.norm):
+        found = _APPLE_SILICON.search(line)
+        if found:
+            hit.data["apple_silicon"] = f"report line {j + 1}: {found.group(0)}"
+            break
+    return True
+
+
 HOOKS: dict[str, Callable[[Hit], bool]] = {
     "driver_cuda_from_found": driver_cuda_from_found,
     "torch_gpu_and_arch_list": torch_gpu_and_arch_list,
@@ -175,6 +191,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "name_paddle_near": name_paddle_near,
     "not_permission_denied": not_permission_denied,
     "wsl_named": wsl_named,
+    "apple_silicon_named": apple_silicon_named,
 }
 
 
