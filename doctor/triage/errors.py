@@ -157,12 +157,7 @@ _WSL = re.compile(r"\bWSL ?2?\b|Windows Subsystem for Linux|/usr/lib/wsl/|micros
 def wsl_named(hit: Hit) -> bool:
     """Always stands; records where the report says it runs on WSL2 (`wsl`: "line N: text"),
     when it does: a fact of the report, which the message alone does not state."""
-    for j, line in enumerate(hit.norm):
-        found = _WSL.search(line)
-        if found:
-            hit.data["wsl"] = f"report line {j + 1}: {found.group(0)}"
-            break
-    return True
+    return _record_first(hit, _WSL, "wsl")
 
 
 # A Mac's Apple silicon named anywhere in the report: "Apple M3 Pro", "apple m1 chip", "Apple
@@ -173,10 +168,16 @@ _APPLE_SILICON = re.compile(r"\bApple (?:M[1-9]\b|silicon\b)", re.IGNORECASE)
 def apple_silicon_named(hit: Hit) -> bool:
     """Always stands; records where the report names Apple silicon (`apple_silicon`: "report
     line N: text"), when it does: jaxlib's macOS hint says only that it may be one."""
+    return _record_first(hit, _APPLE_SILICON, "apple_silicon")
+
+
+def _record_first(hit: Hit, pattern: re.Pattern[str], key: str) -> bool:
+    """Records the first report line `pattern` finds as hit.data[key] ("report line N:
+    text"); always True (a hook that adds a fact, never one that drops the match)."""
     for j, line in enumerate(hit.norm):
-        found = _APPLE_SILICON.search(line)
+        found = pattern.search(line)
         if found:
-            hit.data["apple_silicon"] = f"report line {j + 1}: {found.group(0)}"
+            hit.data[key] = f"report line {j + 1}: {found.group(0)}"
             break
     return True
 
