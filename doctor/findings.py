@@ -119,6 +119,9 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-runtime-not-torch", "FWD706", W, "runtime", "the NCCL loaded at run time is not the one torch pins"),
     FindingKind("nccl-ib-connect-failed", "FWD708", E, "runtime", "NCCL could not connect InfiniBand/RoCE queue pairs between NICs"),
     FindingKind("nccl-gpu-unsupported", "FWD709", E, "runtime", "the NCCL loaded is too old for a GPU's architecture"),
+    FindingKind("nccl-socket-interface-missing", "FWD710", E, "runtime", "NCCL finds no socket interface for its bootstrap (NCCL_SOCKET_IFNAME matches none)"),
+    FindingKind("nccl-net-plugin-failed", "FWD711", E, "runtime", "NCCL could start no network plugin (the one NCCL_NET asks for, IB or Socket)"),
+    FindingKind("nccl-nvls-failed", "FWD712", E, "runtime", "NCCL's NVLS (NVLink SHARP multicast) setup failed with a CUDA error"),
     # How old the knowledge is (rules/knowledge.py): what the KB has no row for is not judged.
     FindingKind("newer-than-kb", "FWD707", I, "runtime", "a torch, CUDA minor or driver newer than the knowledge base"),
     # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.

@@ -122,8 +122,9 @@ NCCL_SOCKET = "include/socket.h:344 WARN Socket creation failed : Address family
 
 
 def test_nccls_socket_creation_failure_asks_for_an_ip_interface(cli, tmp_path):
+    # since issue 26's nccl-fabric work a finding id states it (tests/test_triage_nccl_fabric.py)
     entries, findings, shown = triaged(cli, tmp_path, NCCL_SOCKET)
-    assert "NCCL_SOCKET_IFNAME" in assert_noted_without_error(entries, findings, shown, "nccl-socket-family-unsupported")["note"]
+    assert "nccl-socket-family-unsupported" in entries and findings.get("nccl-socket-interface-missing") == "error"
 
 
 # tensorflow/fpn-tf-cuda-visible-devices-1-single-gpu-no-device.md (DetectionTeamUCAS/FPN_Tensorflow#146)

@@ -10,6 +10,7 @@ Shell equivalents:
     dmesg | grep 'NVRM: Xid'                                   # gpus.xid_events
     dmesg | grep -A4 'NVRM: The NVIDIA'                        # driver.legacy_notices
     env | grep ^NCCL_                                          # nccl.env
+    ls /sys/class/net                                          # net.interfaces
 
 NVLink and memory-repair state come from the NVML child of probes/driver.py (its per-GPU
 "nvlink" and "health"), `nvidia-smi topo -m` is the fallback on a live host. Everything
@@ -325,4 +326,17 @@ def nccl_env_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     yield Fact("nccl.env", {k: v for k, v in sorted(host.env.items()) if k.startswith("NCCL_")}, source="environment")
 
 
-PROBES: tuple[Probe, ...] = (nvlink_probe, infiniband_probe, nvswitch_probe, health_probe, nccl_env_probe)
+NET_CLASS = "/sys/class/net"
+
+
+@probe("net-interfaces", provides=("net.interfaces",))
+def net_interfaces_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    """The network interface names NCCL_SOCKET_IFNAME is matched against (names only: which
+    carry an IP address takes getifaddrs, which a root folder cannot answer)."""
+    if not host.is_dir(NET_CLASS):
+        yield Fact.unknown("net.interfaces", f"no {NET_CLASS} here (an image or a copied tree without sysfs)")
+        return
+    yield Fact("net.interfaces", sorted(host.listdir(NET_CLASS)), source=NET_CLASS)
+
+
+PROBES: tuple[Probe, ...] = (nvlink_probe, infiniband_probe, nvswitch_probe, health_probe, nccl_env_probe, net_interfaces_probe)

@@ -378,6 +378,66 @@ def nccl_runtime_not_torch(facts: Facts, kb: KB) -> Hit | None:
                fix=FixRef(commands=(f"pip install --force-reinstall {sh(f'{wheel}{spec}')}",), note="And remove other libnccl from LD_LIBRARY_PATH / LD_PRELOAD."))
 
 
+def socket_ifname_matches(value: str, names: list[str]) -> list[str]:
+    """The interfaces of `names` NCCL_SOCKET_IFNAME=`value` selects, as NCCL reads it
+    (src/misc/utils.cc parseStringList, src/os/linux.cc): a comma list of name prefixes,
+    each "name[:port]"; a leading `^` excludes them, then a leading `=` makes them exact
+    names. NCCL ignores a value of at most one character (it falls back to its own pick)."""
+    spec = value.strip()
+    exclude = spec.startswith("^")
+    spec = spec[1:] if exclude else spec
+    exact = spec.startswith("=")
+    spec = spec[1:] if exact else spec
+    wanted = [entry.split(":", 1)[0] for entry in spec.split(",") if entry.split(":", 1)[0]]
+    return [n for n in names if any(n == w if exact else n.startswith(w) for w in wanted) != exclude]
+
+
+@rule("nccl-socket-interface-missing", needs=("nccl.env", "net.interfaces"), optional=("nccl.run",))
+def nccl_socket_interface_missing(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Matches NCCL_SOCKET_IFNAME (a comma list of interface-name prefixes; `^` excludes
+        them, `=` asks for exact names) against the host's network interfaces
+        (/sys/class/net). Reading a report, it takes NCCL's own words for the same fault:
+        "Bootstrap : no socket interface found", "NET/Socket : no interface found", or
+        "Socket creation failed : Address family not supported by protocol".
+
+    Why is this bad?
+        NCCL needs an IP interface for its bootstrap whenever more than one process
+        takes part, even on one node (NVIDIA/nccl#210). When the variable is set, NCCL
+        uses only what it matches: "Specified by user : find or fail" (src/misc/socket.cc,
+        ncclFindInterfaces). A name that exists on another node, or a typo, and
+        ncclCommInitRank fails with "invalid usage" or "unhandled system error".
+
+    Example
+            $ ls /sys/class/net
+            eno1  ib0  lo
+            $ echo $NCCL_SOCKET_IFNAME
+            eth0                   # invalid: no interface starts with eth0
+            NCCL_SOCKET_IFNAME=eno1   # valid
+
+    Fix
+        Name an interface this node has and the other nodes reach, or unset the variable
+        and let NCCL pick one (it skips lo, docker* and virbr* unless nothing else is up):
+
+            ip -brief address
+            export NCCL_SOCKET_IFNAME=<interface with the nodes' subnet>
+    """
+    env = _env_of(facts)
+    value = str(env.get("NCCL_SOCKET_IFNAME") or "")
+    if len(value.strip()) <= 1:
+        return None
+    names = [str(n) for n in facts["net.interfaces"] or []]
+    if socket_ifname_matches(value, names):
+        return None
+    return Hit(f"NCCL_SOCKET_IFNAME={value} matches no network interface of this host ({', '.join(names) or 'none'}): "
+               "NCCL's bootstrap finds no socket interface and ncclCommInitRank fails",
+               evidence={"nccl.env": {"NCCL_SOCKET_IFNAME": value}, "net.interfaces": names},
+               fix=FixRef(commands=("ip -brief address   # the interfaces and their addresses",
+                                    "export NCCL_SOCKET_IFNAME=<an interface listed there>   # or unset it: NCCL then picks one"),
+                          note="The variable may come from a job script, the image's ENV or /etc/nccl.conf; "
+                               "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname"))
+
+
 RULES: tuple[Rule, ...] = (
     nvswitch_fabricmanager_not_running,
     fabricmanager_driver_mismatch,
@@ -386,6 +446,7 @@ RULES: tuple[Rule, ...] = (
     gpu_mig_enabled,
     nccl_transport_disabled,
     nccl_p2p_disabled_nvlink,
+    nccl_socket_interface_missing,
 )
 
 # Judged by `smoke allreduce` with nccl.run known (and by a check over a saved facts file

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from fwdoctor.model import Fact, Facts
 from fwdoctor.rules import RULES
-from fwdoctor.triage import build_config, collect_env, conda_builds, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nvcc, nvidia_smi, packages, paddle, repl, shm, tf_prose
+from fwdoctor.triage import build_config, collect_env, conda_builds, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, packages, paddle, repl, shm, tf_prose
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -32,6 +32,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     collect_env.find, build_config.find, nvidia_smi.find, driver_version.find, nvcc.find, gcc.find, packages.find,
     dpkg_rpm.find, ds_report.find, hf_env.find, repl.find, errors.find,
     shm.find, lspci.find, issue_template.find, conda_builds.find, paddle.find, envdump.find, jax_env.find,  # issue 26
+    nccl_debug.find,
     tf_prose.find,
 )
 
@@ -60,6 +61,8 @@ UNSHOWN = {
     "cudnn.installs": "which cuDNN libraries are installed (`pip list | grep cudnn`, `ldconfig -p | grep cudnn`)",
     "nccl.installs": "which NCCL libraries are installed (`pip list | grep nccl`, `ldconfig -p | grep nccl`)",
     "system.shm_bytes": "the size of /dev/shm (`df -h /dev/shm`)",
+    "nccl.env": "the NCCL_* variables of the run (`env | grep ^NCCL_`, or NCCL_DEBUG=INFO's \"set by environment to\" lines)",
+    "net.interfaces": "the host's network interfaces (`ip -brief address`, `ls /sys/class/net`)",
     "pci.acs": "the ACS control bits of the PCIe bridges above the GPUs (`sudo lspci -vvv`, its ACSCtl lines)",
     "frameworks.installed": "which JAX/TensorFlow build is installed (`conda list`: its build strings say cpu or cuda)",
     "report.errors": "",

@@ -36,6 +36,7 @@ PRIORITY = {
     "paddle": 70,  # Paddle's own device banner
     "jax env": 70,  # jax.print_environment_info()
     "env": 55,  # `env`/`export` lines: what was set, perhaps not for the failing run
+    "NCCL_DEBUG": 60,  # NCCL's "X set by environment to Y": what the failing run itself was told
     "issue template": 45,  # what a person typed into a form
     "prose": 30,  # what a person wrote in a sentence ("my tensorflow version is 2.12.0")
 }

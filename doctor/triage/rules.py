@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from fwdoctor import arch
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules.base import Hit, Rule, rule, sh
+from fwdoctor.triage import nccl_fabric
 from fwdoctor.versions import major
 
 if TYPE_CHECKING:
@@ -576,6 +577,7 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
 
 def _from_rows() -> tuple[Rule, ...]:
     from fwdoctor.triage.errors import signatures
+    from fwdoctor.triage.nccl_fabric import KINDS as NCCL_FABRIC_KINDS  # its own rules read these
 
     from fwdoctor.rules.report_text import REPORT_RULES
 
@@ -583,7 +585,7 @@ def _from_rows() -> tuple[Rule, ...]:
     own = {r.id for r in REPORT_RULES}
     kinds: dict[str, list[str]] = {}
     for sig in signatures().signatures:
-        if sig.id in _HANDLED:
+        if sig.id in _HANDLED or sig.id in NCCL_FABRIC_KINDS:
             continue
         for finding_id in (f for f in sig.findings if f not in own):
             kinds.setdefault(finding_id, []).append(sig.id)
@@ -609,4 +611,4 @@ RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, 
                            framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
-                           *_from_rows())
+                           *nccl_fabric.RULES, *_from_rows())

@@ -1,0 +1,150 @@
+"""NCCL's own words for three faults of its fabric, read from a report (issue 26, the
+nccl-fabric group): no socket interface for its bootstrap, no network plugin that starts,
+NVLS (NVLink SHARP multicast) setup failing with a CUDA error.
+
+Each rule reads `report.errors` entries of doctor/kb/errors.yaml rows (their kinds are
+`KINDS`, so fwdoctor.triage.rules does not raise them a second time through its generic
+rule) and the NCCL_* variables the report shows (`nccl.env`: an `env` dump, or NCCL's own
+"NCCL_SOCKET_IFNAME set by environment to ..." lines, fwdoctor.triage.nccl_debug).
+nccl-socket-interface-missing has a regular rule (fwdoctor.rules.fabric, NCCL_SOCKET_IFNAME
+against /sys/class/net), which documents it; this one runs where that one could not.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fwdoctor.model import Facts, FixRef
+from fwdoctor.rules.base import Hit, Rule, rule, sh
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+
+KINDS = frozenset({"nccl-socket-family-unsupported", "nccl-no-socket-interface", "nccl-no-net-plugin", "nccl-nvls-cuda-failure"})
+
+
+def _errors(facts: Facts, *kinds: str) -> list[dict[str, Any]]:
+    return [e for e in facts.get("report.errors") or [] if e.get("kind") in kinds]
+
+
+def _line(error: dict[str, Any]) -> str:
+    return f"report line {error['line']}: \"{error['text']}\""
+
+
+def _env(facts: Facts) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (facts.get("nccl.env") or {}).items()}
+
+
+@rule("nccl-socket-interface-missing", needs=("report.errors",), optional=("nccl.env",))
+def socket_interface_missing(facts: Facts, kb: KB) -> Hit | None:
+    """NCCL's "Bootstrap : no socket interface found" (before 2.4.8 "NET/Socket : no
+    interface found") or "Socket creation failed : Address family not supported by
+    protocol" (see nccl-socket-interface-missing)."""
+    said = _errors(facts, "nccl-no-socket-interface", "nccl-socket-family-unsupported")
+    if not said:
+        return None
+    error = said[0]
+    ifname = _env(facts).get("NCCL_SOCKET_IFNAME")
+    if ifname:
+        why = f"NCCL_SOCKET_IFNAME={ifname} (the report sets it) matches no interface with an IP address on this node"
+    elif error["kind"] == "nccl-socket-family-unsupported":
+        why = "this node (or container) has no usable IP interface of the address family NCCL picked, which its bootstrap needs even on one node"
+    else:
+        why = "NCCL found no interface with an IP address to bootstrap over (NCCL_SOCKET_IFNAME, where it is set, matches none)"
+    return Hit(
+        f"NCCL has no socket interface for its bootstrap: {why}: {_line(error)}",
+        evidence={"report.errors": said, "NCCL_SOCKET_IFNAME": ifname},
+        fix=FixRef(commands=("ip -brief address   # the interfaces and their addresses, on every node",
+                             "export NCCL_SOCKET_IFNAME=<an interface listed there>   # or unset it and let NCCL pick"),
+                   note="NCCL_SOCKET_IFNAME is a list of name prefixes (^ excludes, = exact); it may also come from a job script, "
+                        "the image's ENV or /etc/nccl.conf; where IPv6 is off, NCCL_SOCKET_FAMILY=AF_INET"),
+    )
+
+
+@rule("nccl-net-plugin-failed", needs=("report.errors",), optional=("nccl.env",))
+def net_plugin_failed(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads NCCL's "Failed to initialize any NET plugin": none of the network plugins
+        NCCL may use started: not an external one (NCCL_NET_PLUGIN, libnccl-net.so), not
+        its internal IB one, not its internal Socket one, or not the one NCCL_NET names.
+
+    Why is this bad?
+        ncclCommInitRank fails with "invalid usage" and no rank starts (src/plugin/net.cc,
+        ncclNetInit). The cause is printed at INFO level above the warning: most often
+        NCCL_NET=IB (or an RDMA plugin) where no RDMA device is usable, as in a container
+        started without /dev/infiniband (getainode/ainode#87: `docker inspect` showed
+        "Devices: []"), or libibverbs missing; else no socket interface either.
+
+    Example
+            $ docker run --gpus all -e NCCL_NET=IB image ...     # no --device /dev/infiniband
+            NCCL WARN Failed to initialize any NET plugin        # invalid
+            $ docker run --gpus all --device /dev/infiniband --cap-add IPC_LOCK ...   # valid
+
+    Fix
+        Give the process the devices and libraries the network it asks for needs, or let
+        NCCL fall back to sockets:
+
+            ls /dev/infiniband          # uverbs*, rdma_cm: inside the container too
+            NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <the job>   # the plugin and why it failed
+            unset NCCL_NET              # NCCL may then use Socket
+    """
+    said = _errors(facts, "nccl-no-net-plugin")
+    if not said:
+        return None
+    net = _env(facts).get("NCCL_NET")
+    asked = f"NCCL_NET={net} (the report sets it) did not start" if net else "no plugin started (the one NCCL_NET names, if set; an external plugin; IB; Socket)"
+    commands = ["ls /dev/infiniband   # uverbs* and rdma_cm must be there, inside the container too (docker run --device /dev/infiniband)",
+                "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <the job>   # the INFO lines above the warning say which plugin failed and why"]
+    if net:
+        commands.append(f"unset NCCL_NET   # was {sh(net)}: NCCL may then fall back on Socket")
+    return Hit(
+        f"NCCL could start no network plugin: {asked}; most often an RDMA network asked for where no RDMA device is usable "
+        f"(a container without /dev/infiniband, no libibverbs): {_line(said[0])}",
+        evidence={"report.errors": said, "NCCL_NET": net},
+        fix=FixRef(commands=tuple(commands), note="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-net"),
+    )
+
+
+@rule("nccl-nvls-failed", needs=("report.errors",))
+def nvls_failed(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads NCCL's "transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'":
+        a CUDA call of NCCL's NVLS transport (NVLink SHARP, multicast memory through the
+        NVSwitches of an HGX/DGX H100, H200 or B200) failed while the communicator was set
+        up.
+
+    Why is this bad?
+        ncclCommInitRank fails ("unhandled cuda error") for every communicator of three or
+        more GPUs on the node, although each GPU works. NVIDIA's answers name the fabric
+        manager: restarted while processes held GPU resources, or without resetting the
+        GPUs in between (NVIDIA/nccl#976, #1338, #1488; the Fabric Manager user guide's
+        start-up order). Other system reasons exist (NVIDIA/nccl#1672).
+
+    Example
+            $ sudo systemctl restart nvidia-fabricmanager   # GPUs not reset
+            $ all_reduce_perf -g 8
+            transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'   # invalid
+
+    Fix
+        Reset the GPUs (or reboot) after a fabric manager restart; to run meanwhile,
+        without NVLS:
+
+            sudo systemctl stop nvidia-fabricmanager; sudo nvidia-smi -r; sudo systemctl start nvidia-fabricmanager
+            export NCCL_NVLS_ENABLE=0
+    """
+    said = _errors(facts, "nccl-nvls-cuda-failure")
+    if not said:
+        return None
+    error = said[0]
+    return Hit(
+        f"NCCL's NVLS (NVLink SHARP multicast) setup failed with CUDA error '{error['error']}': usually the fabric manager was "
+        f"restarted without resetting the GPUs (a reboot clears it): {_line(error)}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("nvidia-smi -q | grep -A2 -i fabric   # each GPU's fabric state: Completed, Success",
+                             "sudo systemctl stop nvidia-fabricmanager; sudo nvidia-smi -r; sudo systemctl start nvidia-fabricmanager   # or reboot",
+                             "export NCCL_NVLS_ENABLE=0   # meanwhile: NCCL without NVLS"),
+                   note="NVIDIA Fabric Manager user guide: reset the GPUs whenever the fabric manager is stopped and started again"),
+    )
+
+
+RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed)

@@ -1,0 +1,136 @@
+"""Issue 26, the nccl-fabric group: NCCL with no socket interface for its bootstrap, no
+network plugin that starts, NVLS failing with a CUDA error (fwdoctor.triage.nccl_fabric), and
+NCCL_SOCKET_IFNAME against /sys/class/net on a root (fwdoctor.rules.fabric). Each text is
+quoted from the public thread named above it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fwdoctor.rules.fabric import socket_ifname_matches
+from fwdoctor.triage import nccl_debug, triage
+from fwdoctor.triage.text import Lines
+
+ROOTS = Path(__file__).parent / "roots"
+
+
+def triaged(cli, tmp_path, text: str) -> dict:
+    path = tmp_path / "report.md"
+    path.write_text(text, encoding="utf-8")
+    doc = json.loads(cli("triage", "--json", str(path)).output)
+    return {f["id"]: f for f in doc["findings"]}
+
+
+def notes(text: str) -> list[str]:
+    return [e.get("note") or "" for e in triage(text)[0]["report.errors"]]
+
+
+# https://github.com/NVIDIA/nccl/issues/210 (no IP interface on the machine)
+SOCKET_FAMILY = "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol\n"
+# https://github.com/EasonXiao-888/MambaTree/issues/14 (torch with NCCL 2.14.3)
+NO_SOCKET_IFACE = """\
+RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1201, internal error, NCCL version 2.14.3
+ncclInternalError: Internal check failed.
+Last error:
+Bootstrap : no socket interface found
+"""
+# https://github.com/NVIDIA/nccl/issues/846 (NCCL's own line for a variable it was given)
+IFNAME_SET = "debug-ll4-1701-worker-1:140685:140685 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n"
+
+
+def test_no_ip_interface_for_the_bootstrap_is_an_error_that_says_what_to_list(cli, use_test_kb, tmp_path):
+    hit = triaged(cli, tmp_path, SOCKET_FAMILY)["nccl-socket-interface-missing"]
+    assert hit["severity"] == "error" and "no usable IP interface" in hit["message"]
+    assert any(c.startswith("ip -brief address") for c in hit["fix"]["commands"])
+    assert "nccl-socket-interface-missing" in triaged(cli, tmp_path, NO_SOCKET_IFACE)
+
+
+def test_nccls_own_set_by_environment_line_is_read_by_the_smoke_log_parser():
+    (frag,) = nccl_debug.find(Lines.of(IFNAME_SET * 2))
+    assert {f.key: f.value for f in frag.facts} == {"nccl.env": {"NCCL_SOCKET_IFNAME": "eth0"}}
+    assert nccl_debug.find(Lines.of("NCCL_SOCKET_IFNAME set by environment to eth0 (no NCCL prefix)\n")) == []
+
+
+def test_the_interface_the_report_sets_is_named(cli, use_test_kb, tmp_path):
+    # constructed: NCCL's line for the variable (nccl#846) before the bootstrap's failure (MambaTree#14)
+    message = triaged(cli, tmp_path, IFNAME_SET + NO_SOCKET_IFACE)["nccl-socket-interface-missing"]["message"]
+    assert "NCCL_SOCKET_IFNAME=eth0 (the report sets it)" in message
+
+
+# https://github.com/getainode/ainode/pull/87 (engine containers without /dev/infiniband)
+NO_NET_PLUGIN = ("First real mp launch on 0.5.9 (DeepSeek V4 Flash, Spark-2 head + Spark-3 worker): both ranks met at the rendezvous, then "
+                 "died in `ncclCommInitRank` with `NCCL error: invalid usage` after `NCCL WARN Failed to initialize any NET plugin`. "
+                 "`docker inspect` on both engine containers showed `Devices: []`.\n")
+
+
+def test_no_network_plugin_points_at_the_rdma_devices(cli, use_test_kb, tmp_path):
+    hit = triaged(cli, tmp_path, NO_NET_PLUGIN)["nccl-net-plugin-failed"]
+    assert hit["severity"] == "error" and "/dev/infiniband" in hit["message"]
+    assert any(c.startswith("ls /dev/infiniband") for c in hit["fix"]["commands"])
+    assert not any(c.startswith("unset NCCL_NET") for c in hit["fix"]["commands"])  # the report does not set it
+    forced = triaged(cli, tmp_path, "export NCCL_NET=IB\n" + NO_NET_PLUGIN)["nccl-net-plugin-failed"]
+    assert "NCCL_NET=IB" in forced["message"] and any(c.startswith("unset NCCL_NET") for c in forced["fix"]["commands"])
+
+
+# https://github.com/NVIDIA/nccl/issues/976 (NCCL 2.18.5: no error number) and #1338 (2.21.5)
+NVLS_218 = "transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'\n"
+NVLS_221 = """\
+node2:242431:242479 [5] transport/nvls.cc:158 NCCL WARN Cuda failure 1 'invalid argument'
+node2:242431:242475 [1] NCCL INFO transport/nvls.cc:330 -> 1
+node2:242431:242475 [1] NCCL INFO init.cc:1277 -> 1
+"""
+# https://github.com/sgl-project/sglang/issues/6246 (the same words from the P2P transport: not NVLS)
+P2P_INVALID = "6f747114300646eb-5af0524bda8e4aee:4167:5269 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'invalid argument'\n"
+
+
+@pytest.mark.parametrize("text", [NVLS_218, NVLS_221])
+def test_nvls_failing_points_at_the_fabric_manager_and_nvls_off(cli, use_test_kb, tmp_path, text):
+    hit = triaged(cli, tmp_path, text)["nccl-nvls-failed"]
+    assert hit["severity"] == "error" and "'invalid argument'" in hit["message"] and "fabric manager" in hit["message"]
+    assert any(c.startswith("export NCCL_NVLS_ENABLE=0") for c in hit["fix"]["commands"])
+
+
+def test_a_cuda_failure_of_another_transport_is_not_nvls(cli, use_test_kb, tmp_path):
+    assert "nccl-nvls-failed" not in triaged(cli, tmp_path, P2P_INVALID)
+
+
+# https://github.com/pytorch/pytorch/issues/37004 (torch relays ncclSystemError; the WARN before it names the call)
+UNHANDLED = ("RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:290, unhandled system error\n")
+
+
+def test_unhandled_system_error_alone_is_a_note_naming_the_rerun_not_a_finding(cli, use_test_kb, tmp_path):
+    assert not [i for i, f in triaged(cli, tmp_path, UNHANDLED).items() if f["severity"] == "error"]
+    assert any("NCCL_DEBUG=INFO" in n for n in notes(UNHANDLED))
+
+
+# ------------------------------------------------------------ NCCL_SOCKET_IFNAME on a host
+@pytest.mark.parametrize("value, selected", [
+    ("eth", []), ("eno", ["eno1"]), ("eno1,ib", ["eno1", "ib0"]), ("^lo,docker", ["eno1", "ib0"]),
+    ("=eno", []), ("=eno1", ["eno1"]), ("^=eno1", ["ib0", "lo"]), ("ib0:1", ["ib0"]), ("^eno,ib,lo", []),
+])
+def test_socket_ifname_is_matched_as_nccl_reads_it(value, selected):
+    assert socket_ifname_matches(value, ["eno1", "ib0", "lo"]) == selected
+
+
+def check(cli, *args: str) -> dict:
+    result = cli("check", "--root", str(ROOTS / "fabric-socket-ifname"), *args, "--json")
+    assert result.exit_code in (0, 1), result.output
+    return {f["id"]: f for f in json.loads(result.stdout)["findings"]}
+
+
+def test_a_root_whose_interfaces_socket_ifname_does_not_match(cli, use_test_kb):
+    root = ROOTS / "fabric-socket-ifname"
+    hit = check(cli, "--env-file", str(root / "env"))["nccl-socket-interface-missing"]
+    assert hit["message"].startswith("NCCL_SOCKET_IFNAME=eth0 matches no network interface of this host (eno1, ib0, lo)")
+    assert "nccl-socket-interface-missing" not in check(cli, "--env-file", str(root / "env-ok"))
+    assert "nccl-socket-interface-missing" not in check(cli)  # unset: NCCL picks one itself
+
+
+@pytest.mark.parametrize("finding_id", ["nccl-socket-interface-missing", "nccl-net-plugin-failed", "nccl-nvls-failed"])
+def test_each_new_finding_is_explained_in_the_fixed_sections(cli, finding_id):
+    out = cli("explain", finding_id).output
+    for section in ("What it does", "Why is this bad?", "Example", "Fix"):
+        assert section in out, (finding_id, section)
