@@ -96,6 +96,10 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("conda-user-site-leak", "FWD523", W, "python", "user-site packages leak into a conda env"),
     FindingKind("conda-cuda-libs-mismatch", "FWD524", E, "torch", "conda's cuDNN/NCCL do not match conda pytorch's CUDA"),
     FindingKind("conda-mkl-breaks-pytorch", "FWD542", E, "torch", "mkl >= 2024.1 under conda's pytorch (undefined iJIT_NotifyEvent)"),
+    # What prebuilt binaries ask of the machine (rules/platform.py): the CPU's AVX, the glibc, the Python's architecture.
+    FindingKind("cpu-lacks-avx", "FWD543", E, "python", "the CPU lacks AVX, which prebuilt TensorFlow/jaxlib/Paddle binaries use"),
+    FindingKind("glibc-too-old", "FWD544", E, "python", "the system glibc is older than an installed wheel or binary needs"),
+    FindingKind("python-arch-mismatch", "FWD545", W, "python", "an x86_64 Python runs under Rosetta on Apple silicon"),
     FindingKind("torch-cpu-build-on-gpu-host", "FWD601", W, "torch", "CPU-only torch on a GPU host"),
     FindingKind("torch-not-installed", "FWD602", I, "torch", "no torch in the inspected environment"),
     FindingKind("extension-built-for-other-torch", "FWD641", E, "torch", "a compiled extension was built against another torch"),

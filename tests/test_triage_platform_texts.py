@@ -1,8 +1,9 @@
-"""Issue 26, batch 21: texts of the machine around the framework that no finding id covers yet
-(a CPU without AVX, an x86 Python on Apple silicon, a glibc older than a wheel, NCCL without an
-IP interface, CUDA seeing no device, a Windows DLL's missing dependency, driver libraries baked
-into an image, a CUDA library of another release). Each is read by a doctor/kb/errors.yaml row
-whose note says what to do, and raises no error. Every text is quoted from the development-part
+"""Issue 26, batch 21: texts of the machine around the framework (a CPU without AVX, an x86
+Python on Apple silicon, a glibc older than a wheel, NCCL without an IP interface, CUDA seeing no
+device, a Windows DLL's missing dependency, driver libraries baked into an image, a CUDA library
+of another release). The first three raise cpu-lacks-avx, python-arch-mismatch and glibc-too-old
+(fwdoctor.rules.platform), quoting the line, and their note is not printed again; the others are
+read by a doctor/kb/errors.yaml row whose note says what to do, and raise no error. Every text is quoted from the development-part
 report of tests/data/triage-field named above it (its public thread in parentheses)."""
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ def assert_noted_without_error(entries, findings, shown, kind: str) -> dict:
     return entry
 
 
+def assert_raised(entries, findings, shown, kind: str, finding_id: str, severity: str = "error") -> dict:
+    entry = entries[kind]
+    assert findings.get(finding_id) == severity, findings
+    assert f"report line {entry['line']}" in shown
+    assert " ".join(entry["note"].split()) not in shown  # the finding cites it: not listed again as uncovered
+    return entry
+
+
 # jax/jaxlib-xeon-x5690-westmere-no-avx.md (jax-ml/jax#31723)
 JAXLIB_NO_AVX = """\
 ```
@@ -57,17 +66,17 @@ I am using macOS 14.4 with an apple m3 pro chip.
 
 def test_jaxlibs_avx_guard_says_the_cpu_lacks_avx(cli, tmp_path):
     entries, findings, shown = triaged(cli, tmp_path, JAXLIB_NO_AVX)
-    entry = assert_noted_without_error(entries, findings, shown, "jaxlib-cpu-lacks-avx")
-    assert entry["isa"] == "AVX" and "this jaxlib needs AVX" in entry["note"]
+    entry = assert_raised(entries, findings, shown, "jaxlib-cpu-lacks-avx", "cpu-lacks-avx")
+    assert entry["isa"] == "AVX" and "X5690" in shown  # the model from the lscpu lines below it
     assert "x86-python-on-apple-silicon" not in entries  # no macOS hint in this text
 
 
 def test_jaxlibs_macos_hint_names_the_apple_chip_the_report_names(cli, tmp_path):
     entries, findings, shown = triaged(cli, tmp_path, JAXLIB_X86_ON_ARM)
-    assert_noted_without_error(entries, findings, shown, "jaxlib-cpu-lacks-avx")
-    entry = assert_noted_without_error(entries, findings, shown, "x86-python-on-apple-silicon")
-    assert entry["apple_silicon"] == "report line 5: apple m3"
-    assert "install an arm64 Python" in entry["note"]
+    assert "jaxlib-cpu-lacks-avx" in entries and "cpu-lacks-avx" not in findings  # Rosetta's, not the CPU's
+    entry = assert_raised(entries, findings, shown, "x86-python-on-apple-silicon", "python-arch-mismatch", "warning")
+    assert entry["apple_silicon"] == "report line 5: apple m3" and "report line 5: apple m3" in shown
+    assert "error" not in findings.values(), findings
 
 
 # tensorflow/tf17-amd-a4-3300m-no-avx-illegal-instruction.md (tensorflow/tensorflow#18322)
@@ -98,8 +107,14 @@ GPU 0: NVIDIA A100 80GB PCIe
 @pytest.mark.parametrize("text", [TF_ILLEGAL, PADDLE_ILLEGAL], ids=["tensorflow-1.7", "paddle-3.0.0b1"])
 def test_an_illegal_instruction_on_import_points_at_avx(cli, tmp_path, text):
     entries, findings, shown = triaged(cli, tmp_path, text)
+    entry = assert_raised(entries, findings, shown, "illegal-instruction", "cpu-lacks-avx")
+    assert entry["framework"] in ("tensorflow", "paddle") and "SIGILL" in entry["note"]
+
+
+def test_an_illegal_instruction_after_no_avx_framework_keeps_its_note_and_raises_no_error(cli, tmp_path):
+    entries, findings, shown = triaged(cli, tmp_path, ">>> import torch\nIllegal instruction (core dumped)\n")
     entry = assert_noted_without_error(entries, findings, shown, "illegal-instruction")
-    assert "SIGILL" in entry["note"] and "WITH_AVX=OFF" in entry["note"]
+    assert "framework" not in entry and "WITH_AVX=OFF" in entry["note"]
 
 
 # jax/jaxlib-centos7-glibc-217-needs-223.md (jax-ml/jax#854)
@@ -110,9 +125,9 @@ GLIBCXX_320 = "/bin/bash: /lib64/libstdc++.so.6: version `GLIBCXX_3.4.20' not fo
 
 def test_a_glibc_older_than_the_wheel_names_the_library_and_the_version_needed(cli, tmp_path):
     entries, findings, shown = triaged(cli, tmp_path, GLIBC_223)
-    entry = assert_noted_without_error(entries, findings, shown, "glibc-version-not-found")
+    entry = assert_raised(entries, findings, shown, "glibc-version-not-found", "glibc-too-old")
     assert (entry["library"], entry["needed"]) == ("/lib64/libm.so.6", "GLIBC_2.23")
-    assert "/lib64/libm.so.6) is older than lib/python3.7/site-packages/jaxlib/xla_extension.so needs (GLIBC_2.23)" in entry["note"]
+    assert "older than lib/python3.7/site-packages/jaxlib/xla_extension.so needs (GLIBC_2.23)" in shown
     assert "libstdcxx-version-not-found" not in entries
     assert "glibc-version-not-found" not in triaged(cli, tmp_path, GLIBCXX_320)[0]
 

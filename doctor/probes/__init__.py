@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwdoctor.probes import compilers, conda, cuda, cudnn, driver, framework_deep, frameworks, gpus, hardware, ldpath, nccl, python, system, topology, torch, torch_deep
+from fwdoctor.probes import compilers, conda, cuda, cudnn, driver, framework_deep, frameworks, gpus, hardware, ldpath, nccl, platform, python, system, topology, torch, torch_deep
 from fwdoctor.probes.base import Probe, Read
 
 PROBES: tuple[Probe, ...] = (
@@ -18,6 +18,8 @@ PROBES: tuple[Probe, ...] = (
     *frameworks.PROBES,
     *framework_deep.PROBES,
     *system.PROBES,
+    # The CPU's AVX and the glibc each framework wheel was built for (its manylinux tag).
+    *platform.PROBES,
     *driver.PROBES,
     *gpus.PROBES,
     *cuda.PROBES,
@@ -46,6 +48,7 @@ READS: tuple[Read, ...] = (
     *conda.READS,
     *frameworks.READS,
     *system.READS,
+    *platform.READS,
     *driver.READS,
     *gpus.READS,
     *cuda.READS,

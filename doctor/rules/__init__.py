@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwdoctor.rules import build, conda, driver, fabric, frameworks, hardware, knowledge, libs, lifecycle, python, runtime, toolkit, torch
+from fwdoctor.rules import build, conda, driver, fabric, frameworks, hardware, knowledge, libs, lifecycle, platform, python, runtime, toolkit, torch
 from fwdoctor.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
@@ -12,6 +12,8 @@ RULES: tuple[Rule, ...] = (
     *toolkit.RULES,
     *libs.RULES,
     *python.RULES,
+    # The CPU's AVX and the system glibc against what the installed wheels were built for.
+    *platform.RULES,
     *torch.RULES,
     # conda envs, judged on their conda-meta records (pytorch build, libstdc++, cuDNN/NCCL).
     *conda.RULES,

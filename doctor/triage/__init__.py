@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from fwdoctor.model import Fact, Facts
 from fwdoctor.rules import RULES
-from fwdoctor.triage import build_config, collect_env, conda_builds, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, packages, paddle, repl, shm, tf_prose
+from fwdoctor.triage import build_config, collect_env, conda_builds, cpu, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, packages, paddle, repl, shm, tf_prose
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -34,6 +34,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     shm.find, lspci.find, issue_template.find, conda_builds.find, paddle.find, envdump.find, jax_env.find,  # issue 26
     nccl_debug.find,
     tf_prose.find,
+    cpu.find,  # lscpu / cpuinfo: the CPU's AVX
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.
@@ -64,6 +65,8 @@ UNSHOWN = {
     "nccl.env": "the NCCL_* variables of the run (`env | grep ^NCCL_`, or NCCL_DEBUG=INFO's \"set by environment to\" lines)",
     "net.interfaces": "the host's network interfaces (`ip -brief address`, `ls /sys/class/net`)",
     "pci.acs": "the ACS control bits of the PCIe bridges above the GPUs (`sudo lspci -vvv`, its ACSCtl lines)",
+    "platform.cpu": "the CPU's flags (`lscpu`, or `grep -m1 -E '^(model name|flags)' /proc/cpuinfo`)",
+    "platform.wheel_glibc": "the manylinux tags of the installed wheels (`grep ^Tag: $SITE/*.dist-info/WHEEL`)",
     "frameworks.installed": "which JAX/TensorFlow build is installed (`conda list`: its build strings say cpu or cuda)",
     "report.errors": "",
 }

@@ -182,6 +182,24 @@ def _record_first(hit: Hit, pattern: re.Pattern[str], key: str) -> bool:
     return True
 
 
+# A framework whose prebuilt binaries use AVX, imported on the line or just before a SIGILL:
+# ">>> import tensorflow as tf", "import paddle", "from jax import numpy".
+_AVX_IMPORT = re.compile(r"\b(?:import|from) (tensorflow|paddle|jaxlib|jax)\b")
+_IMPORT_LINES = 3  # the REPL's prompt line, or a traceback's last frame, sits right above
+
+
+def framework_imported(hit: Hit) -> bool:
+    """Always stands; names the framework (`framework`: tensorflow, paddle or jax) imported on
+    the line or on the _IMPORT_LINES before it, when one is: the shell's "Illegal instruction"
+    does not say which program died."""
+    for j in range(hit.i, max(-1, hit.i - _IMPORT_LINES - 1), -1):
+        found = _AVX_IMPORT.search(hit.norm[j])
+        if found:
+            hit.data["framework"] = "jax" if found.group(1) == "jaxlib" else found.group(1)
+            break
+    return True
+
+
 HOOKS: dict[str, Callable[[Hit], bool]] = {
     "driver_cuda_from_found": driver_cuda_from_found,
     "torch_gpu_and_arch_list": torch_gpu_and_arch_list,
@@ -193,6 +211,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "not_permission_denied": not_permission_denied,
     "wsl_named": wsl_named,
     "apple_silicon_named": apple_silicon_named,
+    "framework_imported": framework_imported,
 }
 
 

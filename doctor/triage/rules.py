@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from fwdoctor import arch
 from fwdoctor.model import Facts, FixRef, Severity
+from fwdoctor.rules import platform
 from fwdoctor.rules.base import Hit, Rule, rule, sh
 from fwdoctor.triage import nccl_fabric
 from fwdoctor.versions import major
@@ -572,7 +573,9 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       "cudnn-runtime-older", "paddle-cudnn-older", "jax-lib-older-than-built", "xla-ptxas-newer-than-driver",
                       "dlopen-failed", "nccl-ibv-modify-qp-failed",
                       # its facts (a CPU-only Paddle, a GPU asked for) feed framework_cpu_build_gpu_expected
-                      "paddle-cpu-build-asked-for-gpu", "nccl-maxsharedmem-exceeds"})
+                      "paddle-cpu-build-asked-for-gpu", "nccl-maxsharedmem-exceeds",
+                      # fwdoctor.rules.platform's report-side rules read these (issue 26: no AVX, old glibc, Rosetta)
+                      "jaxlib-cpu-lacks-avx", "illegal-instruction", "glibc-version-not-found", "x86-python-on-apple-silicon"})
 
 
 def _from_rows() -> tuple[Rule, ...]:
@@ -611,4 +614,4 @@ RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, 
                            framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
-                           *nccl_fabric.RULES, *_from_rows())
+                           *platform.REPORT_RULES, *nccl_fabric.RULES, *_from_rows())
