@@ -134,3 +134,27 @@ def test_each_new_finding_is_explained_in_the_fixed_sections(cli, finding_id):
     out = cli("explain", finding_id).output
     for section in ("What it does", "Why is this bad?", "Example", "Fix"):
         assert section in out, (finding_id, section)
+
+
+# ------------------------------------------------------------ CUDA 802 and the fabric manager
+# https://github.com/NVIDIA/nccl-tests/issues/264 (8 H100; fixed by enabling the fabric manager)
+NOT_READY = "test: Test CUDA failure common.cu:941 'system not yet initialized'\n"
+# https://github.com/aws-samples/aws-deep-learning-ami-ubuntu-dcv-desktop/issues/33
+AWS_SAID = ("Currently `nvidia-fabricmanage`r is not installed so on A100, H100, H200 and B200 instances, "
+            "CUDA initialization fails with 802 system error.\n")
+
+
+def test_802_alone_is_a_warning_and_an_error_beside_a_second_sign(cli, use_test_kb, tmp_path):
+    alone = triaged(cli, tmp_path, NOT_READY)["nvswitch-fabricmanager-not-running"]
+    assert alone["severity"] == "warning" and "system not yet initialized (error 802)" in alone["message"]
+    assert any(c.startswith("sudo systemctl enable --now nvidia-fabricmanager") for c in alone["fix"]["commands"])
+    assert triaged(cli, tmp_path, AWS_SAID)["nvswitch-fabricmanager-not-running"]["severity"] == "error"
+
+
+@pytest.mark.parametrize("name, board", [("NVIDIA H100 80GB HBM3", True), ("NVIDIA A100-SXM4-80GB", True), ("NVIDIA H200", True),
+                                         ("NVIDIA H100 PCIe", False), ("NVIDIA H100 NVL", False), ("NVIDIA A100-PCIE-40GB", False)])
+def test_gpus_of_nvswitch_boards_are_told_from_their_pcie_cards(name, board):
+    from fwdoctor.model import Fact, Facts
+    from fwdoctor.triage.nccl_fabric import _nvswitch_gpu
+
+    assert bool(_nvswitch_gpu(Facts([Fact("gpus.list", [{"name": name}], source="test")]))) is board

@@ -12,15 +12,23 @@ against /sys/class/net), which documents it; this one runs where that one could 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
-from fwdoctor.model import Facts, FixRef
+from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules.base import Hit, Rule, rule, sh
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
 
-KINDS = frozenset({"nccl-socket-family-unsupported", "nccl-no-socket-interface", "nccl-no-net-plugin", "nccl-nvls-cuda-failure"})
+KINDS = frozenset({"nccl-socket-family-unsupported", "nccl-no-socket-interface", "nccl-no-net-plugin", "nccl-nvls-cuda-failure",
+                   "cuda-system-not-ready", "fabricmanager-not-running-said"})
+
+# GPUs of NVSwitch boards (HGX/DGX A100, H100, H200, H800, B200) as nvidia-smi names them:
+# "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200"; their PCIe cards
+# ("NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA A100-PCIE-40GB") sit on no NVSwitch.
+_NVSWITCH_BOARD = re.compile(r"SXM|\bH100 80GB HBM3\b|\b(?:H200|H800|H20|B200|B100|B300)\b")
+_PCIE_CARD = re.compile(r"PCIe|\bNVL\b", re.IGNORECASE)
 
 
 def _errors(facts: Facts, *kinds: str) -> list[dict[str, Any]]:
@@ -147,4 +155,38 @@ def nvls_failed(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed)
+def _nvswitch_gpu(facts: Facts) -> str | None:
+    for gpu in facts.get("gpus.list") or []:
+        name = str(gpu.get("name") or "")
+        if _NVSWITCH_BOARD.search(name) and not _PCIE_CARD.search(name):
+            return name
+    return None
+
+
+@rule("nvswitch-fabricmanager-not-running", needs=("report.errors",), optional=("gpus.list",))
+def fabricmanager_not_running(facts: Facts, kb: KB) -> Hit | None:
+    """CUDA's "system not yet initialized" (error 802, cudaErrorSystemNotReady) or the
+    report saying the fabric manager is not installed or not running: an error beside a
+    second sign (a GPU of an NVSwitch board, or both texts), else a warning, since 802 has
+    causes off NVSwitch boards too (see nvswitch-fabricmanager-not-running)."""
+    not_ready = _errors(facts, "cuda-system-not-ready")
+    said = _errors(facts, "fabricmanager-not-running-said")
+    if not not_ready and not said:
+        return None
+    gpu = _nvswitch_gpu(facts)
+    signs = [s for s in (bool(not_ready), bool(said), bool(gpu)) if s]
+    first = (not_ready or said)[0]
+    what = "CUDA reports the system not yet initialized (error 802)" if not_ready else "the report says the fabric manager does not run"
+    where = f" on an NVSwitch board ({gpu})" if gpu else ""
+    return Hit(
+        f"{what}{where}: the NVSwitches are unconfigured until nvidia-fabricmanager of the driver's exact version runs: {_line(first)}",
+        evidence={"report.errors": not_ready + said, "gpu": gpu},
+        fix=FixRef(commands=("systemctl status nvidia-fabricmanager   # installed? running? its log names a version mismatch",
+                             "sudo apt-get install nvidia-fabricmanager-<driver branch>   # the driver's exact version",
+                             "sudo systemctl enable --now nvidia-fabricmanager",
+                             "nvidia-smi -q | grep -A2 -i fabric   # each GPU's fabric state: Completed, Success")),
+        severity=None if len(signs) >= 2 else Severity.WARNING,
+    )
+
+
+RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed, fabricmanager_not_running)
