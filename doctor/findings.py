@@ -71,6 +71,12 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("container-gpu-runtime-missing", "FWD142", E, "driver", "Docker cannot hand GPUs to containers (no working NVIDIA container runtime)"),
     FindingKind("wsl-libcuda-not-linked", "FWD143", W, "driver", "WSL2's libcuda files are copies, not links"),
     FindingKind("driver-too-old-for-image", "FWD144", E, "driver", "the host driver is older than a container image's CUDA requires"),
+    # What hides the host's GPUs from one process (rules/visibility.py): a container started without them, CUDA_VISIBLE_DEVICES.
+    FindingKind("container-started-without-gpus", "FWD145", E, "driver", "this container was started without the host's GPUs (no /dev/nvidia* device nodes)"),
+    FindingKind("cuda-visible-devices-hides-gpus", "FWD146", E, "driver", "CUDA_VISIBLE_DEVICES leaves no GPU visible to CUDA"),
+    # WSL and the Windows under it, judged from a report's text (rules/windows.py).
+    FindingKind("wsl-gpu-unsupported", "FWD150", E, "driver", "this WSL has no GPU access (WSL 1, or a Windows build before Windows 10 21H2)"),
+    FindingKind("wsl-linux-driver-installed", "FWD151", E, "driver", "a Linux NVIDIA driver is installed inside WSL, over the Windows driver's libraries"),
     FindingKind("toolkit-missing", "FWD201", I, "toolkit", "CUDA torch installed but no nvcc anywhere"),
     FindingKind("multiple-toolkits", "FWD202", I, "toolkit", "several CUDA toolkits installed"),
     FindingKind("cuda-path-inconsistent", "FWD203", W, "toolkit", "PATH, CUDA_HOME, the link and LD_LIBRARY_PATH disagree"),
@@ -78,6 +84,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("host-compiler-unsupported", "FWD205", E, "toolkit", "default gcc outside the range nvcc accepts"),
     FindingKind("toolkit-version-conflict", "FWD206", W, "toolkit", "a toolkit's version sources name different releases"),
     FindingKind("cuda-lib-not-found", "FWD207", E, "toolkit", "a CUDA/cuDNN library a program opens at run time is not found"),
+    FindingKind("cuda-home-invalid", "FWD208", W, "toolkit", "CUDA_HOME/CUDA_PATH is a path list or a folder with no bin/nvcc"),
     FindingKind("cudnn-cuda-mismatch", "FWD301", E, "cudnn", "cuDNN built for another CUDA major"),
     FindingKind("cudnn-shadowed", "FWD302", E, "cudnn", "another libcudnn shadows torch's"),
     FindingKind("cudnn-header-library-mismatch", "FWD303", W, "cudnn", "cudnn_version.h and libcudnn disagree"),
@@ -94,7 +101,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("conda-libstdcxx-too-old", "FWD522", E, "python", "conda's libstdc++ is older than a pip wheel needs"),
     FindingKind("system-libstdcxx-too-old", "FWD541", E, "python", "the system libstdc++ a program loads is older than a library needs"),
     FindingKind("conda-user-site-leak", "FWD523", W, "python", "user-site packages leak into a conda env"),
-    FindingKind("conda-cuda-libs-mismatch", "FWD524", E, "torch", "conda's cuDNN/NCCL do not match conda pytorch's CUDA"),
+    FindingKind("conda-cuda-libs-mismatch", "FWD524", E, "torch", "conda's cuDNN/NCCL/CUDA libraries do not match conda pytorch's CUDA"),
     FindingKind("conda-mkl-breaks-pytorch", "FWD542", E, "torch", "mkl >= 2024.1 under conda's pytorch (undefined iJIT_NotifyEvent)"),
     # What prebuilt binaries ask of the machine (rules/platform.py): the CPU's AVX, the glibc, the Python's architecture.
     FindingKind("cpu-lacks-avx", "FWD543", E, "python", "the CPU lacks AVX, which prebuilt TensorFlow/jaxlib/Paddle binaries use"),

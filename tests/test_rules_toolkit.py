@@ -81,10 +81,36 @@ def test_path_and_cuda_home_on_different_toolkits_is_inconsistent():
     assert "export CUDA_HOME=/usr/local/cuda-12.4" in found[0].fix.commands
 
 
-def test_cuda_home_naming_a_missing_folder_is_inconsistent_with_the_link():
+def test_cuda_home_naming_a_missing_folder_is_cuda_home_invalid_not_a_disagreement():
     ptrs = {**NO_POINTERS, "cuda_home": "/opt/missing", "usr_local_cuda": TK130["root"]}
-    found, _ = run(rules.cuda_path_inconsistent, facts(cuda__pointers=ptrs, cuda__toolkits=[TK130]))
-    assert len(found) == 1 and found[0].fix.options == {"cuda_home": "/usr/local/cuda-13.0"}
+    f = facts(cuda__pointers=ptrs, cuda__toolkits=[TK130])
+    assert run(rules.cuda_path_inconsistent, f)[0] == []
+    found, _ = run(rules.cuda_home_invalid, f)
+    assert [x.severity for x in found] == [Severity.WARNING]
+    assert "CUDA_HOME=/opt/missing has no bin/nvcc" in found[0].message and found[0].fix.options == {"cuda_home": "/usr/local/cuda-13.0"}
+
+
+# ----------------------------------------------------------------------------- cuda-home-invalid
+# facebookresearch/maskrcnn-benchmark#132: export CUDA_HOME=/usr/local/cuda:$CUDA_HOME (empty) left a trailing ':'
+@pytest.mark.parametrize("value", ["/usr/local/cuda:", ":/usr/local/cuda-8.0:/root/cuda:/usr/local/cuda-9.0", "/usr/local/cuda-13.0;/usr/local/cuda-12.4"])
+def test_a_cuda_home_written_as_a_path_list_is_invalid_even_without_the_toolkits(value):
+    for toolkits in ([TK130], None):  # None: a report's env lines (no installed toolkits known)
+        f = facts(cuda__pointers={**NO_POINTERS, "cuda_home": value}, **({"cuda__toolkits": toolkits} if toolkits else {}))
+        found, _ = run(rules.cuda_home_invalid, f)
+        assert len(found) == 1 and "is a path list" in found[0].message and f"{value}/bin/nvcc" in found[0].message
+
+
+def test_a_cuda_home_on_a_toolkit_with_nvcc_or_a_windows_folder_is_valid():
+    assert run(rules.cuda_home_invalid, facts(cuda__pointers={**NO_POINTERS, "cuda_home": TK130["root"]}, cuda__toolkits=[TK130]))[0] == []
+    # a Windows CUDA_PATH's drive colon separates nothing (no toolkits known: not judged further)
+    assert run(rules.cuda_home_invalid, facts(cuda__pointers={**NO_POINTERS, "cuda_path": "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4"}))[0] == []
+
+
+def test_a_cuda_home_on_a_runtime_only_install_has_no_nvcc_to_build_with():
+    runtime_only = {**TK124, "nvcc": None}
+    f = facts(cuda__pointers={**NO_POINTERS, "cuda_home": TK124["root"], "path_nvcc": TK130["root"]}, cuda__toolkits=[TK130, runtime_only])
+    found, _ = run(rules.cuda_home_invalid, f)
+    assert "has no bin/nvcc" in found[0].message and found[0].fix.options == {"cuda_home": "/usr/local/cuda-13.0"}
 
 
 def test_all_pointers_on_one_toolkit_are_consistent():
@@ -321,7 +347,10 @@ def test_all_path_fixes_converge_on_the_toolkit_matching_torch():
     assert targets == {"/usr/local/cuda-13.0"}
 
 
-def test_pointers_that_name_no_installed_toolkit_still_fire_without_a_target():
+def test_variables_that_name_no_installed_toolkit_are_cuda_home_invalid_without_a_target():
     ptrs = {**NO_POINTERS, "cuda_home": "/opt/a", "cuda_path": "/opt/b"}
-    found, _ = run(rules.cuda_path_inconsistent, facts(cuda__pointers=ptrs, cuda__toolkits=[]))
-    assert "none names an installed toolkit" in found[0].message and found[0].fix.options == {}
+    f = facts(cuda__pointers=ptrs, cuda__toolkits=[])
+    assert run(rules.cuda_path_inconsistent, f)[0] == []
+    found, _ = run(rules.cuda_home_invalid, f)
+    assert "CUDA_HOME=/opt/a" in found[0].message and "CUDA_PATH=/opt/b" in found[0].message
+    assert found[0].fix.recipe is None and found[0].fix.commands

@@ -147,10 +147,11 @@ CUINIT_NO_DEVICE = ("2020-12-29 10:10:44.476602: E tensorflow/stream_executor/cu
                     "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected\n")
 
 
-def test_cuda_seeing_no_device_points_at_cuda_visible_devices(cli, tmp_path):
+def test_cuda_seeing_no_device_is_cuda_visible_devices_hides_gpus(cli, tmp_path):
+    # since issue 26's visibility work a finding id states it (tests/test_rules_visibility.py)
     entries, findings, shown = triaged(cli, tmp_path, CUINIT_NO_DEVICE)
-    note = assert_noted_without_error(entries, findings, shown, "cuda-no-device")["note"]
-    assert "CUDA_VISIBLE_DEVICES" in note and "nvidia-smi -L" in note
+    assert "cuda-no-device" in entries and findings.get("cuda-visible-devices-hides-gpus") == "error"
+    assert "report line 1" in shown and "CUDA_VISIBLE_DEVICES" in shown and "nvidia-smi -L" in shown
 
 
 # windows-wsl/kohya-win11-torch24-fbgemm-libomp140-missing.md (kohya-ss/sd-scripts#1597): the

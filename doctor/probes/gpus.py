@@ -4,6 +4,7 @@ Shell equivalents:
     grep -l 0x10de /sys/bus/pci/devices/*/vendor           # pci.nvidia_gpus
     nvidia-smi --query-gpu=index,name,... --format=csv       # gpus.list on a live host
     cat /proc/driver/nvidia/gpus/*/information               # gpus.list with --root
+    echo ${CUDA_VISIBLE_DEVICES-unset}                       # gpus.visible_devices
 
 gpus.list comes from the best source that answers: NVML, then nvidia-smi (live host
 only, shared with probes/driver.py), then the driver's /proc files, then bare PCI ids.
@@ -134,4 +135,12 @@ def _proc_gpus(host: Host) -> Iterable[dict[str, Any] | ProbeFailure]:
         }
 
 
-PROBES: tuple[Probe, ...] = (pci_probe, gpus_probe)
+@probe("visible_devices", provides=("gpus.visible_devices",))
+def visible_devices_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    """CUDA_VISIBLE_DEVICES of the inspected environment (live: the doctor's own, --root:
+    the --env-file, an image: its ENV): None when unset, which CUDA reads as "every GPU"."""
+    value = host.env.get("CUDA_VISIBLE_DEVICES")
+    yield Fact("gpus.visible_devices", value, source="$CUDA_VISIBLE_DEVICES" if value is not None else "CUDA_VISIBLE_DEVICES unset")
+
+
+PROBES: tuple[Probe, ...] = (pci_probe, gpus_probe, visible_devices_probe)

@@ -3,7 +3,7 @@ architecture, glibc, container, /dev/shm.
 
 Shell equivalents:
     hostname; cat /etc/os-release; uname -rm; getconf GNU_LIBC_VERSION
-    ls /.dockerenv /run/.containerenv; cat /proc/1/cgroup
+    ls /.dockerenv /run/.containerenv; cat /proc/1/cgroup; ls /dev/nvidia*
     df -B1 /dev/shm; cmake --version; ninja --version
 
 With --root nothing runs: the host name is the root's /etc/hostname, the kernel comes
@@ -126,7 +126,8 @@ def cgroup_says_container(text: str) -> bool:
 # ----------------------------------------------------------------------------- probes
 @probe(
     "system",
-    provides=("system.hostname", "system.os", "system.kernel", "system.arch", "system.glibc", "system.container", "system.shm_bytes"),
+    provides=("system.hostname", "system.os", "system.kernel", "system.arch", "system.glibc", "system.container", "system.shm_bytes",
+              "system.nvidia_device_nodes"),
 )
 def system_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     yield hostname_fact(host)
@@ -136,6 +137,7 @@ def system_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     yield _glibc(host)
     yield _container(host)
     yield _shm(host)
+    yield _nvidia_device_nodes(host)
 
 
 def hostname_fact(host: Host) -> Fact:
@@ -227,6 +229,18 @@ def _container(host: Host) -> Fact:
     if host.env.get("container"):
         return Fact("system.container", True, source="$container")
     return Fact("system.container", False, source="no /.dockerenv, /run/.containerenv or container cgroup")
+
+
+def _nvidia_device_nodes(host: Host) -> Fact:
+    """The names of /dev/nvidia* (nvidia0, nvidiactl, nvidia-uvm, ...): what the NVIDIA
+    container runtime (--gpus) puts into a container. Names only; an image has no /dev of
+    its own (the runtime creates it at `docker run`)."""
+    if host.is_image:
+        return Fact.unknown("system.nvidia_device_nodes", "an image has no device nodes (docker run creates /dev)")
+    if not host.is_dir("/dev"):
+        return Fact.unknown("system.nvidia_device_nodes", "no /dev here")
+    names = sorted(posixpath.basename(p) for p in host.glob("/dev", "nvidia*"))
+    return Fact("system.nvidia_device_nodes", names, source="/dev/nvidia*")
 
 
 def _shm(host: Host) -> Fact:

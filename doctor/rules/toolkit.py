@@ -8,6 +8,7 @@ CUDA_HOME, else CUDA_PATH, else the nvcc first on PATH, else /usr/local/cuda.
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import TYPE_CHECKING, Any, Iterable
 
 from packaging.version import InvalidVersion, Version
@@ -204,32 +205,99 @@ def cuda_path_inconsistent(facts: Facts, kb: KB) -> Hit | None:
     pointers = facts["cuda.pointers"] or {}
     roots = {tk.get("root") for tk in facts["cuda.toolkits"] or []}
     named: dict[str, str] = {}
+    invalid = {key for key, _, _ in _invalid_cuda_vars(pointers, facts["cuda.toolkits"])}
     for key, label in _POINTER_NAMES.items():
         root = pointers.get(key)
-        if not root:
+        # A CUDA_HOME/CUDA_PATH that names no toolkit is cuda-home-invalid's, not a disagreement.
+        if not root or key in invalid:
             continue
-        # The variables a user sets count even when they name no toolkit (that is the
-        # bug); the link and library path only when they lead to a toolkit install.
+        # The link and library path count only when they lead to a toolkit install.
         if key in ("cuda_home", "cuda_path") or root in roots:
             named[label] = root
     if len(set(named.values())) < 2:
         return None
     active = facts.get("cuda.active") or {}
     # Fix towards a real install: torch's match or the active one, else the first pointer
-    # that names one.
+    # that names one (every pointer left names one: the others are cuda-home-invalid's).
     real = [root for root in named.values() if root in roots]
-    target = _preferred_root(facts) or (real[0] if real else None)
+    target = _preferred_root(facts) or real[0]
     detail = ", ".join(f"{label} -> {root}" for label, root in named.items())
-    if target is None:
-        return Hit(
-            f"CUDA pointers disagree and none names an installed toolkit: {detail}",
-            evidence={"cuda.pointers": dict(pointers)},
-            fix=FixRef(recipe="env", note="set CUDA_HOME to an installed toolkit, or install one (recipe cuda-toolkit)"),
-        )
     return Hit(
         f"CUDA pointers disagree: {detail}",
         evidence={"cuda.pointers": dict(pointers), "cuda.active": active or None},
         fix=FixRef(recipe="env", options={"cuda_home": target}, commands=_env_commands(str(target))),
+    )
+
+
+# A Windows value ("C:\\Program Files\\...\\CUDA\\v12.4") holds a ':' that separates nothing.
+_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
+
+
+def path_list(value: str) -> bool:
+    """A CUDA_HOME/CUDA_PATH written like a search path ("/usr/local/cuda:", ":/a:/b"):
+    torch.utils.cpp_extension and CMake take the whole value as one folder."""
+    return ";" in value or (":" in value and not _DRIVE.match(value))
+
+
+def _invalid_cuda_vars(pointers: dict[str, Any], toolkits: list[dict[str, Any]] | None) -> list[tuple[str, str, str]]:
+    """(pointer key, variable, why) for CUDA_HOME/CUDA_PATH values no build can use: a path
+    list, or (when the installed toolkits are known) a folder with no toolkit nvcc."""
+    with_nvcc = {tk.get("root") for tk in _with_nvcc(toolkits or [])}
+    out = []
+    for key, var in (("cuda_home", "CUDA_HOME"), ("cuda_path", "CUDA_PATH")):
+        root = pointers.get(key)
+        if not root or root in with_nvcc:
+            continue
+        if path_list(str(root)):
+            out.append((key, var, f"{var}={root} is a path list, not one folder: builds run {posixpath.join(str(root), 'bin/nvcc')}, which does not exist"))
+        elif toolkits is not None:
+            out.append((key, var, f"{var}={root} has no bin/nvcc (no CUDA toolkit with a compiler is installed there)"))
+    return out
+
+
+@rule("cuda-home-invalid", needs=("cuda.pointers",), optional=("cuda.toolkits", "torch.cuda", "cuda.active"))
+def cuda_home_invalid(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads CUDA_HOME and CUDA_PATH of the inspected environment and fires when one holds
+        several folders (a ':'- or ';'-separated list, a trailing ':') or, with the installed
+        toolkits known, names a folder that has no bin/nvcc.
+
+    Why is this bad?
+        torch.utils.cpp_extension, setup.py builds and CMake's FindCUDA take CUDA_HOME (else
+        CUDA_PATH) as the one toolkit folder and run CUDA_HOME/bin/nvcc before any other nvcc:
+        `export CUDA_HOME=/usr/local/cuda:$CUDA_HOME` makes every extension build fail with
+        "unable to execute '/usr/local/cuda:/bin/nvcc': No such file or directory"
+        (facebookresearch/maskrcnn-benchmark#132), while `nvcc --version` on PATH still works.
+
+    Example
+            $ echo $CUDA_HOME
+            /usr/local/cuda:
+            error: command '/usr/local/cuda:/bin/nvcc' failed with exit status 1
+
+    Fix
+        Set CUDA_HOME to the one toolkit folder (the one holding bin/nvcc), e.g.
+            export CUDA_HOME=/usr/local/cuda-12.4
+        Only PATH and LD_LIBRARY_PATH are lists.
+    """
+    pointers = facts["cuda.pointers"] or {}
+    toolkits = facts.get("cuda.toolkits")
+    bad = _invalid_cuda_vars(pointers, toolkits if isinstance(toolkits, list) else None)
+    if not bad:
+        return None
+    # Towards a toolkit with nvcc: torch's match or the active one, else the first installed.
+    with_nvcc = [str(tk["root"]) for tk in _with_nvcc(toolkits if isinstance(toolkits, list) else [])]
+    preferred = _preferred_root(facts) if with_nvcc else None
+    target = preferred if preferred in with_nvcc else (with_nvcc[0] if with_nvcc else None)
+    whys = "; ".join(why for _, _, why in bad)
+    if target:
+        fix = FixRef(recipe="env", options={"cuda_home": target}, commands=_env_commands(str(target)))
+    else:
+        fix = FixRef(commands=("ls -d /usr/local/cuda*/bin/nvcc   # the toolkit folders; CUDA_HOME is the one before /bin/nvcc",),
+                     note="set CUDA_HOME (and CUDA_PATH, if set) to one toolkit folder, e.g. export CUDA_HOME=/usr/local/cuda-12.4; only PATH and LD_LIBRARY_PATH are lists")
+    return Hit(
+        f"{whys}; torch extensions and CMake builds fail to find nvcc",
+        evidence={"cuda.pointers": dict(pointers), "invalid": [var for _, var, _ in bad]},
+        fix=fix,
     )
 
 
@@ -578,6 +646,7 @@ RULES: tuple[Rule, ...] = (
     toolkit_missing,
     multiple_toolkits,
     cuda_path_inconsistent,
+    cuda_home_invalid,
     torch_toolkit_mismatch,
     host_compiler_unsupported,
     toolkit_version_conflict,

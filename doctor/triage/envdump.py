@@ -8,7 +8,9 @@ Only a whole line "NAME=value" (after an optional `export `, quotes stripped) co
 one inside prose, and only the names the rules read: the CUDA pointers (cuda.pointers: the
 toolkit root of the first PATH entry that is a CUDA toolkit's bin, of CUDA_HOME and
 CUDA_PATH, and of the first LD_LIBRARY_PATH entry that is a CUDA toolkit's lib64) and NCCL's
-variables (nccl.env). CUDA_VISIBLE_DEVICES is kept as a note. A toolkit root is a folder
+variables (nccl.env), and CUDA_VISIBLE_DEVICES (gpus.visible_devices, judged against an
+nvidia-smi GPU list elsewhere in the report). CUDA_HOME and CUDA_PATH are kept whole (a ':' in
+them is itself the bug, cuda-home-invalid). A toolkit root is a folder
 named cuda or cuda-X.Y (NVIDIA's installers' /usr/local/cuda-12.4, and its /usr/local/cuda
 link); Windows values (C:\\...) are not read. Names are at most 64 characters, values are
 split on ':' once each: linear in the line.
@@ -54,6 +56,7 @@ def find(lines: Lines) -> list[Fragment]:
     nccl: dict[str, str] = {}
     numbers: list[int] = []
     notes: list[str] = []
+    visible: str | None = None
     for i, text in enumerate(lines.norm):
         if "=" not in text:
             continue
@@ -66,8 +69,9 @@ def find(lines: Lines) -> list[Fragment]:
             if root:
                 pointers["path_nvcc"] = root
                 numbers.append(i + 1)
-        elif name in ("CUDA_HOME", "CUDA_PATH") and value.startswith("/"):
-            pointers["cuda_home" if name == "CUDA_HOME" else "cuda_path"] = value.split(":")[0].rstrip("/")
+        elif name in ("CUDA_HOME", "CUDA_PATH") and value.startswith(("/", ":")):
+            # Kept whole: a ':' in it is the bug (cuda-home-invalid), not a list to pick from.
+            pointers["cuda_home" if name == "CUDA_HOME" else "cuda_path"] = value[:400].rstrip("/") or value[:1]
             numbers.append(i + 1)
         elif name == "LD_LIBRARY_PATH":
             root = _first_root(value, (("lib64",), ("lib",), ("targets", "x86_64-linux", "lib"), ("targets", "sbsa-linux", "lib")))
@@ -78,7 +82,7 @@ def find(lines: Lines) -> list[Fragment]:
             nccl[name] = value[:200]
             numbers.append(i + 1)
         elif name == "CUDA_VISIBLE_DEVICES":
-            notes.append(f"line {i + 1}: CUDA_VISIBLE_DEVICES={value[:60]!r}")
+            visible = value[:200]
             numbers.append(i + 1)
     if not numbers:
         return []
@@ -88,4 +92,6 @@ def find(lines: Lines) -> list[Fragment]:
         frag.add("cuda.pointers", {"path_nvcc": None, "cuda_home": None, "cuda_path": None, "usr_local_cuda": None, "ld_cudart": None, **pointers})
     if nccl:
         frag.add("nccl.env", nccl)
+    if visible is not None:
+        frag.add("gpus.visible_devices", visible)
     return [frag]

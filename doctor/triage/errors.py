@@ -200,6 +200,36 @@ def framework_imported(hit: Hit) -> bool:
     return True
 
 
+# A container named anywhere in the report: its tools and orchestrators, or a compose log's
+# "service_1  | " prefix (weaviate/weaviate#1736 shows only that): the same error text inside
+# a container means it was started without the GPUs, on a host that its driver is missing.
+_CONTAINER = re.compile(r"\b(?:docker|podman|nvidia-docker|containers?|kubernetes|k8s|kubectl|compose)\b|^[\w.-]{1,60}[_-]\d{1,3} {1,20}\| ",
+                        re.IGNORECASE)
+
+
+def container_named(hit: Hit) -> bool:
+    """Always stands; records where the report says it runs in a container (`container`:
+    "report line N: text"), when it does."""
+    return _record_first(hit, _CONTAINER, "container")
+
+
+# Where a report sets CUDA_VISIBLE_DEVICES: an env line, a command's prefix, a script's
+# os.environ["CUDA_VISIBLE_DEVICES"] = "1"; the value is what follows '=' up to a quote or blank.
+_VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES['\"]?\]? ?= ?['\"]?([\w,.-]{0,80})")
+
+
+def visible_devices_named(hit: Hit) -> bool:
+    """Always stands; records where the report sets CUDA_VISIBLE_DEVICES (`visible_devices`:
+    "report line N: text") and to what (`visible_value`), when it does."""
+    for j, line in enumerate(hit.norm):
+        found = _VISIBLE.search(line)
+        if found:
+            hit.data["visible_devices"] = f"report line {j + 1}: {found.group(0)}"
+            hit.data["visible_value"] = found.group(1)
+            break
+    return True
+
+
 HOOKS: dict[str, Callable[[Hit], bool]] = {
     "driver_cuda_from_found": driver_cuda_from_found,
     "torch_gpu_and_arch_list": torch_gpu_and_arch_list,
@@ -210,6 +240,8 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "name_paddle_near": name_paddle_near,
     "not_permission_denied": not_permission_denied,
     "wsl_named": wsl_named,
+    "container_named": container_named,
+    "visible_devices_named": visible_devices_named,
     "apple_silicon_named": apple_silicon_named,
     "framework_imported": framework_imported,
 }

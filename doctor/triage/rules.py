@@ -11,11 +11,14 @@ could not (it said "not checked"), so a report never gets one finding twice. The
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Iterable
 
 from fwdoctor import arch
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules import platform
+from fwdoctor.rules import visibility
+from fwdoctor.rules.toolkit import path_list
 from fwdoctor.rules.base import Hit, Rule, rule, sh
 from fwdoctor.triage import nccl_fabric
 from fwdoctor.versions import major
@@ -200,14 +203,62 @@ def conda_cpu_pytorch_gpu_expected(facts: Facts, kb: KB) -> Hit | None:
         expected = f"{facts.get('report.gpu_expected')} ({facts.source('report.gpu_expected')})"
     else:
         return None
-    spec = f"pytorch={build.get('version')}=cuda*"
+    spec = f"pytorch={build.get('version')}=cuda*" if build.get("version") else "pytorch=*=cuda*"
+    what = f"the CPU build {build.get('build')}" if build.get("build") else "a CPU build"
+    who = f"conda's pytorch {build.get('version')}" if build.get("version") else "conda's pytorch"
     return Hit(
-        f"conda's pytorch {build.get('version')} is the CPU build {build.get('build')} ({facts.source('conda.torch_build')}), "
+        f"{who} is {what} ({facts.source('conda.torch_build')}), "
         f"but the report expects a GPU: {expected}",
         evidence={"conda.torch_build": build, "expected": expected},
         fix=FixRef(commands=(f"conda install -c conda-forge {sh(spec)}",
                              f"conda search -c pytorch {sh('pytorch=' + str(build.get('version')))}   # which CUDA builds of this release exist"),
                    note="ask conda for a CUDA build explicitly; a cudatoolkit no build of that pytorch was made for, or a package that pins cpuonly, makes conda pick the CPU build"),
+    )
+
+
+def _torch_cuda_asked(facts: Facts) -> tuple[str, str] | None:
+    """(CUDA version, where) of conda's pytorch: a CUDA build in `conda list`, else the
+    pytorch-cuda=X.Y a conda command or environment file asks for."""
+    build = facts.get("conda.torch_build")
+    if isinstance(build, dict) and build.get("kind") == "cuda" and build.get("cuda"):
+        return str(build["cuda"]), facts.source("conda.torch_build")
+    for request in facts.get("conda.requests") or []:
+        for spec in request.get("specs") or [] if isinstance(request, dict) else []:
+            if spec.get("name") == "pytorch-cuda":
+                version = re.search(r"\d{1,2}\.\d{1,2}", str(spec.get("spec")).partition("pytorch-cuda")[2])
+                if version:
+                    return version.group(0), f"report line {spec.get('line')}: {spec.get('spec')}"
+    return None
+
+
+@rule("conda-cuda-libs-mismatch", needs=("conda.cuda_packages",), optional=("conda.requests", "conda.torch_build"))
+def conda_cuda_libs_of_other_major(facts: Facts, kb: KB) -> Hit | None:
+    """A CUDA library in conda's plan or `conda list` (the nvidia channel's libcusparse,
+    libcublas, cuda-* packages) of another CUDA major than conda's pytorch is built for (its
+    build string, or the pytorch-cuda=X.Y asked of conda): the nvidia channel's packages once
+    pinned each other loosely, so `pytorch-cuda=11.7` could pull libcusparse 12.0.0.76
+    (pytorch/pytorch#90673), whose libcusparse.so.12 pytorch's libcusparse.so.11 symbols are not
+    in (see conda-cuda-libs-mismatch, which reads the env's conda-meta records)."""
+    asked = _torch_cuda_asked(facts)
+    if asked is None:
+        return None
+    torch_cuda, where = asked
+    torch_major = major(torch_cuda)
+    other = [p for p in facts["conda.cuda_packages"] or [] if isinstance(p, dict) and p.get("cuda_major") not in (None, torch_major)]
+    if not other:
+        return None
+    first = other[0]
+    names = ", ".join(f"{p['name']} {p['version']}" for p in other)
+    spec = f"pytorch-cuda={torch_cuda}"
+    # cuBLAS, cuSPARSE <= 12.5 and the cuda-* packages carry their CUDA major as their own
+    pin = f"{first['name']}>={torch_major}.0,<{(torch_major or 0) + 1}.0"
+    return Hit(
+        f"conda's {names} ({facts.source('conda.cuda_packages')}, channel {first.get('channel') or '?'}) {'belong' if len(other) > 1 else 'belongs'} to CUDA {first['cuda_major']}, "
+        f"but conda's pytorch is built for CUDA {torch_cuda} ({where}): pytorch loads them and misses the symbols of its own CUDA release",
+        evidence={"conda.cuda_packages": other, "torch_cuda": torch_cuda},
+        fix=FixRef(commands=(f"conda install -c pytorch -c nvidia pytorch {sh(spec)} {sh(pin)}   # or pin each library of CUDA {torch_cuda} by version",
+                             "conda list | grep -E 'cuda|cublas|cusparse'   # what the env holds"),
+                   note=f"keep every CUDA library of the env on CUDA {torch_major}: pin the one that came from another major, or install pytorch from conda-forge, which solves them together with cuda-version"),
     )
 
 
@@ -286,8 +337,10 @@ def cuda_pointers_disagree(facts: Facts, kb: KB) -> Hit | None:
     import re
 
     pointers = facts["cuda.pointers"] or {}
+    # A CUDA_HOME written as a path list is cuda-home-invalid's (fwdoctor.rules.toolkit.path_list).
     named = {label: str(pointers[key]) for key, label in _POINTERS.items()
-             if pointers.get(key) and re.fullmatch(r"cuda-\d{1,2}\.\d{1,2}", str(pointers[key]).rstrip("/").rsplit("/", 1)[-1])}
+             if pointers.get(key) and not (key in ("cuda_home", "cuda_path") and path_list(str(pointers[key])))
+             and re.fullmatch(r"cuda-\d{1,2}\.\d{1,2}", str(pointers[key]).rstrip("/").rsplit("/", 1)[-1])}
     if len(set(named.values())) < 2:
         return None
     detail = ", ".join(f"{label} -> {root}" for label, root in named.items())
@@ -574,6 +627,8 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       "dlopen-failed", "nccl-ibv-modify-qp-failed",
                       # its facts (a CPU-only Paddle, a GPU asked for) feed framework_cpu_build_gpu_expected
                       "paddle-cpu-build-asked-for-gpu", "nccl-maxsharedmem-exceeds",
+                      # fwdoctor.rules.visibility's report-side rules read these (CUDA_VISIBLE_DEVICES, a container without GPUs)
+                      *visibility.REPORT_KINDS,
                       # fwdoctor.rules.platform's report-side rules read these (issue 26: no AVX, old glibc, Rosetta)
                       "jaxlib-cpu-lacks-avx", "illegal-instruction", "glibc-version-not-found", "x86-python-on-apple-silicon"})
 
@@ -611,7 +666,7 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
-                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, framework_no_kernel_for_cc,
+                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
-                           *platform.REPORT_RULES, *nccl_fabric.RULES, *_from_rows())
+                           *platform.REPORT_RULES, *visibility.REPORT_RULES, *nccl_fabric.RULES, *_from_rows())

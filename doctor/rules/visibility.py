@@ -1,0 +1,233 @@
+"""What hides the host's GPUs from one process although the host has them and its driver
+works: a container started without them, and CUDA_VISIBLE_DEVICES.
+
+Both look alike from inside the process (torch: "Found no NVIDIA driver on your system" or
+"No CUDA GPUs are available", CUDA: CUDA_ERROR_NO_DEVICE) while `nvidia-smi` on the host
+lists every GPU; the fix is in how the process was started, not in the driver.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from fwdoctor.model import Facts, FixRef
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+
+_GPU_NODE = re.compile(r"nvidia\d+")  # /dev/nvidia0 ...: one per GPU (nvidiactl, nvidia-uvm are shared)
+_INDEX = re.compile(r"\d+")
+
+
+# ----------------------------------------------------------------------------- CUDA_VISIBLE_DEVICES
+def visible_gpus(value: str, gpus: list[dict[str, Any]]) -> list[int] | None:
+    """The host GPU indices CUDA enumerates under CUDA_VISIBLE_DEVICES=`value`, in order, or
+    None where this cannot tell (a UUID while the GPUs' UUIDs are unknown, a MIG device).
+
+    NVIDIA's rules (CUDA Programming Guide, "CUDA Environment Variables"): a comma-separated
+    list of indices (nvidia-smi's order, from 0) or GPU UUIDs, of which any unique prefix
+    from "GPU-" on will do; an empty value shows no GPU; the first invalid entry ends the
+    list ("0,2,-1,1" shows 0 and 2).
+    """
+    indices = [g.get("index") for g in gpus]
+    uuids = [(g.get("index"), str(g.get("uuid") or "")) for g in gpus]
+    shown: list[int] = []
+    for entry in value.split(","):
+        entry = entry.strip()
+        if _INDEX.fullmatch(entry):
+            if int(entry) not in indices or int(entry) in shown:
+                break
+            shown.append(int(entry))
+        elif entry.upper().startswith("GPU-"):
+            if not all(u for _, u in uuids):
+                return None
+            matches = [i for i, u in uuids if u.lower().startswith(entry.lower())]
+            if len(matches) != 1 or matches[0] in shown:
+                break
+            shown.append(matches[0])
+        elif entry.upper().startswith("MIG-"):
+            return None  # MIG instances are not in gpus.list: not judged
+        else:
+            break  # "", "-1", "none", "NoDevFiles", "[0]": not an index or a UUID
+    return shown
+
+
+@rule("cuda-visible-devices-hides-gpus", needs=("gpus.visible_devices", "gpus.list"))
+def cuda_visible_devices_hides_gpus(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads CUDA_VISIBLE_DEVICES of the inspected environment and fires when it leaves
+        none of the host's GPUs visible to CUDA: set but empty, "-1", an index the host does
+        not have, or a UUID of no GPU here.
+
+    Why is this bad?
+        CUDA enumerates only the GPUs the variable lists, and stops at the first entry that
+        names none (NVIDIA's CUDA Programming Guide, "CUDA Environment Variables"). With
+        none left, cuInit fails with CUDA_ERROR_NO_DEVICE ("no CUDA-capable device is
+        detected"), torch says "No CUDA GPUs are available" (or torch.cuda.is_available()
+        is False) and TensorFlow lists no GPU, while `nvidia-smi`, which ignores the
+        variable, lists them all. A training script that sets
+        os.environ["CUDA_VISIBLE_DEVICES"] = "1" on a one-GPU machine does exactly this
+        (DetectionTeamUCAS/FPN_Tensorflow#146).
+
+    Example
+            $ nvidia-smi -L
+            GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-...)
+            $ echo $CUDA_VISIBLE_DEVICES
+            1
+
+    Fix
+        Unset it, or list GPUs the host has (indices from 0, as `nvidia-smi -L` numbers them):
+            unset CUDA_VISIBLE_DEVICES
+            export CUDA_VISIBLE_DEVICES=0
+        and look for a script or job launcher (os.environ, a .sh wrapper) that sets it.
+    """
+    value = facts["gpus.visible_devices"]
+    gpus = facts["gpus.list"] or []
+    if value is None or not gpus:
+        return None  # unset: every GPU; no GPU at all: no-gpu says so
+    shown = visible_gpus(str(value), gpus)
+    if shown is None or shown:
+        return None
+    first = ", ".join(f"{g.get('index')}" for g in gpus)
+    return Hit(
+        f"CUDA_VISIBLE_DEVICES={str(value)!r} leaves none of this host's {len(gpus)} GPU(s) (indices {first}) visible to CUDA: "
+        "CUDA programs find no device (CUDA_ERROR_NO_DEVICE, torch: \"No CUDA GPUs are available\")",
+        evidence={"gpus.visible_devices": value, "gpu_indices": [g.get("index") for g in gpus]},
+        fix=FixRef(commands=("unset CUDA_VISIBLE_DEVICES", f"export CUDA_VISIBLE_DEVICES={sh(','.join(str(g.get('index')) for g in gpus))}"),
+                   note="CUDA numbers GPUs as `nvidia-smi -L` does, from 0; look for a script or launcher (os.environ, a job wrapper) that sets it"),
+    )
+
+
+# ----------------------------------------------------------------------------- containers
+@rule("container-started-without-gpus", needs=("system.container",),
+      optional=("system.nvidia_device_nodes", "pci.nvidia_gpus", "driver.version"))
+def container_started_without_gpus(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Inside a container, looks for the NVIDIA device nodes (/dev/nvidia0 ... one per
+        GPU, and /dev/nvidia-uvm) while the host shows NVIDIA GPUs (on the PCI bus, which a
+        container sees, or a loaded NVIDIA kernel module).
+
+    Why is this bad?
+        A container gets a GPU only when it is started with one: the NVIDIA container runtime
+        then creates the device nodes and mounts the driver's libraries (libcuda, nvidia-smi).
+        Started without (`docker run` with no `--gpus`, NVIDIA_VISIBLE_DEVICES void or unset,
+        a compose service or Kubernetes pod that requests no GPU), it has neither: torch says
+        "Found no NVIDIA driver on your system", nvidia-smi is missing or fails, though the
+        host's own nvidia-smi works. A container given /dev/nvidia0 and /dev/nvidiactl by hand
+        (`--device`) but not /dev/nvidia-uvm runs nvidia-smi yet no CUDA program
+        (NVIDIA/nvidia-docker#1085). This is not a missing runtime (container-gpu-runtime-missing:
+        Docker then refuses `--gpus`) nor GPUs lost by a running container
+        (container-gpu-access-lost: the nodes are there, NVML says "Unknown Error").
+
+    Example
+            root@0f3c2a...:/# ls /dev/nvidia*
+            ls: cannot access '/dev/nvidia*': No such file or directory
+
+    Fix
+        Start the container with the GPUs, and the driver capabilities CUDA needs:
+            docker run --gpus all ...                   # Docker 19.03+, NVIDIA Container Toolkit
+            podman run --device nvidia.com/gpu=all ...  # CDI
+        compose: deploy.resources.reservations.devices with driver nvidia and capabilities
+        [gpu] (and compute, utility where the image does not set NVIDIA_DRIVER_CAPABILITIES);
+        Kubernetes: resources.limits nvidia.com/gpu.
+    """
+    if facts["system.container"] is not True:
+        return None  # outside a container the nodes are the driver's business (driver-missing)
+    listed = facts.get("system.nvidia_device_nodes")
+    if listed is None:
+        raise NotCheckable(f"system.nvidia_device_nodes unknown: {facts.why('system.nvidia_device_nodes')}")
+    nodes = [str(n) for n in listed]
+    pci = facts.get("pci.nvidia_gpus") or []
+    driver = facts.get("driver.version")
+    if not pci and not driver:
+        return None  # no NVIDIA GPU behind this container: no-gpu says so
+    host = (f"{len(pci)} NVIDIA GPU(s) on the PCI bus" if pci else "no GPU listed on the PCI bus") + (f", NVIDIA driver {driver} loaded" if driver else "")
+    gpu_nodes = [n for n in nodes if _GPU_NODE.fullmatch(n)]
+    if not gpu_nodes:
+        problem = "this container has no GPU device node (no /dev/nvidia0 ...)" + (f"; /dev has only {', '.join(nodes)}" if nodes else "")
+        cause = "it was started without the GPUs (no --gpus or GPU device request)"
+    elif "nvidia-uvm" not in nodes:
+        problem = f"this container has {', '.join('/dev/' + n for n in gpu_nodes)} but not /dev/nvidia-uvm, which every CUDA program opens"
+        cause = "its devices were passed by hand (--device) without /dev/nvidia-uvm"
+    else:
+        return None
+    return Hit(
+        f"{problem}, while the host has {host}: {cause}",
+        evidence={"system.nvidia_device_nodes": nodes, "pci.nvidia_gpus": len(pci), "driver.version": driver},
+        fix=FixRef(commands=("docker run --gpus all IMAGE ...   # or: podman run --device nvidia.com/gpu=all IMAGE ...",)
+                   + (("docker run --device /dev/nvidia-uvm ...   # beside the devices passed by hand",) if gpu_nodes else ()),
+                   note="restart the container with the GPUs: --gpus all (Docker), --device nvidia.com/gpu=all (CDI), a compose device reservation "
+                        "with driver nvidia and capabilities [gpu], or a Kubernetes nvidia.com/gpu limit"),
+    )
+
+
+RULES: tuple[Rule, ...] = (container_started_without_gpus, cuda_visible_devices_hides_gpus)
+
+
+# ----------------------------------------------------------------------------- a report's text
+# `fwdoctor triage` runs these where the rules above could not (a report shows no /dev listing,
+# no GPU list beside CUDA_VISIBLE_DEVICES); they read the rows of doctor/kb/errors.yaml that
+# matched (report.errors) and what those rows' hooks recorded around them.
+_NO_DEVICE_KINDS = ("cuda-no-device", "torch-no-cuda-gpus")
+_NO_GPU_IN_CONTAINER_KINDS = ("no-nvidia-driver", "tf-no-dev-nvidia0", "nvidia-smi-not-found")
+REPORT_KINDS = frozenset((*_NO_DEVICE_KINDS, *_NO_GPU_IN_CONTAINER_KINDS))
+
+
+def _said(facts: Facts, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [e for e in facts.get("report.errors") or [] if e.get("kind") in kinds]
+
+
+def _quote(error: dict[str, Any]) -> str:
+    return f"report line {error['line']}: \"{error['text']}\""
+
+
+@rule("cuda-visible-devices-hides-gpus", needs=("report.errors",))
+def visible_devices_hide_gpus(facts: Facts, kb: KB) -> Hit | None:
+    """CUDA's "no CUDA-capable device is detected" (CUDA_ERROR_NO_DEVICE) or torch's "No CUDA
+    GPUs are available": the driver loaded and found no GPU it may use, which CUDA_VISIBLE_DEVICES
+    causes far more often than anything else (see cuda-visible-devices-hides-gpus, which needs
+    the variable and the host's GPUs). Not raised where the report shows it set to a list
+    starting at index 0, which hides no GPU of a host that has one."""
+    said = _said(facts, _NO_DEVICE_KINDS)
+    if not said:
+        return None
+    shown = next((e for e in said if e.get("visible_devices")), None)
+    if shown is not None and str(shown.get("visible_value", "")).split(",")[0].strip() == "0":
+        return None
+    if shown is not None:
+        why = f"and the report sets CUDA_VISIBLE_DEVICES={str(shown.get('visible_value', ''))!r} ({shown['visible_devices']}): an index or UUID this host does not have, or none"
+    else:
+        why = ("the report does not show CUDA_VISIBLE_DEVICES: most often it (from the shell, a job launcher or the script's os.environ) "
+               "names a GPU index this host does not have, or none")
+    return Hit(
+        f"CUDA found no GPU it may use ({_quote(said[0])}), {why}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("nvidia-smi -L   # the GPUs and their indices, from 0", "echo \"${CUDA_VISIBLE_DEVICES-unset}\"", "grep -rn CUDA_VISIBLE_DEVICES .   # a script that sets it"),
+                   note="unset CUDA_VISIBLE_DEVICES or set it to indices nvidia-smi -L lists (a one-GPU machine has only 0); "
+                        "in a container, also check it was started with the GPUs (--gpus all)"),
+    )
+
+
+@rule("container-started-without-gpus", needs=("report.errors",))
+def container_without_gpus_said(facts: Facts, kb: KB) -> Hit | None:
+    """torch's "Found no NVIDIA driver on your system", TensorFlow's "/dev/nvidia0 does not
+    exist" or the shell's "nvidia-smi: command not found" in a report that names a container
+    (docker, podman, compose, Kubernetes): the NVIDIA runtime gives a container the driver's
+    device nodes, libraries and nvidia-smi only when it is started with the GPUs (see
+    container-started-without-gpus, which needs the container's /dev)."""
+    said = [e for e in _said(facts, _NO_GPU_IN_CONTAINER_KINDS) if e.get("container")]
+    if not said:
+        return None
+    return Hit(
+        f"no NVIDIA driver or GPU inside a container ({said[0]['container']}): {_quote(said[0])}; "
+        "it was started without the GPUs (no --gpus, or a device request that leaves out the compute capability)",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("docker run --gpus all IMAGE ...   # or: podman run --device nvidia.com/gpu=all IMAGE ...",),
+                   note="compose: a device reservation with driver nvidia and capabilities [gpu] (and compute, utility where the image "
+                        "does not set NVIDIA_DRIVER_CAPABILITIES); Kubernetes: a nvidia.com/gpu limit; the host needs the NVIDIA Container Toolkit"),
+    )
+
+
+REPORT_RULES: tuple[Rule, ...] = (visible_devices_hide_gpus, container_without_gpus_said)
