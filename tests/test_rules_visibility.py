@@ -116,3 +116,53 @@ def test_check_on_the_fixture_roots(check_json, env_file, root, env, expected):
     for f in report["findings"]:
         if f["id"] == "container-started-without-gpus":
             assert f["code"] == "FWD145" and "NVIDIA driver 580.95.05 loaded" in f["message"]
+
+
+# ----------------------------------------------------------------------------- `fwdoctor triage`
+def triaged(cli, tmp_path, text: str) -> dict[str, str]:
+    import json
+
+    path = tmp_path / "report.md"
+    path.write_text(text, encoding="utf-8")
+    doc = json.loads(cli("triage", "--json", str(path)).output)
+    return {f["id"]: f["message"] for f in doc["findings"]}
+
+
+# weaviate/weaviate#1736 (a development-part report): compose's "service_1  |" prefix names the container
+COMPOSE_NO_DRIVER = ("qna-transformers_1  | RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU "
+                     "and installed a driver from http://www.nvidia.com/Download/index.aspx\n")
+# open-edge-platform/anomalib#584
+DOCKER_NO_SMI = "2. run it: `docker run -it test`\n\nroot@00921839c781:/anomalib# nvidia-smi\nbash: nvidia-smi: command not found\n"
+# DetectionTeamUCAS/FPN_Tensorflow#146
+CUINIT = ("2020-12-29 10:10:44.476602: E tensorflow/stream_executor/cuda/cuda_driver.cc:318] failed call to cuInit: "
+          "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected\n")
+
+
+def test_no_driver_inside_a_named_container_is_a_container_started_without_gpus(cli, tmp_path):
+    assert "container-started-without-gpus" in triaged(cli, tmp_path, COMPOSE_NO_DRIVER)
+    assert "qna-transformers_1" in triaged(cli, tmp_path, COMPOSE_NO_DRIVER)["container-started-without-gpus"]
+    assert "container-started-without-gpus" in triaged(cli, tmp_path, DOCKER_NO_SMI)
+    # the same texts with no container named: the host may have no driver at all, no finding
+    assert "container-started-without-gpus" not in triaged(cli, tmp_path, COMPOSE_NO_DRIVER.replace("qna-transformers_1  | ", ""))
+    assert "container-started-without-gpus" not in triaged(cli, tmp_path, "bash: nvidia-smi: command not found\n")
+
+
+def test_cuda_seeing_no_device_quotes_the_cuda_visible_devices_the_report_sets(cli, tmp_path):
+    said = triaged(cli, tmp_path, "os.environ['CUDA_VISIBLE_DEVICES'] = '1'\n" + CUINIT)["cuda-visible-devices-hides-gpus"]
+    assert "CUDA_VISIBLE_DEVICES='1'" in said and "report line 1" in said
+    assert "does not show CUDA_VISIBLE_DEVICES" in triaged(cli, tmp_path, CUINIT)["cuda-visible-devices-hides-gpus"]
+    # index 0 hides no GPU of a host that has one: something else hides the device
+    assert "cuda-visible-devices-hides-gpus" not in triaged(cli, tmp_path, "export CUDA_VISIBLE_DEVICES=0\n" + CUINIT)
+
+
+def test_env_lines_with_a_gpu_list_are_judged_by_the_regular_rule(cli, tmp_path):
+    smi = "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-8932f937-d72c-4106-c12f-20bd9faed9f6)\n"
+    assert "indices 0" in triaged(cli, tmp_path, smi + "CUDA_VISIBLE_DEVICES=1\n").get("cuda-visible-devices-hides-gpus", "")
+    assert "cuda-visible-devices-hides-gpus" not in triaged(cli, tmp_path, smi + "CUDA_VISIBLE_DEVICES=0\n")
+
+
+def test_a_cuda_home_path_list_in_env_lines_is_cuda_home_invalid_not_a_disagreement(cli, tmp_path):
+    # facebookresearch/maskrcnn-benchmark#132's .bashrc line
+    found = triaged(cli, tmp_path, "export CUDA_HOME=/usr/local/cuda:$CUDA_HOME\nexport PATH=/usr/local/cuda-9.0/bin:$PATH\n")
+    assert "cuda-home-invalid" in found and "path list" in found["cuda-home-invalid"]
+    assert "cuda-path-inconsistent" not in found
