@@ -129,7 +129,7 @@ def test_a_root_whose_interfaces_socket_ifname_does_not_match(cli, use_test_kb):
     assert "nccl-socket-interface-missing" not in check(cli)  # unset: NCCL picks one itself
 
 
-@pytest.mark.parametrize("finding_id", ["nccl-socket-interface-missing", "nccl-net-plugin-failed", "nccl-nvls-failed"])
+@pytest.mark.parametrize("finding_id", ["nccl-socket-interface-missing", "nccl-net-plugin-failed", "nccl-nvls-failed", "nccl-socket-virtual-interfaces"])
 def test_each_new_finding_is_explained_in_the_fixed_sections(cli, finding_id):
     out = cli("explain", finding_id).output
     for section in ("What it does", "Why is this bad?", "Example", "Fix"):
@@ -158,3 +158,51 @@ def test_gpus_of_nvswitch_boards_are_told_from_their_pcie_cards(name, board):
     from fwdoctor.triage.nccl_fabric import _nvswitch_gpu
 
     assert bool(_nvswitch_gpu(Facts([Fact("gpus.list", [{"name": name}], source="test")]))) is board
+
+
+# ------------------------------------------------------- container interfaces in NCCL's socket list
+# https://github.com/NVIDIA/nccl/issues/697 (two nodes; NCCL_SOCKET_IFNAME=bond0 fixed it), its list cut to five entries
+SOCKET_LIST = """\
+ncclSystemError: System call (socket, malloc, munmap, etc) failed when training on two remote nodes
+INFO NET/Socket : Using
+[0]bond0:192.168.1.161<0>
+[1]br-05ab815fa14e:172.19.0.1<0>
+[2]br-d5d80d7dbbad:172.21.0.1<0>
+[12]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0>
+[13]veth70ec058:fe80::e0:11ff:fec8:925f%veth70ec058<0>
+"""
+
+
+def test_a_wrapped_socket_list_is_read_one_entry_a_line():
+    (frag,) = nccl_debug.find(Lines.of(SOCKET_LIST))
+    (fact,) = frag.facts
+    assert (fact.key, frag.start, frag.end) == ("nccl.socket_ifaces", 2, 7)
+    assert [s["iface"] for s in fact.value] == ["bond0", "br-05ab815fa14e", "br-d5d80d7dbbad", "veth6163fba", "veth70ec058"]
+
+
+def test_container_bridges_beside_the_real_interface_name_it_in_the_fix(cli, use_test_kb, tmp_path):
+    hit = triaged(cli, tmp_path, SOCKET_LIST)["nccl-socket-virtual-interfaces"]
+    assert hit["severity"] == "warning" and "beside bond0" in hit["message"]
+    assert hit["fix"]["commands"][0].startswith("export NCCL_SOCKET_IFNAME=bond0")
+
+
+@pytest.mark.parametrize("names, virtual", [
+    (["bond0", "br-05ab815fa14e", "veth6163fba"], ["br-05ab815fa14e", "veth6163fba"]),
+    (["eno1"], []), (["docker0"], []),  # NCCL's last resort on a node with nothing else: one node works
+    (["eno1", "ib0"], []),
+])
+def test_container_interfaces_count_only_beside_another(names, virtual):
+    from fwdoctor.rules.fabric import virtual_interfaces
+
+    assert virtual_interfaces(names) == virtual
+
+
+def test_the_all_reduce_log_is_judged_the_same(use_test_kb):
+    from fwdoctor.engine import judge
+    from fwdoctor.model import Fact, Facts
+    from fwdoctor.rules.fabric import nccl_socket_virtual_interfaces
+    from fwdoctor.smoke import nccl_log
+
+    run = nccl_log.summarize(["node1:1:1 [0] NCCL INFO NET/Socket : Using [0]eno1:10.0.0.1<0> [1]br-0a1b:172.18.0.1<0>\n"])
+    (hit,) = judge(Facts([Fact("nccl.run", run, source="smoke allreduce")]), None, [nccl_socket_virtual_interfaces]).findings
+    assert "(br-0a1b) beside eno1" in hit.message

@@ -438,6 +438,67 @@ def nccl_socket_interface_missing(facts: Facts, kb: KB) -> Hit | None:
                                "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname"))
 
 
+# Interfaces of containers' networks, not of the host's fabric: Docker's default bridge
+# (docker0) and its user-defined ones (br-<network id>), the host ends of containers' veth
+# pairs, libvirt's virbr*. NCCL's default NCCL_SOCKET_IFNAME leaves out only docker, lo
+# and virbr (src/misc/socket.cc, ncclFindInterfaces), so br-* and veth* join the list.
+VIRTUAL_IFACE_PREFIXES = ("br-", "veth", "docker", "virbr")
+
+
+def virtual_interfaces(names: list[str]) -> list[str]:
+    """The container-network interfaces among `names`, when at least one other interface is
+    there too (NCCL then stripes its socket traffic over both kinds)."""
+    virtual = [n for n in names if n.startswith(VIRTUAL_IFACE_PREFIXES)]
+    return virtual if virtual and len(virtual) < len(names) else []
+
+
+@rule("nccl-socket-virtual-interfaces", needs=("nccl.run",))
+def nccl_socket_virtual_interfaces(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads the interfaces NCCL's socket transport uses ("NET/Socket : Using [0]bond0:...
+        [1]br-05ab815fa14e:... [12]veth6163fba:...", from NCCL_DEBUG=INFO: the all-reduce's
+        log, or a pasted one) and looks for Docker bridges (br-*, docker*), veth pairs or
+        libvirt's virbr* beside a real interface.
+
+    Why is this bad?
+        NCCL spreads its socket traffic over every interface in that list. A container
+        bridge's address (172.19.0.1 on each node) does not lead to the other node, so the
+        connections through it fail or hang ("ncclSystemError: System call ... failed"),
+        while the real interface would work: NCCL's default NCCL_SOCKET_IFNAME leaves out
+        only docker*, lo and virbr* (NVIDIA/nccl#697, fixed by NCCL_SOCKET_IFNAME=bond0;
+        NVIDIA/nccl#913, a veth* interface hanging ncclCommInitRank).
+
+    Example
+            NCCL INFO NET/Socket : Using [0]bond0:192.168.1.161<0> [1]br-05ab815fa14e:172.19.0.1<0>   # invalid
+            NCCL INFO NET/Socket : Using [0]bond0:192.168.1.161<0>                                   # valid
+
+    Fix
+        Name the interface the nodes reach each other on, or exclude the container ones:
+
+            export NCCL_SOCKET_IFNAME=bond0
+            export NCCL_SOCKET_IFNAME=^lo,docker,br-,veth,virbr
+    """
+    run = facts["nccl.run"] or {}
+    names = [str(s.get("iface")) for s in run.get("socket_ifaces") or []]
+    virtual = virtual_interfaces(names)
+    if not virtual:
+        return None
+    return socket_virtual_hit(names, virtual, evidence={"nccl.run": {"socket_ifaces": run.get("socket_ifaces")}})
+
+
+def socket_virtual_hit(names: list[str], virtual: list[str], evidence: dict[str, Any], where: str = "") -> Hit:
+    """The finding for NCCL's socket list `names` that holds the container interfaces `virtual`
+    (also fwdoctor.triage.nccl_fabric's, from a pasted log)."""
+    real = [n for n in names if n not in virtual]
+    shown = ", ".join(virtual[:4]) + (f" and {len(virtual) - 4} more" if len(virtual) > 4 else "")
+    return Hit(f"NCCL's socket transport uses container-network interfaces ({shown}) beside {', '.join(real)}{where}: "
+               "traffic through a bridge or veth does not reach the other nodes",
+               evidence=evidence,
+               fix=FixRef(commands=(f"export NCCL_SOCKET_IFNAME={sh(real[0])}   # the interface the nodes reach each other on",
+                                    "export NCCL_SOCKET_IFNAME=^lo,docker,br-,veth,virbr   # or: every interface but the container ones"),
+                          note="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname"))
+
+
 RULES: tuple[Rule, ...] = (
     nvswitch_fabricmanager_not_running,
     fabricmanager_driver_mismatch,
@@ -451,4 +512,5 @@ RULES: tuple[Rule, ...] = (
 
 # Judged by `smoke allreduce` with nccl.run known (and by a check over a saved facts file
 # that holds it); the first two of RULES again, because the log shows the run's own env.
-RUN_RULES: tuple[Rule, ...] = (nccl_socket_with_ib, nccl_runtime_not_torch, nccl_transport_disabled, nccl_p2p_disabled_nvlink)
+RUN_RULES: tuple[Rule, ...] = (nccl_socket_with_ib, nccl_runtime_not_torch, nccl_transport_disabled, nccl_p2p_disabled_nvlink,
+                               nccl_socket_virtual_interfaces)

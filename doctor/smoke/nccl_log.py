@@ -46,6 +46,12 @@ _COMM = re.compile(r"\bcomm 0x[0-9a-f]+ rank (?P<rank>\d+) nRanks (?P<nranks>\d+
 _NO_IB = re.compile(r"^NET/IB ?: No device found")
 
 
+def socket_interfaces(listing: str) -> list[dict[str, Any]]:
+    """The interfaces of a "NET/Socket : Using" list, "[0]eno1:10.201.24.89<0> [1]br-05ab:172.19.0.1<0>",
+    as [{"index", "iface", "address"}] (also what `triage` reads from a pasted log)."""
+    return [{"index": int(i["index"]), "iface": i["iface"], "address": i["addr"]} for i in _SOCKET_IFACE.finditer(listing)]
+
+
 def classify(via: str) -> dict[str, Any]:
     """A connection's transport text ("P2P/IPC/read", "NET/IB/2/GDRDMA", "SHM/direct/direct")
     as {"transport": "P2P/IPC" | "P2P/CUMEM" | "P2P/direct" | "SHM" | "NET/IB" | "NET/Socket" |
@@ -132,8 +138,7 @@ def _parse_message(msg: str, m: re.Match[str], rec: dict[str, Any]) -> None:
         return
     sock = _NET_SOCKET.match(msg)
     if sock:
-        for i in _SOCKET_IFACE.finditer(sock["list"]):
-            iface = {"index": int(i["index"]), "iface": i["iface"], "address": i["addr"]}
+        for iface in socket_interfaces(sock["list"]):
             if iface not in rec["socket_ifaces"]:
                 rec["socket_ifaces"].append(iface)
         return

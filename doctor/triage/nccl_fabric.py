@@ -16,6 +16,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, FixRef, Severity
+from fwdoctor.rules import fabric
 from fwdoctor.rules.base import Hit, Rule, rule, sh
 
 if TYPE_CHECKING:
@@ -189,4 +190,16 @@ def fabricmanager_not_running(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed, fabricmanager_not_running)
+@rule("nccl-socket-virtual-interfaces", needs=("nccl.socket_ifaces",))
+def socket_virtual_interfaces(facts: Facts, kb: KB) -> Hit | None:
+    """A pasted "NET/Socket : Using [0]bond0:... [1]br-05ab815fa14e:..." list with container
+    bridges or veth interfaces beside a real one (see nccl-socket-virtual-interfaces)."""
+    listed = facts.get("nccl.socket_ifaces") or []
+    names = [str(s.get("iface")) for s in listed]
+    virtual = fabric.virtual_interfaces(names)
+    if not virtual:
+        return None
+    return fabric.socket_virtual_hit(names, virtual, evidence={"nccl.socket_ifaces": listed}, where=f" ({facts.source('nccl.socket_ifaces')})")
+
+
+RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed, fabricmanager_not_running, socket_virtual_interfaces)
