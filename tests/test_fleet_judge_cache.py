@@ -314,3 +314,260 @@ def test_a_judgement_is_reused_only_under_the_knowledge_base_and_rules_it_was_ma
     other: dict = {}
     assert absorb(other, second, test_kb, [], JudgeCache(test_kb)) is None  # the twin was judged under all rules
     assert other["b"].findings == [] and other["b"].not_checked == 0  # judged by no rule, as asked
+
+
+# ----------------------------------------------------------------------------- a list of objects read field by field
+# A rule that reads some fields of each GPU is keyed by those fields (judging.Fields); one
+# that sees a GPU whole, or lets it out in its outcome, by the whole of gpus.list.
+def with_uuids(doc: dict, tag: str) -> dict:
+    doc = copy.deepcopy(doc)
+    for index, gpu in enumerate(doc["facts"]["gpus.list"]["value"]):
+        gpu["uuid"] = f"GPU-{tag}-{index}"
+    return doc
+
+
+def counting_rule(rule_id: str, func, needs=("gpus.list",), optional=()):
+    """A Rule under an existing id (its severity and area) that runs `func` and counts it."""
+    from fwdoctor.rules.base import Rule
+
+    calls: list[int] = []
+
+    def counted(facts, kb):
+        calls.append(1)
+        return func(facts, kb)
+
+    return Rule(rule_id, tuple(needs), counted, tuple(optional)), calls
+
+
+def rule_runs(rule, docs: list[dict], kb) -> tuple[list, int]:
+    """The outcome RuleCache gives each document for `rule`, and the rule's own outcome."""
+    from fwdoctor.fleet.judging import Fingerprints, RuleCache
+    from fwdoctor.model import Facts
+
+    cache = RuleCache(kb)
+    outcomes = []
+    for doc in docs:
+        facts = Facts.from_json(doc)
+        (cached,) = cache.rules([rule], Fingerprints(facts))
+        outcomes.append((cached.evaluate(facts, kb), rule.evaluate(facts, kb)))
+    return outcomes, cache.runs
+
+
+@pytest.fixture(scope="module")
+def shipped_kb():
+    """The driver rule reads the GPUs only with the KB's architecture families, which the
+    frozen tests/kb predates: these two tests judge with the shipped KB, and compare the
+    cache with the rule itself, so a KB update cannot break them."""
+    from fwdoctor.kb import KB
+
+    return KB.load()
+
+
+def test_nodes_that_differ_only_in_gpu_uuids_reuse_the_driver_rules_outcome(shipped_kb):
+    import fwdoctor.rules.driver as driver
+
+    test_kb = shipped_kb
+    rule, calls = counting_rule("driver-gpu-unsupported", driver.driver_gpu_unsupported.func,
+                                needs=driver.driver_gpu_unsupported.needs, optional=driver.driver_gpu_unsupported.optional)
+    docs = [with_uuids(base_doc(f"n-{i}"), str(i)) for i in range(5)]
+    outcomes, runs = rule_runs(rule, docs, test_kb)
+    assert all(cached == own for cached, own in outcomes)
+    assert runs == 1  # the first node; the other four are reused: the rule never reads a UUID
+
+
+def test_a_gpu_renamed_on_one_node_is_judged_again(shipped_kb):
+    import fwdoctor.rules.driver as driver
+
+    test_kb = shipped_kb
+    rule, _ = counting_rule("driver-gpu-unsupported", driver.driver_gpu_unsupported.func,
+                            needs=driver.driver_gpu_unsupported.needs, optional=driver.driver_gpu_unsupported.optional)
+    odd = with_uuids(base_doc("odd"), "odd")
+    odd["facts"]["gpus.list"]["value"][3].update(name="Tesla K80", cc="3.7")
+    short = with_uuids(base_doc("short"), "short")
+    del short["facts"]["gpus.list"]["value"][-1]  # one GPU fewer: the count is part of the key
+    docs = [with_uuids(base_doc("a"), "a"), odd, with_uuids(base_doc("b"), "b"), short]
+    outcomes, runs = rule_runs(rule, docs, test_kb)
+    assert all(cached == own for cached, own in outcomes)
+    assert runs == 3 and outcomes[1][0] != outcomes[0][0]
+
+
+def _hit(message: str, **evidence):
+    from fwdoctor.rules.base import Hit
+
+    return Hit(message, evidence=evidence)
+
+
+# Each reads a GPU in a way that depends on its UUID (or lets the GPU out): never reused
+# across UUIDs. The message or evidence shows what it saw, so a reuse would show.
+SEES_THE_UUID = {
+    "reads the field": lambda f, kb: _hit(f["gpus.list"][0]["uuid"]),
+    "gets the field": lambda f, kb: _hit(str(f.get("gpus.list")[1].get("uuid"))),
+    "puts the list in evidence": lambda f, kb: _hit("gpus", **{"gpus.list": f["gpus.list"]}),
+    "puts a GPU in evidence": lambda f, kb: _hit("one", gpu=f["gpus.list"][2]),
+    "puts a GPU in a tuple in evidence": lambda f, kb: _hit("one", gpus=(1, [f["gpus.list"][2]])),
+    "formats a GPU": lambda f, kb: _hit(f"GPU {f['gpus.list'][0]}"),
+    "repr of the list": lambda f, kb: _hit(repr(f["gpus.list"])),
+    "str of a GPU": lambda f, kb: _hit(str(f["gpus.list"][0])),
+    "json of a GPU": lambda f, kb: _hit(json.dumps(f["gpus.list"][0])),
+    "json of the list": lambda f, kb: _hit(json.dumps(f["gpus.list"], indent=1)),
+    "copies with **": lambda f, kb: _hit(str(sorted({**g, "cc": "x"}.values(), key=str)) if (g := f["gpus.list"][0]) else ""),
+    "copies with dict()": lambda f, kb: _hit("copy", gpu=dict(f["gpus.list"][0])),
+    "copies with update": lambda f, kb: _hit(str(sorted(((d := {}).update(f["gpus.list"][0]) or d).items()))),
+    "copies with |": lambda f, kb: _hit(str(({} | f["gpus.list"][0])["uuid"])),
+    "copies with .copy()": lambda f, kb: _hit(f["gpus.list"][0].copy()["uuid"]),
+    "deep copies": lambda f, kb: _hit(copy.deepcopy(f["gpus.list"][0])["uuid"]),
+    "reads values": lambda f, kb: _hit(str(list(f["gpus.list"][0].values()))),
+    "reads items": lambda f, kb: _hit(str(sorted(f["gpus.list"][0].items(), key=str))),
+    "iterates and reads": lambda f, kb: _hit(",".join(str(g[k]) for g in f["gpus.list"] for k in g)),
+    "compares GPUs": lambda f, kb: _hit(str(f["gpus.list"][0] == {**f["gpus.list"][0], "uuid": "GPU-a-0"})),
+    "compares from a plain dict": lambda f, kb: _hit(str(dict(base_doc(None)["facts"]["gpus.list"]["value"][0], uuid="GPU-a-0") == f["gpus.list"][0])),
+    "finds in the list": lambda f, kb: _hit(str(dict(base_doc(None)["facts"]["gpus.list"]["value"][0], uuid="GPU-a-0") in f["gpus.list"])),
+    "reads the fact": lambda f, kb: _hit(f.fact("gpus.list").value[0]["uuid"]),
+    "changes a GPU and reads it back": lambda f, kb: _hit(str(g.setdefault("uuid", "none")) if (g := f["gpus.list"][0]) else ""),
+}
+
+
+@pytest.mark.parametrize("how", sorted(SEES_THE_UUID))
+def test_a_rule_that_sees_a_gpus_uuid_is_not_reused_across_uuids(tmp_path, test_kb, how):
+    rule, calls = counting_rule("gpu-mig-enabled", SEES_THE_UUID[how])
+    docs = [with_uuids(base_doc(f"n-{i}"), "a" if i in (0, 2) else str(i)) for i in range(4)]
+    outcomes, runs = rule_runs(rule, docs, test_kb)
+    for cached, own in outcomes:
+        assert cached == own, how
+    assert outcomes[0][0] != outcomes[1][0] or how in ("compares GPUs", "compares from a plain dict", "finds in the list"), how
+    # No Fields is left in what the cache hands out or keeps.
+    from fwdoctor.fleet.judging import Fields
+
+    def walk(value):
+        assert not isinstance(value, Fields), how
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+    for (findings, _), _own in outcomes:
+        for finding in findings:
+            walk(dict(finding.evidence))
+    # ... and the whole fleet reports what each node reports alone.
+    folder = tmp_path / "fleet"
+    for index, doc in enumerate(docs):
+        write(folder, f"n-{index}.facts.json", doc)
+    from fwdoctor.fleet.report import build as build_report
+
+    rows = {row.name: row for row in build_report([str(folder)], test_kb, rules=[rule]).rows}
+    for index, doc in enumerate(docs):
+        folder = tmp_path / f"alone-{index}"
+        write(folder, "n.facts.json", doc)
+        (own,) = build_report([str(folder)], test_kb, rules=[rule]).rows
+        assert rows[f"n-{index}"].findings == own.findings, how
+
+
+# Each reads only fields the nodes share (or how many GPUs there are): reused across UUIDs.
+SEES_NO_UUID = {
+    "names": lambda f, kb: _hit(",".join(g["name"] for g in f["gpus.list"])),
+    "gets with a default": lambda f, kb: _hit(str([g.get("serial", "none") for g in f["gpus.list"]])),
+    "asks in": lambda f, kb: _hit(str(["serial" in g for g in f["gpus.list"]])),
+    "counts": lambda f, kb: _hit(str(len(f["gpus.list"]))),
+    "known and why": lambda f, kb: _hit(f"{f.known('gpus.list')} {f.why('gpus.list')}"),
+    "a missing field": lambda f, kb: _hit(str(f["gpus.list"][0]["serial"])),  # KeyError: not checked alike on each
+    "isinstance": lambda f, kb: _hit(str([isinstance(g, dict) and g.get("cc") for g in f["gpus.list"]])),
+}
+
+
+@pytest.mark.parametrize("how", sorted(SEES_NO_UUID))
+def test_a_rule_that_reads_fields_the_nodes_share_is_reused_across_uuids(test_kb, how, monkeypatch):
+    from fwdoctor.rules.base import RAISE_RULE_ERRORS_ENV
+
+    monkeypatch.delenv(RAISE_RULE_ERRORS_ENV, raising=False)
+    rule, calls = counting_rule("gpu-mig-enabled", SEES_NO_UUID[how])
+    docs = [with_uuids(base_doc(f"n-{i}"), str(i)) for i in range(4)]
+    if how == "a missing field":
+        from fwdoctor.fleet.judging import Fingerprints, RuleCache
+        from fwdoctor.model import Facts
+
+        cache = RuleCache(test_kb)
+        for doc in docs:
+            facts = Facts.from_json(doc)
+            with pytest.raises(KeyError):
+                cache.rules([rule], Fingerprints(facts))[0].evaluate(facts, test_kb)
+        return
+    outcomes, runs = rule_runs(rule, docs, test_kb)
+    assert all(cached == own for cached, own in outcomes), how
+    assert runs == 1, how
+
+
+def test_an_error_a_rule_raises_on_a_gpu_reads_as_on_the_nodes_own_facts(test_kb):
+    """What a rule raises is what it raises on the node's facts: its message names a dict,
+    never the view the cache hands the rule."""
+    from fwdoctor.fleet.judging import Fingerprints, RuleCache
+    from fwdoctor.model import Facts
+
+    def compares(facts):
+        gpus = facts["gpus.list"]
+        return gpus[0] < gpus[1]
+
+    facts = Facts.from_json(base_doc("a"))
+    with pytest.raises(TypeError) as own:
+        compares(facts)
+    with pytest.raises(TypeError) as cached:
+        RuleCache(test_kb).call("compares", compares, facts, Fingerprints(facts))
+    assert str(cached.value) == str(own.value) and "'dict'" in str(own.value)
+
+
+def test_the_copies_the_json_and_dict_constructors_make_of_a_gpu_read_it_whole():
+    """Fields' promise: dict(), {**}, update(), | and the json encoder reach its contents
+    through methods it overrides, never its storage directly."""
+    from fwdoctor.fleet.judging import Fields, Reads
+    from fwdoctor.model import Fact, Facts
+
+    ways = [dict, lambda g: {**g}, lambda g: {}.update(g), lambda g: {} | g, lambda g: g | {}, json.dumps,
+            lambda g: json.dumps(g, indent=1), lambda g: json.dumps(g, sort_keys=True), copy.copy, copy.deepcopy,
+            lambda g: list(g), len, bool, repr, str, lambda g: f"{g}", lambda g: g == {}, lambda g: {} == g,
+            lambda g: {} != g, lambda g: sorted(g), lambda g: [*g], lambda g: set(g.keys()), lambda g: g.items()]
+    for way in ways:
+        reads = Reads(Facts([Fact("gpus.list", [{"uuid": "a", "name": "b"}])]))
+        (gpu,) = reads["gpus.list"]
+        assert isinstance(gpu, Fields) and isinstance(gpu, dict)
+        assert reads.seen == []
+        way(gpu)
+        assert set(reads.seen) == {"gpus.list"}, way
+
+
+def test_a_fleet_whose_gpus_differ_reports_what_judging_each_node_in_full_gives(tmp_path, shipped_kb):
+    """Every rule, the shipped KB (its GPU families make the driver rule read each GPU):
+    UUIDs differ on every node, and some nodes have a GPU renamed, one fewer, or a field
+    more or less; each row is judged as the node's own facts judged alone."""
+    import random
+
+    from fwdoctor.engine import judge
+    from fwdoctor.fleet import node as nd
+    from fwdoctor.fleet.report import build as build_report
+    from fwdoctor.model import Facts
+    from fwdoctor.rules import RULES
+
+    rng = random.Random(30)
+    folder = tmp_path / "fleet"
+    docs = {}
+    for index in range(36):
+        doc = with_uuids(base_doc(f"n-{index:02d}", f"2026-12-01T10:{index:02d}:00Z"), str(index))
+        gpus = doc["facts"]["gpus.list"]["value"]
+        change = index % 6
+        if change == 1:
+            gpus[rng.randrange(len(gpus))].update(name=rng.choice(("Tesla K80", "NVIDIA A100-SXM4-80GB")), cc=rng.choice(("3.7", "8.0")))
+        elif change == 2:
+            del gpus[rng.randrange(len(gpus))]
+        elif change == 3:
+            gpus[0]["serial"] = str(index)
+        elif change == 4:
+            del gpus[1]["cc"]
+        docs[f"n-{index:02d}"] = doc
+        write(folder, f"n-{index:02d}.facts.json", doc)
+    rows = {row.name: row for row in build_report([str(folder)], shipped_kb).rows}
+    assert len(rows) == len(docs)
+    for name, doc in docs.items():
+        facts = Facts.from_json(doc)
+        report = judge(facts, shipped_kb, list(RULES))
+        assert rows[name].findings == nd.findings_of(report), name
+        assert (rows[name].cells, rows[name].not_checked) == (nd.fact_cells(facts, shipped_kb), report.not_run), name
+    assert len({tuple(r.findings) for r in rows.values()}) > 2  # the GPUs' changes show

@@ -41,10 +41,12 @@ class Entry:
     not one Facts.from_json accepts, so the whole document is read the usual way), and
     its fingerprint for fwdoctor.fleet.judging (a digest of the text)."""
 
-    __slots__ = ("text", "value", "fact", "print")
+    __slots__ = ("text", "value", "fact", "print", "derived")
 
     def __init__(self, key: str, text: str, value: Any) -> None:
         self.text, self.value = text, value
+        # Fingerprints of what a rule read of this fact alone (judging.Fingerprints).
+        self.derived: dict[Any, bytes] | None = None
         try:
             # The checks and the depth guard of Facts.from_json, on this entry where the
             # document holds it (depth 2: document, "facts", entry).

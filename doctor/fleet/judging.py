@@ -20,6 +20,23 @@ key by key (iterating over every fact, `len`, `to_json`, an attribute of the pro
 other than plain values) makes that outcome unreusable: the rule then runs on every node,
 as without the cache.
 
+A list of objects (gpus.list: one object per GPU, each with its UUID and serial) is read
+finer: a rule that reads it by value (`facts["gpus.list"]`, `facts.get`) gets a new list
+of `Fields`, dicts that note each field read by name (`gpu["cc"]`, `gpu.get("name")`,
+`"mig" in gpu`), and the outcome is keyed by those fields of every object: how many
+objects, in order, and for each the value of each of those fields or that it lacks it.
+Run on a node with the same projection, the rule gets a list of the same length whose
+objects answer every question it asked the same way, so the argument above holds; the
+UUIDs it never read differ freely. Whether the fact is known, and `why`, are keyed apart
+for such a fact (Rule.evaluate asks `known` of every need). Anything that sees an object
+at once (its keys, items, length, ==, repr, a copy, json.dumps, a change) notes the whole
+fact, as before. So does a Fields that outlives the rule (a GPU put into a finding's
+evidence, as gpu-count-low puts gpus.list): the rule then runs again on the node's facts
+with no views, and that outcome, keyed by the whole fact, is the one kept and returned,
+so no finding ever holds a Fields. A rule that raises is run again on the node's own
+facts, so that what it raises names a dict, not a Fields. `type(gpu) is dict` is the one
+question a Fields answers differently; no rule asks it (they ask isinstance).
+
 A fingerprint is a 16-byte BLAKE2b digest of the fact's value and source (or that it is
 unknown, and why) as JSON: the facts come from JSON documents, where the encoding tells
 1 from 1.0 from true and keeps key order, so two fingerprints are equal only when the
@@ -31,10 +48,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from fwdoctor.model import Facts, Finding, NotChecked
+from fwdoctor.model import UNKNOWN, Facts, Finding, NotChecked
 
 if TYPE_CHECKING:
     from fwdoctor.fleet.facttext import Entry
@@ -43,10 +61,15 @@ if TYPE_CHECKING:
 
 Outcome = tuple[list[Finding], "NotChecked | None"]
 
-# Pseudo-keys for what a rule may read besides a fact.
-_FAILURES = "\0failures"
-_PROVENANCE = "\0provenance"
-_ATTRIBUTE = "\0provenance."
+# Pseudo-keys for what a rule may read besides a fact: tuples, so that no fact key a
+# document holds (any JSON string, NULs included) can be taken for one.
+_FAILURES = ("failures",)
+_PROVENANCE = ("provenance",)
+_ATTRIBUTE = "provenance."  # ("provenance.", name): an attribute of the provenance
+_FIELDS = "fields"  # ("fields", key, (field, ...)): those fields of a list of objects
+_KNOWN = "known"  # ("known", key): whether the fact is known
+_WHY = "why"  # ("why", key): Facts.why(key)
+_OF_ONE_FACT = (_FIELDS, _KNOWN, _WHY)  # pseudo-keys (tag, key, ...) that read the fact `key` alone
 # Read sets one rule may have (its reads can depend on what it read first), and outcomes
 # kept per read set. A fleet whose nodes all differ at a fact a rule reads (a GPU UUID)
 # would grow that rule's memo by a node each: past MAX_OUTCOMES it is emptied and starts
@@ -62,31 +85,50 @@ class Unobservable(Exception):
 class Fingerprints:
     """The fingerprints of one node's facts, each computed on first use."""
 
-    __slots__ = ("facts", "_seen")
+    __slots__ = ("facts", "entries", "_seen")
 
     def __init__(self, facts: Facts, entries: Mapping[str, Entry] | None = None) -> None:
         """`entries`: the facts' remembered texts (fwdoctor.fleet.facttext), whose digests
-        are fingerprints already: equal texts parse to equal entries."""
+        are fingerprints already: equal texts parse to equal entries. What is read of one
+        fact alone (whether it is known, some fields of its objects) is kept on its entry,
+        so a fact whose text other nodes share is projected once, not once a node."""
         self.facts = facts
-        self._seen: dict[str, bytes] = {key: entry.print for key, entry in entries.items()} if entries else {}
+        self.entries = entries
+        self._seen: dict[Any, bytes] = {key: entry.print for key, entry in entries.items()} if entries else {}
 
-    def __call__(self, key: str) -> bytes:
+    def __call__(self, key: Any) -> bytes:
         found = self._seen.get(key)
         if found is None:
-            found = self._seen[key] = _digest(self._text(key))
+            entry = self.entries.get(key[1]) if self.entries and type(key) is tuple and key[0] in _OF_ONE_FACT else None
+            if entry is None:
+                found = _digest(self._text(key))
+            else:
+                derived = entry.derived
+                if derived is None:
+                    derived = entry.derived = {}
+                found = derived.get(key)
+                if found is None:
+                    found = derived[key] = _digest(self._text(key))
+            self._seen[key] = found
         return found
 
-    def _text(self, key: str) -> str:
+    def _text(self, key: Any) -> str:
         facts = self.facts
-        if key == _FAILURES:
-            return json.dumps([[f.probe, f.reason] for f in facts.failures])
-        if key == _PROVENANCE:
-            return "none" if facts.provenance is None else "some"
-        if key.startswith(_ATTRIBUTE):
-            value = getattr(facts.provenance, key[len(_ATTRIBUTE):])
-            if value is not None and type(value) is not str:
-                raise Unobservable(key)
-            return json.dumps(value)
+        if type(key) is tuple:
+            if key == _FAILURES:
+                return json.dumps([[f.probe, f.reason] for f in facts.failures])
+            if key == _PROVENANCE:
+                return "none" if facts.provenance is None else "some"
+            if key[0] == _KNOWN:
+                return "known " + json.dumps(facts.known(key[1]))
+            if key[0] == _WHY:
+                return "why " + json.dumps(facts.why(key[1]))
+            if key[0] == _ATTRIBUTE:
+                value = getattr(facts.provenance, key[1])
+                if value is not None and type(value) is not str:
+                    raise Unobservable(key)
+                return json.dumps(value)
+            return self._fields_text(key[1], key[2])
         fact = facts.fact(key)
         if fact is None:
             return "absent"
@@ -95,6 +137,23 @@ class Fingerprints:
             return "unknown " + json.dumps(fact.why)
         # TypeError: a value no JSON document holds (facts built in memory), not fingerprinted.
         return "value " + json.dumps([fact.value, fact.source], allow_nan=True, check_circular=False)
+
+    def _fields_text(self, key: str, fields: tuple[str, ...]) -> str:
+        """The fact `key` as a rule that read only `fields` of its objects saw it: how many
+        objects, in order, each with the fields it has of those and their values (a field
+        it lacks is left out, so "absent" and null differ). Tagged apart from the other
+        texts: a fact that is not a list of objects here cannot match a projection."""
+        fact = self.facts.fact(key)
+        value = fact.value if fact is not None and fact.is_known else None
+        if not _objects(value):
+            return "whole " + self._text(key)
+        projected = [[[name, item[name]] for name in fields if name in item] for item in value]
+        return "fields " + json.dumps(projected, allow_nan=True, check_circular=False)
+
+
+def _objects(value: Any) -> bool:
+    """Whether a fact's value is a list of plain objects (what Reads hands out as Fields)."""
+    return type(value) is list and all(type(item) is dict for item in value)
 
 
 def _digest(text: str) -> bytes:
@@ -110,19 +169,195 @@ class _Provenance:
         self._reads = reads
 
     def __getattr__(self, name: str) -> Any:
-        self._reads.seen.append(_ATTRIBUTE + name)
+        self._reads.seen.append((_ATTRIBUTE, name))
         return getattr(self._reads.inner.provenance, name)
+
+
+class Fields(dict):  # type: ignore[type-arg]
+    """One object of a list-of-objects fact (a GPU of gpus.list) as a rule sees it: a
+    copy that notes each field the rule reads of it, so that the rule's outcome is kept
+    under those fields of every object, not the whole fact (whose UUIDs differ on every
+    node). A dict, as the rule would get: isinstance(gpu, dict) holds, and every read
+    answers what the object's own dict answers.
+
+    A field read by name (`[]`, get, `in`, setdefault) is noted; anything that sees the
+    object at once (its keys, values, items, length, iteration, ==, repr/str, copy, |,
+    pickling, dict(gpu), json.dumps) or changes it notes the whole fact instead, as a rule
+    that read it through Facts without this view. dict(), {**gpu}, update() and the json
+    encoder reach a dict subclass that overrides __iter__ through keys() or items(), not
+    its storage (tests/test_fleet_judge_cache.py holds each to that)."""
+
+    __slots__ = ("_reads", "_key", "_names", "__weakref__")
+
+    def _field(self, name: Any) -> None:
+        if type(name) is str:
+            self._names.add(name)
+        else:
+            self._whole()
+
+    def _whole(self) -> None:
+        self._reads.seen.append(self._key)
+
+    def __getitem__(self, name: Any) -> Any:
+        self._field(name)
+        return dict.__getitem__(self, name)
+
+    def get(self, name: Any, default: Any = None) -> Any:
+        self._field(name)
+        return dict.get(self, name, default)
+
+    def __contains__(self, name: Any) -> bool:
+        self._field(name)
+        return dict.__contains__(self, name)
+
+    # The object at once: the whole fact.
+    def keys(self) -> Any:
+        self._whole()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self._whole()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self._whole()
+        return dict.items(self)
+
+    def __iter__(self) -> Iterator[Any]:
+        self._whole()
+        return dict.__iter__(self)
+
+    def __reversed__(self) -> Iterator[Any]:
+        self._whole()
+        return dict.__reversed__(self)
+
+    def __len__(self) -> int:
+        self._whole()
+        return dict.__len__(self)
+
+    def __eq__(self, other: object) -> bool:
+        self._whole()
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        self._whole()
+        return dict.__ne__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        self._whole()
+        return dict.__repr__(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        self._whole()
+        return format(dict.copy(self), spec)
+
+    def __sizeof__(self) -> int:
+        self._whole()
+        return dict.__sizeof__(self)
+
+    def copy(self) -> dict[Any, Any]:
+        self._whole()
+        return dict.copy(self)
+
+    def __or__(self, other: Any) -> Any:
+        self._whole()
+        return dict.__or__(dict.copy(self), other)
+
+    def __ror__(self, other: Any) -> Any:
+        self._whole()
+        return dict.__ror__(dict.copy(self), other)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:  # copy, deepcopy, pickle: a plain dict
+        self._whole()
+        return dict, (dict.copy(self),)
+
+    def __reduce__(self) -> Any:
+        return self.__reduce_ex__(2)
+
+    # Changes: the rule's copy changes, never the node's facts; noted as the whole fact.
+    def __setitem__(self, name: Any, value: Any) -> None:
+        self._whole()
+        dict.__setitem__(self, name, value)
+
+    def __delitem__(self, name: Any) -> None:
+        self._whole()
+        dict.__delitem__(self, name)
+
+    def __ior__(self, other: Any) -> Any:
+        self._whole()
+        return dict.__ior__(self, other)
+
+    def setdefault(self, name: Any, default: Any = None) -> Any:
+        self._whole()
+        return dict.setdefault(self, name, default)
+
+    def pop(self, name: Any, *default: Any) -> Any:
+        self._whole()
+        return dict.pop(self, name, *default)
+
+    def popitem(self) -> Any:
+        self._whole()
+        return dict.popitem(self)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._whole()
+        dict.update(self, *args, **kwargs)
+
+    def clear(self) -> None:
+        self._whole()
+        dict.clear(self)
+
+    @classmethod
+    def fromkeys(cls, *args: Any) -> dict[Any, Any]:  # type: ignore[override]
+        return dict.fromkeys(*args)
 
 
 class Reads(Facts):
     """A node's Facts that note every key a rule reads (`seen`, in order), and whether it
-    read something no key describes (`whole`). Shares the node's facts; copies nothing."""
+    read something no key describes (`whole`). Shares the node's facts; copies nothing
+    but a list of objects (gpus.list) that the rule reads by value: that it gets as a new
+    list of Fields, and `views` holds it, so that the fields it read are what is noted
+    for that key (`fields_read`), unless something noted the whole fact. `project=False`:
+    no views, every read notes the whole fact (as before there were views)."""
 
-    def __init__(self, facts: Facts) -> None:  # no super().__init__: the facts are shared
+    def __init__(self, facts: Facts, project: bool = True) -> None:  # no super().__init__: the facts are shared
         self._facts = facts._facts
         self.inner = facts
-        self.seen: list[str] = []
+        self.seen: list[Any] = []
         self.whole = False
+        self.project = project
+        self.views: dict[str, tuple[list[Fields], set[str]]] = {}
+
+    def _view(self, key: str, fact: Any) -> Any:
+        """The value of a known fact: a list of Fields for a list of objects, else itself."""
+        view = self.views.get(key)
+        if view is not None:
+            return view[0]
+        value = fact.value
+        if not self.project or not _objects(value):
+            self.seen.append(key)
+            return value
+        names: set[str] = set()
+        items = []
+        for item in value:
+            copy = Fields(item)
+            copy._reads, copy._key, copy._names = self, key, names
+            items.append(copy)
+        self.views[key] = (items, names)
+        return items
+
+    def fields_read(self) -> list[Any]:
+        """`seen`, each fact read through a view as (_FIELDS, key, the fields read) unless
+        it is also read whole, without repeats, in the order first read."""
+        keys = dict.fromkeys(self.seen)
+        for key, (_, names) in self.views.items():
+            if key not in keys:
+                keys[(_FIELDS, key, tuple(sorted(names)))] = None
+        return list(keys)
 
     # `failures` and `provenance` are instance attributes of Facts; here they are noted.
     @property  # type: ignore[override]
@@ -136,12 +371,18 @@ class Reads(Facts):
         return None if self.inner.provenance is None else _Provenance(self)
 
     def __getitem__(self, key: str) -> Any:
-        self.seen.append(key)
-        return super().__getitem__(key)
+        fact = self._facts.get(key)
+        if fact is None or fact.value is UNKNOWN:
+            self.seen.append(key)
+            return UNKNOWN if fact is None else fact.value
+        return self._view(key, fact)
 
     def get(self, key: str, default: Any = None) -> Any:
-        self.seen.append(key)
-        return super().get(key, default)
+        fact = self._facts.get(key)
+        if fact is None or fact.value is UNKNOWN:
+            self.seen.append(key)
+            return default
+        return self._view(key, fact)
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
@@ -151,11 +392,14 @@ class Reads(Facts):
         return super().__contains__(key)
 
     def known(self, key: str) -> bool:
-        self.seen.append(key)
-        return super().known(key)
+        # Of a list of objects (read by fields), only whether it is known: not its value.
+        fact = self._facts.get(key)
+        self.seen.append((_KNOWN, key) if self.project and fact is not None and _objects(fact.value) else key)
+        return fact is not None and fact.value is not UNKNOWN
 
     def why(self, key: str) -> str:
-        self.seen.append(key)
+        fact = self._facts.get(key)
+        self.seen.append((_WHY, key) if self.project and fact is not None and _objects(fact.value) else key)
         return super().why(key)
 
     def source(self, key: str) -> str:
@@ -211,6 +455,16 @@ class _Memo:
         outcomes[b"".join([prints(k) for k in keys])] = outcome
 
 
+def _kept_alive(reads: Reads) -> bool:
+    """Whether anything but `reads` still holds one of the Fields it handed out. CPython
+    frees an object when its last reference goes, so once the rule has returned, a Fields
+    still alive after `reads` lets go of them is held by the outcome (or by something the
+    rule kept; or by a reference cycle, which only costs the outcome its views)."""
+    probes = [weakref.ref(item) for items, _ in reads.views.values() for item in items]
+    reads.views = {key: ([], names) for key, (_, names) in reads.views.items()}
+    return any(probe() is not None for probe in probes)
+
+
 class RuleCache:
     """Outcomes of rules (and of any pure function of a node's Facts) by what they read,
     for one report: one KB, one set of rules. `hits` and `runs` count for tests."""
@@ -236,10 +490,24 @@ class RuleCache:
             return found
         self.runs += 1
         reads = Reads(facts)
-        outcome = func(reads)  # an exception propagates, and nothing is kept
+        try:
+            outcome = func(reads)
+        except Exception:
+            if not reads.views:
+                raise  # nothing is kept
+            # What it raised may show a Fields (its type, its repr): raise what the rule
+            # raises on the node's own facts instead.
+            return func(facts)
+        if reads.views and _kept_alive(reads):
+            # A Fields outlived the rule: in the outcome (a GPU in a finding's evidence, as
+            # gpu-count-low puts gpus.list there) or anywhere else. What it holds and what
+            # is read of it later is not what the rule read: the rule runs again with no
+            # views, and its outcome is kept under the whole facts it read.
+            reads = Reads(facts, project=False)
+            outcome = func(reads)
         if not reads.whole:
             try:
-                memo.keep(tuple(dict.fromkeys(reads.seen)), prints, outcome)
+                memo.keep(tuple(reads.fields_read()), prints, outcome)
             except (Unobservable, TypeError, ValueError, AttributeError):
                 pass
         return outcome
