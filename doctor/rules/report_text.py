@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from fwdoctor.model import Facts, FixRef
+from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules.base import Hit, Rule, rule, sh
 
 if TYPE_CHECKING:
@@ -242,32 +242,73 @@ def system_libstdcxx_too_old(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-@rule("conda-mkl-breaks-pytorch", needs=("report.errors",))
+@rule("conda-mkl-breaks-pytorch", needs=("report.errors",), optional=("conda.requests",))
 def conda_mkl_breaks_pytorch(facts: Facts, kb: KB) -> Hit | None:
     """What it does
-        Reads the loader's "libtorch_cpu.so: undefined symbol: iJIT_NotifyEvent" in a report.
+        Reads the loader's "libtorch_cpu.so: undefined symbol: iJIT_NotifyEvent" in a report;
+        without it, an environment file in the report that takes pytorch from the pytorch
+        channel and leaves mkl unpinned (a warning: what that file resolves to today).
 
     Why is this bad?
         conda's pytorch builds link Intel MKL dynamically and call iJIT_NotifyEvent, which mkl
         2024.1 and later no longer export: an env that resolves the newer mkl cannot import
-        torch at all (pytorch/pytorch#123097).
+        torch at all (pytorch/pytorch#123097). The pytorch channel's packages ask only
+        `mkl >=2018` (pytorch/builder conda/pytorch-nightly/meta.yaml), so an environment
+        file that does not pin mkl gets the newest one each time it is created.
 
     Example
             ImportError: .../site-packages/torch/lib/libtorch_cpu.so: undefined symbol: iJIT_NotifyEvent
 
+        or an environment.yml with `- pytorch::pytorch=2.0.1` and no `mkl` line.
+
     Fix
-        Pin mkl below 2024.1 in that env (`conda install mkl=2024.0`), or install torch from
-        pip, whose wheels carry their own MKL.
+        Pin mkl below 2024.1 in that env (`conda install mkl=2024.0`, `- mkl=2024.0` in the
+        environment file), or install torch from pip, whose wheels carry their own MKL.
     """
     said = _errors(facts, "mkl-ijit-notify-event")
-    if not said:
+    if said:
+        library = said[0].get("library") or "torch"
+        return Hit(
+            f"{library} calls iJIT_NotifyEvent, which mkl >= 2024.1 no longer exports (conda's pytorch with a newer mkl): {_line(said[0])}",
+            evidence={"report.errors": said},
+            fix=FixRef(commands=("conda install 'mkl=2024.0'   # in that env",), note="or install torch from pip (its wheels carry their own MKL)"),
+        )
+    found = _pytorch_channel_without_mkl_pin(facts.get("conda.requests") or [])
+    if found is None:
         return None
-    library = said[0].get("library") or "torch"
+    request, torch = found
     return Hit(
-        f"{library} calls iJIT_NotifyEvent, which mkl >= 2024.1 no longer exports (conda's pytorch with a newer mkl): {_line(said[0])}",
-        evidence={"report.errors": said},
-        fix=FixRef(commands=("conda install 'mkl=2024.0'   # in that env",), note="or install torch from pip (its wheels carry their own MKL)"),
+        f"the environment file (report line {request['line']}) takes {torch['spec']} from the pytorch channel and leaves mkl unpinned: "
+        "conda resolves the newest mkl, and mkl >= 2024.1 no longer exports the iJIT_NotifyEvent this pytorch calls "
+        "(\"libtorch_cpu.so: undefined symbol: iJIT_NotifyEvent\" on import)",
+        evidence={"conda.requests": [request]},
+        severity=Severity.WARNING,
+        fix=FixRef(commands=("conda install 'mkl=2024.0'   # in that env; in the environment file: - mkl=2024.0",),
+                   note="or install torch from pip (its wheels carry their own MKL)"),
     )
+
+
+# conda channels that carry a pytorch package: the first of them in an environment file's
+# `channels:` list is where conda takes an unprefixed pytorch from (channel priority)
+_PYTORCH_CHANNELS = ("pytorch", "pytorch-nightly", "conda-forge", "defaults", "anaconda", "main")
+
+
+def _pytorch_channel_without_mkl_pin(requests: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """An environment file's request and its pytorch spec, where that pytorch comes from the
+    pytorch channel and the file neither pins mkl nor opts out of it (nomkl)."""
+    for request in requests:
+        if not isinstance(request, dict) or request.get("from") != "environment file":
+            continue  # a command ran once, when the report was written; a file is solved again each time
+        specs = [s for s in request.get("specs") or [] if isinstance(s, dict)]
+        if any(s["name"] == "nomkl" or (s["name"] == "mkl" and any(c in s["spec"] for c in "=<>")) for s in specs):
+            continue
+        torch = next((s for s in specs if s["name"] == "pytorch"), None)
+        if torch is None:
+            continue
+        channel = torch.get("channel") or next((c for c in request.get("channels") or [] if c in _PYTORCH_CHANNELS), None)
+        if channel in ("pytorch", "pytorch-nightly"):
+            return request, torch
+    return None
 
 
 @rule("cuda-lib-not-found", needs=("report.errors",))

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from fwdoctor.model import Fact, Facts
 from fwdoctor.rules import RULES
-from fwdoctor.triage import build_config, collect_env, conda_builds, cpu, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, packages, paddle, repl, shm, tf_prose
+from fwdoctor.triage import build_config, collect_env, conda_builds, conda_info, conda_specs, cpu, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, packages, paddle, repl, shm, tf_prose
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -35,6 +35,8 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     nccl_debug.find,
     tf_prose.find,
     cpu.find,  # lscpu / cpuinfo: the CPU's AVX
+    conda_info.find,  # `conda info`: __cuda (the driver's CUDA), __glibc
+    conda_specs.find,  # environment files and conda install commands; the CUDA libraries of a conda plan
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.

@@ -29,6 +29,7 @@ PRIORITY = {
     "hf env": 55,
     "pip list": 50,
     "conda list": 50,
+    "conda info": 60,  # conda's virtual packages: the driver's CUDA as libcuda told conda
     "dpkg/rpm": 40,
     "gcc": 60,
     "df /dev/shm": 60,

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from fwdoctor.triage.base import Fragment
-from fwdoctor.triage.text import Lines
+from fwdoctor.triage.text import Lines, command
 
 # conda package -> framework
 PACKAGES = {"jaxlib": "jax", "tensorflow": "tensorflow", "tensorflow-base": "tensorflow", "tensorflow-cpu": "tensorflow"}
@@ -86,9 +86,13 @@ def _pytorch(lines: Lines) -> list[Fragment]:
             found = _CUDA_REQUEST.search(text)
             if found:
                 request = (i + 1, found.group(0))
+    kind = "conda list"
+    if cpu is None:
+        cpu = _said_cpu(lines)
+        kind = "prose"
     if cpu is None:
         return out
-    frag = Fragment("conda list", cpu[0], cpu[0])
+    frag = Fragment(kind, cpu[0], cpu[0])
     frag.add("conda.torch_build", cpu[1])
     out.append(frag)
     if request is not None:
@@ -96,6 +100,30 @@ def _pytorch(lines: Lines) -> list[Fragment]:
         asked.add("report.gpu_expected", f"conda was asked for {request[1]}")
         out.append(asked)
     return out
+
+
+# The reporter's own word that conda gave the CPU build: "This command installs cpu version
+# instead of cuda", "conda installed the CPU-only build". Read only where the report also
+# holds a conda command that asks for pytorch (the command the sentence is about).
+_SAYS_CPU = re.compile(r"\b(?:install(?:s|ed)?|gets?|got|pulls?|pulled|picks?|picked|gives?|gave|downloads?|downloaded|resolves?|resolved)\s+"
+                       r"(?:the\s+|a\s+|only\s+)?(?:py)?(?:torch\s+)?(?:cpu|cpu-only|cpuonly)(?:\s+|-)(?:only\s+)?(?:version|build|variant|package)",
+                       re.IGNORECASE)
+_CONDA_TORCH_COMMAND = re.compile(r"(?:^\s*|&&\s*|^\s*!\s*|^\s*RUN\s+)(?:conda|mamba|micromamba)\s+(?:install|create)\s.{0,400}?(?<![\w-])pytorch(?![\w-])")
+_COMMAND_VERSION = re.compile(r"(?<![\w-])pytorch==?(?P<version>\d{1,4}(?:\.\d{1,6}){0,3})(?![\w.])")
+
+
+def _said_cpu(lines: Lines) -> tuple[int, dict[str, Any]] | None:
+    """(line, conda.torch_build) from the reporter's sentence that conda installed the CPU
+    build, beside the conda command that asked for pytorch; else None."""
+    asked = next((text for text in lines.norm if _CONDA_TORCH_COMMAND.search(command(text) or text)), None)
+    if asked is None:
+        return None
+    for i, text in enumerate(lines.norm):
+        if _SAYS_CPU.search(text) and not _CONDA_TORCH_COMMAND.search(text):
+            version = _COMMAND_VERSION.search(asked)
+            return i + 1, {"version": version.group("version") if version else None, "build": None, "channel": None, "kind": "cpu",
+                           "cuda": None, "depends": [], "record": f"report line {i + 1} (the reporter says conda installed the CPU build)"}
+    return None
 
 
 def _frameworks(lines: Lines) -> list[Fragment]:

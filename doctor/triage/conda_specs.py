@@ -1,0 +1,206 @@
+"""What a report asks of conda, and the CUDA libraries conda's plan or `conda list` shows.
+
+    channels:                                  conda install pytorch==1.13 pytorch-cuda=11.7 -c pytorch -c nvidia
+      - pytorch
+    dependencies:                              + libcusparse   12.0.0.76  0  nvidia/linux-64  Cached   (mamba's plan)
+      - pytorch::pytorch=2.0.1                   libcusparse   nvidia/linux-64::libcusparse-12.0.0.76-0  (conda's plan)
+      - pytorch::pytorch-cuda=11.8
+
+conda.requests: one entry per environment file or conda/mamba install command, with its
+lines, channels and specs ({name, channel, spec, line}); a `- pip:` sublist is pip's, not
+conda's, and is left out. A command continued with a trailing backslash is read whole.
+
+conda.cuda_packages: CUDA libraries in a plan or list row whose version names the CUDA
+major they belong to. NVIDIA's component tables (CUDA Toolkit release notes, "CUDA Toolkit
+Major Component Versions") give cuBLAS the CUDA major as its own (11.x in CUDA 11, 12.x in
+CUDA 12, 13.x in CUDA 13) and the cuda-* packages the CUDA version itself; cuSPARSE is 11.x
+in CUDA 11 and 12.0-12.5 in CUDA 12 (12.6 came with CUDA 13, see doctor/kb/frameworks.yaml's
+nvidia-cusparse pin), so a newer cuSPARSE is not read. cuFFT, cuRAND and cuSOLVER number
+themselves apart from CUDA and are not read.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fwdoctor.triage.base import Fragment
+from fwdoctor.triage.text import Lines, command
+
+# the command starts the line (after a prompt), a notebook's "!", a Dockerfile's RUN or "&&":
+# "... from conda install command." in a sentence is not one
+_COMMAND = re.compile(r"(?:^\s*|&&\s*|;\s*|^\s*!\s*|^\s*RUN\s+)(?:sudo\s+)?(?:[\w./~-]{0,200}/)?(?:conda|mamba|micromamba)\s+(?:install|create)\s")
+# flags of conda install/create that take a value
+_VALUE_FLAGS = frozenset({"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file", "-f", "--solver", "--repodata-fn"})
+_SPEC = re.compile(r"^(?:(?P<channel>[\w./-]{1,80})::)?(?P<name>[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,80}[A-Za-z0-9_])?)(?P<constraint>[\[=<>!~ ].{0,120})?$")
+_ITEM = re.compile(r"^(?P<indent>\s*)-\s+(?P<value>\S.*)$")  # the value's trailing blanks: normalize() strips them
+_VERSION = re.compile(r"\d{1,4}(?:\.\d{1,6}){1,4}")
+_MAX_WORDS = 80
+
+
+def find(lines: Lines) -> list[Fragment]:
+    requests = _environment_files(lines) + _commands(lines)
+    out: list[Fragment] = []
+    if requests:  # one fact for all of them: a merge keeps one value per key
+        start, end = min(r["line"] for r in requests), max(r["end"] for r in requests)
+        frag = Fragment("conda request", start, end)
+        frag.add("conda.requests", requests)
+        out.append(frag)
+    packages = _cuda_packages(lines)
+    if packages:
+        numbers = [p["line"] for p in packages]
+        frag = Fragment("conda list", min(numbers), max(numbers))
+        frag.add("conda.cuda_packages", packages)
+        out.append(frag)
+    return out
+
+
+def _spec(word: str, line: int) -> dict[str, Any] | None:
+    word = word.strip().strip("\"'")
+    match = _SPEC.match(word)
+    if not match or word.startswith("-"):
+        return None
+    return {"name": match.group("name").lower(), "channel": match.group("channel"), "spec": word, "line": line}
+
+
+def _environment_files(lines: Lines) -> list[dict[str, Any]]:
+    """`dependencies:` blocks (with the `channels:` block before them)."""
+    out: list[dict[str, Any]] = []
+    norm = lines.norm
+    i = 0
+    while i < len(norm):
+        if norm[i].strip() != "dependencies:":
+            i += 1
+            continue
+        start = i + 1
+        channels = _channels_before(norm, i)
+        specs: list[dict[str, Any]] = []
+        pip_indent: int | None = None
+        j = i + 1
+        while j < len(norm):
+            text = norm[j]
+            item = _ITEM.match(text)
+            if not text.strip():
+                j += 1
+                continue
+            if item is None:
+                break
+            indent = len(item.group("indent"))
+            if pip_indent is not None and indent > pip_indent:
+                j += 1
+                continue  # pip's own requirements
+            pip_indent = None
+            value = item.group("value").split("#", 1)[0].strip()
+            if value.rstrip(":") == "pip" and value.endswith(":"):
+                pip_indent = indent
+            else:
+                found = _spec(value, j + 1)
+                if found:
+                    specs.append(found)
+            j += 1
+        if specs:
+            out.append({"from": "environment file", "line": start, "end": j, "channels": channels, "specs": specs})
+        i = j
+    return out
+
+
+def _channels_before(norm: tuple[str, ...], end: int) -> list[str]:
+    """The `channels:` list above a `dependencies:` line, in order."""
+    for k in range(end - 1, max(-1, end - 40), -1):
+        if norm[k].strip() == "channels:":
+            names = []
+            for text in norm[k + 1:end]:
+                item = _ITEM.match(text)
+                if item:
+                    names.append(item.group("value").split("#", 1)[0].strip())
+            return names
+    return []
+
+
+def _commands(lines: Lines) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    norm = lines.norm
+    i = 0
+    while i < len(norm):
+        text = command(norm[i]) or norm[i]
+        first = i
+        while text.endswith("\\") and i + 1 < len(norm):  # a command continued on the next line
+            i += 1
+            text = text[:-1] + " " + norm[i].strip()
+        i += 1
+        found = _COMMAND.search(text)
+        if not found:
+            continue
+        words = text[found.end():].split()[:_MAX_WORDS]
+        channels: list[str] = []
+        specs: list[dict[str, Any]] = []
+        skip, last = False, ""
+        for word in words:
+            if skip:
+                channels += [word] if last in ("-c", "--channel") else []
+                skip = False
+                continue
+            if word in _VALUE_FLAGS:
+                last, skip = word, True
+                continue
+            if word.startswith("--channel=") or word.startswith("-c="):
+                channels.append(word.split("=", 1)[1])
+                continue
+            if word.startswith(("-", "&", "|", ";")) or word in ("install", "create"):
+                if word.startswith(("&", "|", ";")):
+                    break
+                continue
+            spec = _spec(word, first + 1)
+            if spec:
+                specs.append(spec)
+        if specs:
+            out.append({"from": "command", "line": first + 1, "end": i, "channels": channels, "specs": specs})
+    return out
+
+
+# name -> how its version gives the CUDA major
+_SAME_MAJOR = ("libcublas", "libcublas-dev", "cuda-cudart", "cuda-cudart-dev", "cuda-nvrtc", "cuda-nvrtc-dev", "cuda-runtime",
+               "cuda-libraries", "cuda-libraries-dev", "cuda-nvcc", "cuda-cupti", "cuda-nvtx", "cuda-version", "cuda-toolkit")
+_CUSPARSE = ("libcusparse", "libcusparse-dev")
+
+
+def cuda_major_of(name: str, version: str) -> int | None:
+    """The CUDA major a conda CUDA library's version belongs to, where its numbering says it."""
+    parts = [int(p) for p in version.split(".")[:2] if p.isdigit()]
+    if len(parts) < 2:
+        return None
+    if name in _SAME_MAJOR:
+        return parts[0]
+    if name in _CUSPARSE:
+        if parts[0] == 11:
+            return 11
+        if parts[0] == 12 and parts[1] <= 5:
+            return 12
+    return None
+
+
+def _cuda_packages(lines: Lines) -> list[dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for i, text in enumerate(lines.norm):
+        words = text.split()
+        if words[:1] in (["+"], ["-"]):
+            words = words[1:]  # mamba's plan marks what it adds or removes
+        if not words or words[0].lower() not in _SAME_MAJOR + _CUSPARSE or len(words) > 7:
+            continue
+        name = words[0].lower()
+        if len(words) >= 2 and "::" in words[1]:  # conda's plan: "nvidia/linux-64::libcusparse-12.0.0.76-0"
+            channel, _, rest = words[1].rpartition("::")
+            parts = rest.rsplit("-", 2)
+            if len(parts) != 3 or parts[0].lower() != name:
+                continue
+            version = parts[1]
+        elif len(words) >= 3:
+            version, channel = words[1], (words[3] if len(words) > 3 else None)
+        else:
+            continue
+        if not _VERSION.fullmatch(version):
+            continue
+        major = cuda_major_of(name, version)
+        if major is not None and name not in found:
+            found[name] = {"name": name, "version": version, "channel": channel, "cuda_major": major, "line": i + 1}
+    return list(found.values())
