@@ -206,3 +206,24 @@ def test_the_all_reduce_log_is_judged_the_same(use_test_kb):
     run = nccl_log.summarize(["node1:1:1 [0] NCCL INFO NET/Socket : Using [0]eno1:10.0.0.1<0> [1]br-0a1b:172.18.0.1<0>\n"])
     (hit,) = judge(Facts([Fact("nccl.run", run, source="smoke allreduce")]), None, [nccl_socket_virtual_interfaces]).findings
     assert "(br-0a1b) beside eno1" in hit.message
+
+
+# ------------------------------------------------------------ a hang that NCCL_P2P_DISABLE cures
+# https://github.com/NVIDIA/nccl/issues/631 (sjeaugey: "P2P not being functional is usually tied to ACS being enabled")
+P2P_CURES = (' I do not know the exact reason, but the model "freeze"(stuck) when using 4 or more GPUs. So, while trying various things, '
+             "I confirmed that the model works by setting the variable NCCL_P2P_DISABLE =1 .\n")
+
+
+def test_a_hang_that_p2p_disable_cures_is_an_acs_warning_naming_lspci(cli, use_test_kb, tmp_path):
+    hit = triaged(cli, tmp_path, P2P_CURES)["pcie-acs-redirect"]
+    assert hit["severity"] == "warning" and "NCCL_P2P_DISABLE=1" in hit["message"]
+    assert hit["fix"]["commands"][0].startswith("sudo lspci -vvv | grep -i acsctl")
+
+
+@pytest.mark.parametrize("text", [
+    "export NCCL_P2P_DISABLE=1\n",  # an env line sets it: nothing said about a hang or a cure
+    "The job hangs at init.\nexport NCCL_P2P_DISABLE=1\n",  # set, not said to help
+    "NCCL_P2P_DISABLE=1 works, but is slow\n",  # no hang
+])
+def test_setting_p2p_disable_alone_says_nothing_about_acs(cli, use_test_kb, tmp_path, text):
+    assert "pcie-acs-redirect" not in triaged(cli, tmp_path, text)

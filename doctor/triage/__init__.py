@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from fwdoctor.model import Fact, Facts
 from fwdoctor.rules import RULES
-from fwdoctor.triage import build_config, collect_env, conda_builds, conda_info, conda_specs, cpu, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, packages, paddle, repl, shm, tf_prose
+from fwdoctor.triage import build_config, collect_env, conda_builds, conda_info, conda_specs, cpu, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, p2p_prose, packages, paddle, repl, shm, tf_prose
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -32,7 +32,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     collect_env.find, build_config.find, nvidia_smi.find, driver_version.find, nvcc.find, gcc.find, packages.find,
     dpkg_rpm.find, ds_report.find, hf_env.find, repl.find, errors.find,
     shm.find, lspci.find, issue_template.find, conda_builds.find, paddle.find, envdump.find, jax_env.find,  # issue 26
-    nccl_debug.find,
+    nccl_debug.find, p2p_prose.find,
     tf_prose.find,
     cpu.find,  # lscpu / cpuinfo: the CPU's AVX
     conda_info.find,  # `conda info`: __cuda (the driver's CUDA), __glibc

@@ -202,4 +202,26 @@ def socket_virtual_interfaces(facts: Facts, kb: KB) -> Hit | None:
     return fabric.socket_virtual_hit(names, virtual, evidence={"nccl.socket_ifaces": listed}, where=f" ({facts.source('nccl.socket_ifaces')})")
 
 
-RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed, fabricmanager_not_running, socket_virtual_interfaces)
+@rule("pcie-acs-redirect", needs=("report.p2p_disable_cures_hang",))
+def p2p_disable_cures_hang(facts: Facts, kb: KB) -> Hit | None:
+    """A report whose NCCL job hangs and runs with NCCL_P2P_DISABLE=1 (fwdoctor.triage.p2p_prose):
+    NCCL's answer is ACS (or the IOMMU) redirecting peer-to-peer traffic, which the report
+    does not show; a warning naming the command that settles it (see pcie-acs-redirect)."""
+    said = facts.get("report.p2p_disable_cures_hang")
+    if not said:
+        return None
+    return Hit(
+        f"NCCL hangs and runs with NCCL_P2P_DISABLE=1 ({said}): GPU peer-to-peer does not work here, which NVIDIA ties "
+        "to PCIe ACS redirecting P2P traffic through the root complex, or to the IOMMU; the report does not show the bridges' ACS bits",
+        evidence={"report.p2p_disable_cures_hang": said},
+        fix=FixRef(commands=("sudo lspci -vvv | grep -i acsctl   # 'SrcValid+ ... ReqRedir+ CmpltRedir+' on a bridge above the GPUs: ACS is on",
+                             "cat /proc/cmdline   # intel_iommu=on / amd_iommu without iommu=pt",
+                             "nvidia-smi topo -p2p r   # which GPU pairs CUDA lets read each other"),
+                   note="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs: "
+                        "disable ACS on the PCIe switches (or VT-d/IOMMU, or boot with iommu=pt) rather than P2P"),
+        severity=Severity.WARNING,
+    )
+
+
+RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed, fabricmanager_not_running, socket_virtual_interfaces,
+                           p2p_disable_cures_hang)
