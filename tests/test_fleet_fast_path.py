@@ -312,3 +312,59 @@ def test_every_way_to_read_facts_is_noted_by_the_view_rules_run_on():
                      if name not in vars(Reads))
     assert unnoted == []
     assert "__contains__" in vars(Reads)
+
+
+def test_rules_looked_up_together_give_what_each_rule_gives_on_each_node(test_kb):
+    """The bundle (RuleCache._Bundle): once the first nodes are judged, the rules reused
+    on them are looked up together; a node that differs at a bundled rule's facts (another
+    driver, a GPU renamed) is judged rule by rule again, and every node's whole judgement
+    is engine.judge's on its own facts."""
+    from fwdoctor.engine import judge
+    from fwdoctor.fleet import node as nd
+    from fwdoctor.fleet.judging import Fingerprints, RuleCache
+    from fwdoctor.model import Facts
+    from fwdoctor.rules import RULES
+
+    rng = random.Random(12)
+    cache = RuleCache(test_kb)
+    rules = list(RULES)
+    odd = [mutate(base(), rng, -1) for _ in range(4)]
+    for index in range(300):
+        doc = copy.deepcopy(odd[index % 4]) if index % 17 == 5 else base()
+        for gpu in doc["facts"].get("gpus.list", {}).get("value") or []:
+            if isinstance(gpu, dict):
+                gpu["uuid"] = f"GPU-{index:08d}"
+        doc["collected_at"] = f"2026-12-01T10:{index // 60:02d}:{index % 60:02d}Z"
+        facts = Facts.from_json(doc)
+        try:
+            expected = judge(facts, test_kb, rules)
+        except Exception as exc:
+            with pytest.raises(type(exc)):
+                judge(facts, test_kb, cache.rules(rules, Fingerprints(facts)))
+            continue
+        got = judge(facts, test_kb, cache.rules(rules, Fingerprints(facts)))
+        assert (nd.findings_of(got), got.not_checked, got.evaluated) == \
+            (nd.findings_of(expected), expected.not_checked, expected.evaluated), index
+    assert cache.bundled > 200  # most nodes took the bundled rules in one lookup
+
+
+def test_an_outcome_found_under_a_rules_other_keys_is_not_kept_for_the_bundle(test_kb):
+    """A rule whose reads depend on a fact (x = 1: it reads y; else z) is bundled under
+    (x, y). A node with x = 2 reads z: its outcome is not kept under (x, y), where a later
+    node with x = 2 and another z would find it."""
+    from fwdoctor.engine import judge
+    from fwdoctor.fleet.judging import Fingerprints, RuleCache
+    from fwdoctor.model import Fact, Facts
+    from fwdoctor.rules.base import Hit, Rule
+
+    def branches(facts, kb):
+        return Hit(f"y={facts['y']}" if facts["x"] == 1 else f"z={facts['z']}")
+
+    rules = [Rule("gpu-mig-enabled", (), branches)]
+    cache = RuleCache(test_kb)
+    nodes = [(1, 1, 0)] * 6 + [(2, 1, 5), (2, 1, 6), (2, 1, 5), (1, 1, 7), (2, 1, 7)]
+    for x, y, z in nodes:
+        facts = Facts([Fact("x", x), Fact("y", y), Fact("z", z)])
+        got = judge(facts, test_kb, cache.rules(rules, Fingerprints(facts)))
+        assert [f.message for f in got.findings] == [f"y={y}" if x == 1 else f"z={z}"], (x, y, z)
+    assert cache.bundled >= 2

@@ -432,27 +432,31 @@ class _Memo:
     __slots__ = ("variants",)
 
     def __init__(self) -> None:
-        self.variants: list[tuple[tuple[str, ...], dict[bytes, Any]]] = []
+        self.variants: list[tuple[tuple[Any, ...], dict[bytes, Any]]] = []
 
-    def find(self, prints: Fingerprints) -> Any:
+    def find(self, prints: Fingerprints) -> tuple[Any, tuple[Any, ...] | None]:
+        """(the outcome kept for these fingerprints, the keys it was kept under), or (None, None)."""
         for keys, outcomes in self.variants:
             found = outcomes.get(b"".join([prints(k) for k in keys]))
             if found is not None:
-                return found
-        return None
+                return found, keys
+        return None, None
 
-    def keep(self, keys: tuple[str, ...], prints: Fingerprints, outcome: Any) -> None:
+    def keep(self, keys: tuple[Any, ...], prints: Fingerprints, outcome: Any) -> tuple[Any, ...] | None:
+        """Keep `outcome` under `keys`; the keys as kept (None: not kept)."""
         for known, outcomes in self.variants:
             if known == keys:
+                keys = known
                 break
         else:
             if len(self.variants) >= MAX_VARIANTS:
-                return
+                return None
             outcomes = {}
             self.variants.append((keys, outcomes))
         if len(outcomes) >= MAX_OUTCOMES:
             outcomes.clear()
         outcomes[b"".join([prints(k) for k in keys])] = outcome
+        return keys
 
 
 def _kept_alive(reads: Reads) -> bool:
@@ -467,13 +471,35 @@ def _kept_alive(reads: Reads) -> bool:
 
 class RuleCache:
     """Outcomes of rules (and of any pure function of a node's Facts) by what they read,
-    for one report: one KB, one set of rules. `hits` and `runs` count for tests."""
+    for one report: one KB, one set of rules. `hits`, `runs` and `bundled` count for tests.
+
+    Looking up 70 rules one by one is most of what judging a node costs once few run
+    (~5 us each). So the rules that keep being reused are looked up together (`_Bundle`):
+    after BUNDLE_AFTER nodes, every rule that has one set of keys and was reused on the
+    last nodes is bundled under those keys; a node's bundled outcomes are then kept, all
+    at once, under the fingerprints of the union of their keys, and a later node with the
+    same fingerprints there takes them in one lookup. Each bundled rule's keys are within
+    the union, so each outcome is what that rule's own lookup would give (and the rule
+    would give, by the argument above). Only outcomes found or kept under the bundled
+    keys are kept in a bundle entry (an outcome found under a rule's other keys is not),
+    and a node judged only in part (a rule that raised) keeps none. The rules that read
+    what differs on every node (the stamp, a GPU whole) stay outside and are looked up,
+    or run, one by one."""
 
     def __init__(self, kb: KB) -> None:
         self.kb = kb
         self._memos: dict[Any, _Memo] = {}
         self.hits = 0
         self.runs = 0
+        self.bundled = 0
+        self.prints: Fingerprints | None = None  # the node being judged
+        self._rules: list[Rule] = []
+        self._cached: list[CachedRule] = []
+        self._nodes = 0
+        self._bundle: _Bundle | None = None
+        self._preset: tuple[Outcome, ...] | None = None  # this node's bundled outcomes, found
+        self._got: list[Any] | None = None  # this node's bundled outcomes as judged, to keep
+        self._sig = b""
 
     def call(self, tag: Any, func: Callable[[Facts], Any], facts: Facts, prints: Fingerprints) -> Any:
         """func(facts), or the outcome it gave facts with the same fingerprints at the keys
@@ -481,13 +507,17 @@ class RuleCache:
         memo = self._memos.get(tag)
         if memo is None:
             memo = self._memos[tag] = _Memo()
+        return self._call(memo, func, facts, prints)[0]
+
+    def _call(self, memo: _Memo, func: Callable[[Facts], Any], facts: Facts, prints: Fingerprints) -> tuple[Any, tuple[Any, ...] | None]:
+        """(the outcome, the keys it was found or kept under: None when it was not kept)."""
         try:
-            found = memo.find(prints)
+            found, keys = memo.find(prints)
         except (Unobservable, TypeError, ValueError, AttributeError):
             found = None  # an unusual value: judged as without the cache
         if found is not None:
             self.hits += 1
-            return found
+            return found, keys
         self.runs += 1
         reads = Reads(facts)
         try:
@@ -497,7 +527,7 @@ class RuleCache:
                 raise  # nothing is kept
             # What it raised may show a Fields (its type, its repr): raise what the rule
             # raises on the node's own facts instead.
-            return func(facts)
+            return func(facts), None
         if reads.views and _kept_alive(reads):
             # A Fields outlived the rule: in the outcome (a GPU in a finding's evidence, as
             # gpu-count-low puts gpus.list there) or anywhere else. What it holds and what
@@ -505,32 +535,111 @@ class RuleCache:
             # views, and its outcome is kept under the whole facts it read.
             reads = Reads(facts, project=False)
             outcome = func(reads)
+        kept = None
         if not reads.whole:
             try:
-                memo.keep(tuple(reads.fields_read()), prints, outcome)
+                kept = memo.keep(tuple(reads.fields_read()), prints, outcome)
             except (Unobservable, TypeError, ValueError, AttributeError):
                 pass
-        return outcome
+        return outcome, kept
 
     def rules(self, rules: list[Rule], prints: Fingerprints) -> list[CachedRule]:
-        """`rules` as engine.judge takes them, each answering from this cache."""
-        return [CachedRule(item, self, prints) for item in rules]
+        """`rules` as engine.judge takes them, each answering from this cache for the node
+        whose fingerprints are `prints` (the next call is for the next node)."""
+        self._finish()
+        if rules is not self._rules and (len(rules) != len(self._rules) or any(a is not b for a, b in zip(rules, self._rules))):
+            self._rules, self._cached, self._bundle, self._nodes = rules, [CachedRule(item, self) for item in rules], None, 0
+        self._rules = rules
+        self.prints = prints
+        self._nodes += 1
+        if self._nodes in BUNDLE_AFTER:
+            self._form()
+        self._preset = self._got = None
+        bundle = self._bundle
+        if bundle is not None:
+            try:
+                sig = b"".join([prints(k) for k in bundle.keys])
+            except (Unobservable, TypeError, ValueError, AttributeError):
+                return self._cached  # an unusual value: every rule looked up alone
+            self._preset = bundle.outcomes.get(sig)
+            if self._preset is None:
+                self._sig, self._got = sig, [None] * len(bundle.rules)
+            else:
+                self.bundled += 1
+        return self._cached
+
+    def _form(self) -> None:
+        """Bundle the rules that were reused on the last nodes, each under its one set of keys."""
+        chosen = [item for item in self._cached if item.streak >= 2 and len(item.memo.variants) == 1]
+        for item in self._cached:
+            item.slot, item.keys = -1, None
+        if not chosen:
+            self._bundle = None
+            return
+        for slot, item in enumerate(chosen):
+            item.slot, item.keys = slot, item.memo.variants[0][0]
+        union = tuple(dict.fromkeys(key for item in chosen for key in item.keys or ()))
+        self._bundle = _Bundle(tuple(chosen), union)
+
+    def _finish(self) -> None:
+        """Keep the last node's bundled outcomes, if every one was found or kept under its
+        bundled keys."""
+        got, bundle = self._got, self._bundle
+        self._got = None
+        if got is None or bundle is None or any(outcome is None for outcome in got):
+            return
+        if len(bundle.outcomes) >= MAX_OUTCOMES:
+            bundle.outcomes.clear()
+        bundle.outcomes[self._sig] = tuple(got)
+
+
+# Nodes after which the rules reused so far are bundled (again): early, and again later in
+# case the first nodes were the odd ones.
+BUNDLE_AFTER = (4, 32, 256)
+
+
+class _Bundle:
+    """Rules looked up together: their outcomes by the fingerprints of all their keys."""
+
+    __slots__ = ("rules", "keys", "outcomes")
+
+    def __init__(self, rules: tuple[CachedRule, ...], keys: tuple[Any, ...]) -> None:
+        self.rules, self.keys = rules, keys
+        self.outcomes: dict[bytes, tuple[Outcome, ...]] = {}
 
 
 class CachedRule:
     """A Rule whose `evaluate` answers from a RuleCache; everything else is the rule's."""
 
-    __slots__ = ("rule", "cache", "prints", "id")
+    __slots__ = ("rule", "cache", "id", "memo", "slot", "keys", "streak")
 
-    def __init__(self, rule: Rule, cache: RuleCache, prints: Fingerprints) -> None:
-        self.rule, self.cache, self.prints = rule, cache, prints
+    def __init__(self, rule: Rule, cache: RuleCache) -> None:
+        self.rule, self.cache = rule, cache
         self.id = rule.id  # read by judge for every rule: a slot, not __getattr__
+        self.memo = _Memo()
+        self.slot = -1  # its place in the bundle, -1 outside it
+        self.keys: tuple[Any, ...] | None = None  # the keys it is bundled under
+        self.streak = 0  # nodes in a row whose outcome was reused
 
-    def __getattr__(self, name: str) -> Any:  # id, area, needs, optional, severity, doc
+    def __getattr__(self, name: str) -> Any:  # area, needs, optional, severity, doc
         return getattr(self.rule, name)
 
     def evaluate(self, facts: Facts, kb: KB) -> Outcome:
-        if kb is not self.cache.kb or facts is not self.prints.facts:
+        cache = self.cache
+        prints = cache.prints
+        if kb is not cache.kb or prints is None or facts is not prints.facts:
             return self.rule.evaluate(facts, kb)  # not the report's KB or node: no reuse
-        findings, skipped = self.cache.call(self.rule, lambda seen: self.rule.evaluate(seen, kb), facts, self.prints)
+        slot = self.slot
+        if slot >= 0 and cache._preset is not None:
+            cache.hits += 1
+            self.streak += 1
+            findings, skipped = cache._preset[slot]
+            return list(findings), skipped
+        runs = cache.runs
+        outcome, keys = cache._call(self.memo, lambda seen: self.rule.evaluate(seen, kb), facts, prints)
+        self.streak = self.streak + 1 if cache.runs == runs else 0
+        got = cache._got
+        if slot >= 0 and got is not None and keys is not None and keys is self.keys:
+            got[slot] = outcome
+        findings, skipped = outcome
         return list(findings), skipped
