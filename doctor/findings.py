@@ -134,6 +134,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-net-plugin-failed", "FWD711", E, "runtime", "NCCL could start no network plugin (the one NCCL_NET asks for, IB or Socket)"),
     FindingKind("nccl-nvls-failed", "FWD712", E, "runtime", "NCCL's NVLS (NVLink SHARP multicast) setup failed with a CUDA error"),
     FindingKind("nccl-socket-virtual-interfaces", "FWD713", W, "runtime", "NCCL's socket transport uses container bridge or veth interfaces beside the real one"),
+    FindingKind("nccl-kernels-missing", "FWD714", E, "runtime", "the NCCL loaded was built without kernels for a GPU's architecture"),
     # How old the knowledge is (rules/knowledge.py): what the KB has no row for is not judged.
     FindingKind("newer-than-kb", "FWD707", I, "runtime", "a torch, CUDA minor or driver newer than the knowledge base"),
     # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.

@@ -129,7 +129,8 @@ def test_a_root_whose_interfaces_socket_ifname_does_not_match(cli, use_test_kb):
     assert "nccl-socket-interface-missing" not in check(cli)  # unset: NCCL picks one itself
 
 
-@pytest.mark.parametrize("finding_id", ["nccl-socket-interface-missing", "nccl-net-plugin-failed", "nccl-nvls-failed", "nccl-socket-virtual-interfaces"])
+@pytest.mark.parametrize("finding_id", ["nccl-socket-interface-missing", "nccl-net-plugin-failed", "nccl-nvls-failed", "nccl-socket-virtual-interfaces",
+                                        "nccl-kernels-missing"])
 def test_each_new_finding_is_explained_in_the_fixed_sections(cli, finding_id):
     out = cli("explain", finding_id).output
     for section in ("What it does", "Why is this bad?", "Example", "Fix"):
@@ -227,3 +228,21 @@ def test_a_hang_that_p2p_disable_cures_is_an_acs_warning_naming_lspci(cli, use_t
 ])
 def test_setting_p2p_disable_alone_says_nothing_about_acs(cli, use_test_kb, tmp_path, text):
     assert "pcie-acs-redirect" not in triaged(cli, tmp_path, text)
+
+
+# -------------------------------------------------------------- an NCCL without the GPU's kernels
+# https://github.com/NVIDIA/nccl-tests/issues/208 (two RTX 4090, NCCL 2.21.5+cuda11.8)
+NAMED_SYMBOL = """\
+NCCL version 2.21.5+cuda11.8
+
+noodle-4090-0:1896106:1896121 [1] enqueue.cc:47 NCCL WARN Cuda failure 'named symbol not found'
+
+noodle-4090-0:1896106:1896121 [1] enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'
+"""
+
+
+def test_nccls_own_kernels_not_found_is_an_nccl_built_without_the_arch(cli, use_test_kb, tmp_path):
+    hit = triaged(cli, tmp_path, NAMED_SYMBOL)["nccl-kernels-missing"]
+    assert hit["severity"] == "error" and "NVCC_GENCODE" in hit["message"]
+    assert any("cuobjdump --list-elf" in c for c in hit["fix"]["commands"])
+    assert "nccl-kernels-missing" not in triaged(cli, tmp_path, "a.cu:12 Cuda failure 'named symbol not found'\n")  # not NCCL's enqueue

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from fwdoctor.kb import KB
 
 KINDS = frozenset({"nccl-socket-family-unsupported", "nccl-no-socket-interface", "nccl-no-net-plugin", "nccl-nvls-cuda-failure",
-                   "cuda-system-not-ready", "fabricmanager-not-running-said"})
+                   "cuda-system-not-ready", "fabricmanager-not-running-said", "nccl-named-symbol-not-found"})
 
 # GPUs of NVSwitch boards (HGX/DGX A100, H100, H200, H800, B200) as nvidia-smi names them:
 # "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200"; their PCIe cards
@@ -223,5 +223,43 @@ def p2p_disable_cures_hang(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+@rule("nccl-kernels-missing", needs=("report.errors",))
+def kernels_missing(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads NCCL's "enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'": CUDA
+        finds none of NCCL's own kernels for the GPU, i.e. the libnccl that was loaded was
+        compiled without the GPU's architecture.
+
+    Why is this bad?
+        Every collective fails ("unhandled cuda error") on that GPU. NCCL is built for all
+        supported architectures by default, but a site build narrowed with NVCC_GENCODE
+        (NVIDIA/nccl#1372: compute_80 only, run on H100) or a build that predates the
+        architecture (NVIDIA/nccl#112: compute capability 3.0 not compiled) has no code for it.
+
+    Example
+            make -j src.build NVCC_GENCODE="-gencode=arch=compute_80,code=sm_80"   # on H100: invalid
+            make -j src.build NVCC_GENCODE="-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90"   # valid
+
+    Fix
+        Load an NCCL built for the GPU: rebuild with its arch in NVCC_GENCODE (or the default,
+        all), or use the NCCL torch or the container image ships:
+
+            nvidia-smi --query-gpu=name,compute_cap --format=csv
+            cuobjdump --list-elf $(ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}') | grep -o 'sm_[0-9]*' | sort -u
+    """
+    said = _errors(facts, "nccl-named-symbol-not-found")
+    if not said:
+        return None
+    return Hit(
+        f"the NCCL loaded has no kernels for this GPU's architecture (CUDA finds none of NCCL's own kernels): "
+        f"a build whose NVCC_GENCODE leaves the arch out, or one older than the GPU: {_line(said[0])}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("nvidia-smi --query-gpu=name,compute_cap --format=csv   # the arch needed",
+                             "cuobjdump --list-elf <the libnccl.so.2 loaded> | grep -o 'sm_[0-9]*' | sort -u   # the archs it carries",
+                             'make -j src.build NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90 ..."   # rebuild with every arch of the nodes'),
+                   note="NCCL builds for all supported architectures unless NVCC_GENCODE narrows it (NCCL README)"),
+    )
+
+
 RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed, fabricmanager_not_running, socket_virtual_interfaces,
-                           p2p_disable_cures_hang)
+                           p2p_disable_cures_hang, kernels_missing)
