@@ -23,6 +23,7 @@ from typing import Any, Callable
 from fwdoctor.model import Fact, Facts
 from fwdoctor.rules import RULES
 from fwdoctor.triage import build_config, collect_env, conda_builds, conda_info, conda_specs, cpu, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, p2p_prose, packages, paddle, repl, shm, tf_prose
+from fwdoctor.triage import gpu_intent, windows
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -36,6 +37,8 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     tf_prose.find,
     cpu.find,  # lscpu / cpuinfo: the CPU's AVX
     conda_info.find,  # `conda info`: __cuda (the driver's CUDA), __glibc
+    windows.find,  # Windows/WSL: `ver`, systeminfo, `uname -r`, `wsl -l -v`, a Linux driver inside WSL, pip's Windows torch wheel
+    gpu_intent.find,  # "tensorflow-gpu", torch.cuda.is_available(): a GPU meant
     conda_specs.find,  # environment files and conda install commands; the CUDA libraries of a conda plan
 )
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from fwdoctor import arch
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules import platform
+from fwdoctor.rules import windows as windows_rules
 from fwdoctor.rules import visibility
 from fwdoctor.rules.toolkit import path_list
 from fwdoctor.rules.base import Hit, Rule, rule, sh
@@ -669,4 +670,4 @@ RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, 
                            framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
-                           *platform.REPORT_RULES, *visibility.REPORT_RULES, *nccl_fabric.RULES, *_from_rows())
+                           *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES, *_from_rows())

@@ -1,0 +1,161 @@
+"""WSL and native Windows, judged from a report's text (fwdoctor.triage.windows reads it):
+wsl-gpu-unsupported, wsl-linux-driver-installed, and the report-side twin of
+torch-cpu-build-on-gpu-host for a CPU torch where the report means a GPU.
+
+No probe of this Linux doctor reads the Windows build or what is installed beside WSL's
+driver folder yet, so the two WSL ids are judged by `fwdoctor triage` only (like
+fwdoctor.rules.report_text); REPORT_RULES are run by fwdoctor.triage.judge.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fwdoctor.model import Facts, FixRef
+from fwdoctor.rules.base import Hit, Rule, rule
+
+if TYPE_CHECKING:
+    from fwdoctor.kb import KB
+
+# GPU compute in WSL 2 needs Windows 11 or Windows 10 version 21H2 (build 19044) or later:
+# "Windows 11 and Windows 10, version 21H2 support running existing ML tools, libraries, and
+# popular frameworks that use NVIDIA CUDA for GPU hardware acceleration inside a Windows
+# Subsystem for Linux (WSL) instance" (https://learn.microsoft.com/en-us/windows/ai/directml/gpu-cuda-in-wsl).
+# Insider builds from 20145 had it in preview (NVIDIA's CUDA on WSL guide, 2020); every build
+# from 19044 up is at or past the floor, so one number serves both.
+WSL_GPU_MIN_BUILD = 19044
+_WSL_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/"
+
+
+def _wsl(facts: Facts) -> dict[str, Any] | None:
+    value = facts.get("platform.wsl")
+    return value if isinstance(value, dict) else None
+
+
+@rule("wsl-gpu-unsupported", optional=("platform.wsl", "platform.windows_build", "report.wsl_named"))
+def wsl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads, in a report from WSL, whether that WSL can reach a GPU at all: WSL 1 (`uname -r`
+        "4.4.0-17763-Microsoft", or VERSION 1 in `wsl -l -v`), or a Windows build older than
+        Windows 10 21H2 (`ver`: "Microsoft Windows [Version 10.0.17763.292]", systeminfo's "OS
+        Version").
+
+    Why is this bad?
+        GPU compute in WSL exists only in WSL 2, on Windows 11 or Windows 10 21H2 (build 19044)
+        and later, through the Windows NVIDIA driver. Elsewhere WSL has no GPU: nvidia-smi says
+        "couldn't communicate with the NVIDIA driver" and no Linux driver installed inside can
+        change that (Microsoft on microsoft/WSL#3847: "WSL isn't able to access the GPU").
+
+    Example
+        Windows 10.0.17763 (1809) running Ubuntu in WSL: invalid. Windows 10.0.19045 with the
+        distribution on WSL 2: valid.
+
+    Fix
+        Update Windows to Windows 11 or Windows 10 21H2+, convert the distribution to WSL 2,
+        and keep only the Windows NVIDIA driver:
+
+            winver
+            wsl --set-version Ubuntu 2
+    """
+    wsl = _wsl(facts)
+    build = facts.get("platform.windows_build")
+    fix = FixRef(commands=("wsl -l -v   # in PowerShell: VERSION must be 2", "wsl --set-version <distribution> 2", "winver   # Windows 11, or Windows 10 21H2 (build 19044) or later"),
+                 note=f"GPU compute in WSL needs WSL 2 on Windows 11 or Windows 10 21H2+, and the Windows NVIDIA driver only ({_WSL_GUIDE})")
+    if wsl and wsl.get("version") == 1:
+        return Hit(f"this distribution runs on WSL 1 ({wsl.get('text')}, {facts.source('platform.wsl')}), which has no GPU access: CUDA in WSL needs WSL 2",
+                   evidence={"platform.wsl": wsl}, fix=fix)
+    named = wsl or facts.get("report.wsl_named")
+    if not named or not isinstance(build, dict) or not isinstance(build.get("build"), int):
+        return None
+    if build["build"] >= WSL_GPU_MIN_BUILD:
+        return None
+    return Hit(
+        f"Windows {build.get('version')} ({facts.source('platform.windows_build')}) is older than Windows 10 21H2 (build {WSL_GPU_MIN_BUILD}): "
+        f"WSL on it has no GPU access",
+        evidence={"platform.windows_build": build, "wsl": named},
+        fix=fix,
+    )
+
+
+@rule("wsl-linux-driver-installed", needs=("wsl.linux_driver",), optional=("platform.wsl", "report.wsl_named"))
+def wsl_linux_driver_installed(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads, in a report from WSL 2, a Linux NVIDIA driver installed inside the distribution:
+        its packages (`apt install nvidia-driver-535`, dpkg's "ii libnvidia-compute-535"), NVIDIA's
+        Linux .run installer, a libcuda.so.535.104.05 outside /usr/lib/wsl/lib, or the report
+        saying so.
+
+    Why is this bad?
+        In WSL 2 the Windows driver is the driver: it maps its libcuda.so.1 and nvidia-smi into
+        the distribution at /usr/lib/wsl/lib. NVIDIA: "Once a Windows NVIDIA GPU driver is
+        installed on the system, CUDA becomes available within WSL 2 ... users must not install
+        any NVIDIA GPU Linux driver within WSL 2" (CUDA on WSL User Guide). A Linux driver's
+        libraries shadow those, and its nvidia-smi looks for a kernel module WSL does not have:
+        the GPU stops working inside WSL.
+
+    Example
+        `sudo apt install nvidia-driver-535` inside WSL 2 Ubuntu: invalid. Only the Windows
+        driver, and the WSL-Ubuntu toolkit package (cuda-toolkit-12-x, no driver): valid.
+
+    Fix
+        Remove the Linux driver inside WSL (the toolkit stays), then restart WSL:
+
+            sudo apt-get remove --purge '^nvidia-.*' '^libnvidia-.*' cuda-drivers
+            wsl --shutdown
+    """
+    said = facts["wsl.linux_driver"]
+    if not isinstance(said, dict):
+        return None
+    in_sentence = str(said.get("what", "")).startswith("the report says so")
+    if not in_sentence and not (_wsl(facts) or facts.get("report.wsl_named")):
+        return None  # a Linux host's driver packages: nothing wrong
+    wsl = _wsl(facts)
+    if wsl and wsl.get("version") == 1:
+        return None  # WSL 1 has no GPU at all: wsl-gpu-unsupported says so
+    return Hit(
+        f"a Linux NVIDIA driver is installed inside WSL ({said.get('what')}, report line {said.get('line')}): "
+        "in WSL 2 the Windows driver provides libcuda and nvidia-smi (/usr/lib/wsl/lib), and a Linux driver's copies break them",
+        evidence={"wsl.linux_driver": said},
+        fix=FixRef(commands=("sudo apt-get remove --purge '^nvidia-.*' '^libnvidia-.*' cuda-drivers   # inside WSL; keep the toolkit",
+                             "wsl --shutdown   # in PowerShell, then start the distribution again",
+                             "ls -l /usr/lib/wsl/lib/libcuda.so*   # the Windows driver's libcuda, the one to load"),
+                   note=f"keep only the Windows NVIDIA driver; inside WSL install the toolkit without a driver (cuda-toolkit-12-x from the WSL-Ubuntu repository) ({_WSL_GUIDE})"),
+    )
+
+
+@rule("torch-cpu-build-on-gpu-host", needs=("torch.installed", "torch.cuda", "report.gpu_expected"), optional=("torch.version", "torch.wheel"))
+def torch_cpu_build_gpu_expected(facts: Facts, kb: KB) -> Hit | None:
+    """A CPU-only torch the report shows (pip fetched the PyPI wheel for Windows, which is the
+    CPU build; a "+cpu" tag) where the report also says a GPU is meant (it asks torch whether
+    CUDA is available) (see torch-cpu-build-on-gpu-host; that rule needs the driver's state,
+    which a report seldom shows)."""
+    if not facts["torch.installed"] or facts["torch.cuda"] is not None:
+        return None
+    version = facts.get("torch.version") or "?"
+    wheel = facts.get("torch.wheel")
+    expected = f"{facts['report.gpu_expected']} ({facts.source('report.gpu_expected')})"
+    if isinstance(wheel, dict) and wheel.get("platform") == "win_amd64":
+        base = version.split("+", 1)[0]
+        why = f"pip installed {wheel.get('file')} (report line {wheel.get('line')}), PyPI's Windows wheel, which is the CPU build"
+        fix = _windows_cuda_wheel(kb, base)
+    else:
+        why = f"torch {version} has no CUDA ({facts.source('torch.cuda')})"
+        fix = FixRef(recipe="torch-wheel", note="install a CUDA build of torch (download.pytorch.org/whl/cuXY)")
+    return Hit(f"torch {version} is a CPU-only build: {why}; but the report expects a GPU: {expected}",
+               evidence={"torch.version": version, "torch.cuda": None, "torch.wheel": wheel, "expected": facts["report.gpu_expected"]}, fix=fix)
+
+
+def _windows_cuda_wheel(kb: KB, release: str) -> FixRef:
+    """The command that installs a CUDA build of torch `release` on Windows: from
+    download.pytorch.org's cuXY index (the newest CUDA the KB knows for that release), since
+    PyPI's Windows wheel is the CPU one."""
+    note = "on Windows the CUDA builds of torch come from download.pytorch.org's cuXY indexes, not PyPI (pytorch.org/get-started: Windows, Pip, CUDA)"
+    cuda = [v for v in kb.torch.variants_of(release) if v.is_cuda]
+    if not cuda:
+        return FixRef(commands=(f"python -m pip install --force-reinstall torch=={release} --index-url https://download.pytorch.org/whl/cuXY   # XY: a CUDA that release was built for",),
+                      note=note)
+    best = max(cuda, key=lambda v: tuple(int(p) for p in str(v.cuda).split(".")))
+    return FixRef(commands=(f"python -m pip install --force-reinstall {' '.join(best.pip_args())}",), note=note)
+
+
+REPORT_RULES: tuple[Rule, ...] = (wsl_gpu_unsupported, wsl_linux_driver_installed, torch_cpu_build_gpu_expected)
