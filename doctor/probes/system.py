@@ -233,12 +233,10 @@ def _container(host: Host) -> Fact:
 
 def _nvidia_device_nodes(host: Host) -> Fact:
     """The names of /dev/nvidia* (nvidia0, nvidiactl, nvidia-uvm, ...): what the NVIDIA
-    container runtime (--gpus) puts into a container. Names only; an image has no /dev of
-    its own (the runtime creates it at `docker run`)."""
-    if host.is_image:
-        return Fact.unknown("system.nvidia_device_nodes", "an image has no device nodes (docker run creates /dev)")
+    container runtime (--gpus) puts into a container. Names only. An image or a copied tree
+    usually has no /dev (Docker creates it at `docker run`): UNKNOWN then."""
     if not host.is_dir("/dev"):
-        return Fact.unknown("system.nvidia_device_nodes", "no /dev here")
+        return Fact.unknown("system.nvidia_device_nodes", "no /dev here (an image or a copied tree has none)")
     names = sorted(posixpath.basename(p) for p in host.glob("/dev", "nvidia*"))
     return Fact("system.nvidia_device_nodes", names, source="/dev/nvidia*")
 

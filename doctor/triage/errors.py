@@ -230,6 +230,25 @@ def visible_devices_named(hit: Hit) -> bool:
     return True
 
 
+_HOME_BOUND = 600  # characters read back from /bin/nvcc: three toolkit folders fit many times
+_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
+
+
+def nvcc_home_path_list(hit: Hit) -> bool:
+    """Stands when the folder before "/bin/nvcc" (back to a blank or quote) holds a ':' that
+    is no Windows drive's: the build ran CUDA_HOME/bin/nvcc with a CUDA_HOME written like a
+    search path ("/usr/local/cuda:"); records it as `cuda_home`."""
+    end = hit.match.start()
+    start = end
+    while start > max(0, end - _HOME_BOUND) and hit.text[start - 1] not in " \t'\"[=":
+        start -= 1
+    home = hit.text[start:end]
+    if ":" not in home or "://" in home or _DRIVE.match(home):  # a URL's or a drive's colon separates nothing
+        return False
+    hit.data["cuda_home"] = home
+    return True
+
+
 HOOKS: dict[str, Callable[[Hit], bool]] = {
     "driver_cuda_from_found": driver_cuda_from_found,
     "torch_gpu_and_arch_list": torch_gpu_and_arch_list,
@@ -242,6 +261,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "wsl_named": wsl_named,
     "container_named": container_named,
     "visible_devices_named": visible_devices_named,
+    "nvcc_home_path_list": nvcc_home_path_list,
     "apple_silicon_named": apple_silicon_named,
     "framework_imported": framework_imported,
 }
