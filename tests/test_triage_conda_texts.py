@@ -183,3 +183,55 @@ def test_the_reporters_word_that_conda_installed_the_cpu_build_is_conda_cpu_pyto
 def test_the_sentence_without_a_conda_command_or_another_framework_says_nothing():
     assert "conda.torch_build" not in facts_of(conda_builds.find, "pip install torch\nThis command installs cpu version instead of cuda.\n")
     assert "conda.torch_build" not in facts_of(conda_builds.find, SAYS_CPU.replace("installs cpu version", "installs the cuda version"))
+
+
+# ----------------------------------------------------------------------------- conda's conflict listing
+# https://github.com/facebookresearch/demucs/issues/10 (conda >= 4.7)
+CONFLICT_47 = """\
+UnsatisfiableError: The following specifications were found to be incompatible with each other:
+
+
+
+Package cudatoolkit conflicts for:
+pytorch=1.3.1 -> cudatoolkit[version='>=10.1,<10.2']
+cudatoolkit=10.0
+"""
+# https://github.com/chaoqichen/HTCN/issues/3 (conda 4.6)
+CONFLICT_46 = """\
+conda install pytorch=1.0.1 torchvision cudatoolkit=10.1
+
+UnsatisfiableError: The following specifications were found to be in conflict:
+  - cudatoolkit 10.1*
+  - pytorch 1.0.1* -> cudatoolkit >=10.0.130,<10.1.0a0
+"""
+
+
+def test_conflict_listings_give_the_requirement_and_the_pin():
+    conflict = facts_of(conda_specs.find, CONFLICT_47)["conda.cuda_conflict"]
+    assert conflict["requires"] == [{"package": "pytorch", "version": "1.3.1", "dep": "cudatoolkit", "range": ">=10.1,<10.2", "line": 6}]
+    assert conflict["pins"] == [{"dep": "cudatoolkit", "version": "10.0", "line": 7}]
+    conflict = facts_of(conda_specs.find, CONFLICT_46)["conda.cuda_conflict"]
+    assert conflict["requires"][0]["range"] == ">=10.0.130,<10.1.0a0" and conflict["pins"][0]["version"] == "10.1"
+
+
+@pytest.mark.parametrize("text, needs, pinned", [(CONFLICT_47, ">=10.1,<10.2", "cudatoolkit 10.0"),
+                                                 (CONFLICT_46, ">=10.0.130,<10.1.0a0", "cudatoolkit 10.1")])
+def test_a_cudatoolkit_pinned_outside_the_builds_range_is_conda_cuda_pin_conflict(text, needs, pinned, cli, tmp_path):
+    hit = findings(cli, tmp_path, text)["conda-cuda-pin-conflict"]
+    assert hit["severity"] == "error" and needs in hit["message"] and pinned in hit["message"]
+
+
+def test_a_driver_below_the_builds_cuda_is_conda_cuda_pin_conflict_and_a_pin_inside_the_range_is_not(cli, tmp_path):
+    driver = "Package __cuda conflicts for:\npytorch-cuda=12.1 -> __cuda[version='>=12']\n" + CONDA_INFO_WSL.replace("__cuda=12.0=0", "__cuda=11.4=0")
+    assert "__cuda 11.4" in findings(cli, tmp_path, driver)["conda-cuda-pin-conflict"]["message"]
+    assert "conda-cuda-pin-conflict" not in findings(cli, tmp_path, CONFLICT_47.replace("cudatoolkit=10.0", "cudatoolkit=10.1"))
+    # a requirement outside an UnsatisfiableError listing is not read
+    assert "conda.cuda_conflict" not in facts_of(conda_specs.find, "pytorch=1.3.1 -> cudatoolkit[version='>=10.1,<10.2']\ncudatoolkit=10.0\n")
+
+
+def test_conda_version_specs():
+    from fwdoctor.rules.report_text import conda_satisfies
+
+    assert [conda_satisfies(v, s) for v, s in [("10.0", ">=10.1,<10.2"), ("10.1", ">=10.1,<10.2"), ("10.1", ">=10.0.130,<10.1.0a0"),
+                                                 ("10.0", "10.0.*"), ("10.1", "10.0*"), ("11.8", "11.8|12.1"), ("x", ">=1")]] \
+        == [False, True, False, True, False, True, None]

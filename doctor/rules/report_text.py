@@ -13,6 +13,7 @@ area's module and this one becomes its report-side twin, as fwdoctor.triage.rule
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -311,6 +312,94 @@ def _pytorch_channel_without_mkl_pin(requests: list[dict[str, Any]]) -> tuple[di
     return None
 
 
+def conda_satisfies(version: str, spec: str) -> bool | None:
+    """Whether `version` meets a conda version spec (">=10.1,<10.2", "10.0.*", "10.1", "a|b");
+    None where a part does not parse. conda's bare "10.0" and "10.0*" mean 10.0.*."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        have = Version(version)
+    except InvalidVersion:
+        return None
+    answers = []
+    for alternative in spec.split("|"):
+        ok = True
+        for part in (p.strip() for p in alternative.split(",") if p.strip()):
+            bare = part.lstrip("=")
+            if bare and bare[0].isdigit() and (not part.startswith("==") or part.endswith("*")):  # "10.0", "10.0.*": a prefix
+                prefix = bare.rstrip("*").rstrip(".")
+                ok = ok and (version == prefix or version.startswith(prefix + "."))
+                continue
+            try:
+                ok = ok and have in SpecifierSet(part.replace(".*", "").rstrip("*") if part[0] in "<>!" else part, prereleases=True)
+            except InvalidSpecifier:
+                return None
+        answers.append(ok)
+    return any(answers)
+
+
+@rule("conda-cuda-pin-conflict", needs=("conda.cuda_conflict",), optional=("conda.requests", "driver.cuda_version"))
+def conda_cuda_pin_conflict(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads conda's UnsatisfiableError listing in a report: a package that needs a CUDA
+        package in a range ("pytorch=1.3.1 -> cudatoolkit[version='>=10.1,<10.2']",
+        "pytorch-cuda=12.1 -> __cuda[version='>=12']"), and the version the same report pins or
+        the host gives ("cudatoolkit=10.0" in the listing, the environment file or the
+        command; __cuda from conda info), outside that range.
+
+    Why is this bad?
+        conda's CUDA builds pin the CUDA they were built for: the pytorch channel's run
+        requirement is a cudatoolkit range per build (pytorch/builder's conda meta.yaml,
+        CONDA_CUDATOOLKIT_CONSTRAINT), conda-forge's a cuda-version, and both need the driver's
+        __cuda. A cudatoolkit pinned beside a pytorch version that was never built for it
+        leaves conda no solution (facebookresearch/demucs#10: cudatoolkit 10.0 beside
+        pytorch 1.3.1, built for 10.1; chaoqichen/HTCN#3: 10.1 beside pytorch 1.0.1, built for
+        10.0.130).
+
+    Example
+            Package cudatoolkit conflicts for:
+            pytorch=1.3.1 -> cudatoolkit[version='>=10.1,<10.2']
+            cudatoolkit=10.0
+
+    Fix
+        Pin the cudatoolkit the build needs, or ask for the pytorch version built for the
+        cudatoolkit you pinned (`conda search -c pytorch 'pytorch=1.3.1'` lists each build's
+        CUDA in its build string); for __cuda, upgrade the driver or ask for an older CUDA.
+    """
+    conflict = facts["conda.cuda_conflict"] or {}
+    pins = [dict(p, where=f"report line {p['line']}") for p in conflict.get("pins") or [] if isinstance(p, dict)]
+    for request in facts.get("conda.requests") or []:
+        for spec in request.get("specs") or [] if isinstance(request, dict) else []:
+            rest = str(spec.get("spec")).partition(str(spec.get("name")))[2]
+            version = re.match(r"\s*=?=?\s*(\d{1,4}(?:\.\d{1,6}){0,3})", rest) if spec.get("name") in ("cudatoolkit", "cuda-version") else None
+            if version:
+                pins.append({"dep": spec["name"], "version": version.group(1), "where": f"report line {spec.get('line')}: {spec.get('spec')}"})
+    if facts.get("driver.cuda_version"):
+        pins.append({"dep": "__cuda", "version": str(facts.get("driver.cuda_version")), "where": facts.source("driver.cuda_version")})
+    for need in conflict.get("requires") or []:
+        if not isinstance(need, dict) or not need.get("range"):
+            continue
+        for pin in (p for p in pins if p["dep"] == need["dep"]):
+            if conda_satisfies(pin["version"], str(need["range"])) is not False:
+                continue
+            who = f"{need['package']} {need['version']}" if need.get("version") else str(need["package"])
+            if need["dep"] == "__cuda":
+                commands: tuple[str, ...] = ("nvidia-smi   # the driver's CUDA, top right",)
+                note = f"upgrade the NVIDIA driver to one for CUDA {need['range']}, or ask conda for a build of an older CUDA"
+                has = f"the driver gives __cuda {pin['version']} ({pin['where']})"
+            else:
+                commands = (f"conda search -c pytorch -c conda-forge {sh(str(need['package']) + ('=' + need['version'] if need.get('version') else ''))}   # each build's CUDA",)
+                note = f"pin the {need['dep']} that {who} was built for ({need['range']}), or ask for a {need['package']} built for {need['dep']} {pin['version']}"
+                has = f"{need['dep']} {pin['version']} is pinned ({pin['where']})"
+            return Hit(
+                f"conda cannot solve: {who} needs {need['dep']} {need['range']} (report line {need['line']}), but {has}",
+                evidence={"conda.cuda_conflict": conflict, "pin": pin},
+                fix=FixRef(commands=commands, note=note),
+            )
+    return None
+
+
 @rule("cuda-lib-not-found", needs=("report.errors",))
 def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     """What it does
@@ -404,5 +493,5 @@ def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
 
 
 REPORT_RULES: tuple[Rule, ...] = (container_gpu_access_lost, container_gpu_runtime_missing, wsl_libcuda_not_linked,
-                                  extension_built_for_other_torch, system_libstdcxx_too_old, conda_mkl_breaks_pytorch, cuda_lib_not_found,
+                                  extension_built_for_other_torch, system_libstdcxx_too_old, conda_mkl_breaks_pytorch, conda_cuda_pin_conflict, cuda_lib_not_found,
                                   driver_too_old_for_image)

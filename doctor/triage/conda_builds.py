@@ -105,9 +105,8 @@ def _pytorch(lines: Lines) -> list[Fragment]:
 # The reporter's own word that conda gave the CPU build: "This command installs cpu version
 # instead of cuda", "conda installed the CPU-only build". Read only where the report also
 # holds a conda command that asks for pytorch (the command the sentence is about).
-_SAYS_CPU = re.compile(r"\b(?:install(?:s|ed)?|gets?|got|pulls?|pulled|picks?|picked|gives?|gave|downloads?|downloaded|resolves?|resolved)\s+"
-                       r"(?:the\s+|a\s+|only\s+)?(?:py)?(?:torch\s+)?(?:cpu|cpu-only|cpuonly)(?:\s+|-)(?:only\s+)?(?:version|build|variant|package)",
-                       re.IGNORECASE)
+_SAYS_CPU = re.compile(r"\b(?:install|get|got|pull|pick|give|gave|download|resolve)[a-z]{0,3}\s+(?:(?:the|a|only)\s+)?(?:py)?(?:torch\s+)?"
+                       r"cpu(?:-only|only)?(?:\s+|-)(?:only\s+)?(?:version|build|variant|package)", re.IGNORECASE)
 _CONDA_TORCH_COMMAND = re.compile(r"(?:^\s*|&&\s*|^\s*!\s*|^\s*RUN\s+)(?:conda|mamba|micromamba)\s+(?:install|create)\s.{0,400}?(?<![\w-])pytorch(?![\w-])")
 _COMMAND_VERSION = re.compile(r"(?<![\w-])pytorch==?(?P<version>\d{1,4}(?:\.\d{1,6}){0,3})(?![\w.])")
 

@@ -17,6 +17,16 @@ CUDA 12, 13.x in CUDA 13) and the cuda-* packages the CUDA version itself; cuSPA
 in CUDA 11 and 12.0-12.5 in CUDA 12 (12.6 came with CUDA 13, see doctor/kb/frameworks.yaml's
 nvidia-cusparse pin), so a newer cuSPARSE is not read. cuFFT, cuRAND and cuSOLVER number
 themselves apart from CUDA and are not read.
+
+conda.cuda_conflict: the CUDA requirements in conda's UnsatisfiableError listing, and what the
+same listing pins. conda prints the package that needs a CUDA package with its range, and the
+spec it clashes with:
+
+    Package cudatoolkit conflicts for:                     (conda >= 4.7)
+    pytorch=1.3.1 -> cudatoolkit[version='>=10.1,<10.2']
+    cudatoolkit=10.0
+      - cudatoolkit 10.1*                                  (conda 4.6)
+      - pytorch 1.0.1* -> cudatoolkit >=10.0.130,<10.1.0a0
 """
 
 from __future__ import annotations
@@ -45,6 +55,12 @@ def find(lines: Lines) -> list[Fragment]:
         start, end = min(r["line"] for r in requests), max(r["end"] for r in requests)
         frag = Fragment("conda request", start, end)
         frag.add("conda.requests", requests)
+        out.append(frag)
+    conflict = _cuda_conflict(lines)
+    if conflict:
+        numbers = [e["line"] for e in conflict["requires"] + conflict["pins"]]
+        frag = Fragment("conda conflict", min(numbers), max(numbers))
+        frag.add("conda.cuda_conflict", conflict)
         out.append(frag)
     packages = _cuda_packages(lines)
     if packages:
@@ -204,3 +220,41 @@ def _cuda_packages(lines: Lines) -> list[dict[str, Any]]:
         if major is not None and name not in found:
             found[name] = {"name": name, "version": version, "channel": channel, "cuda_major": major, "line": i + 1}
     return list(found.values())
+
+
+# The CUDA packages whose range a conda build pins (cudatoolkit: the pytorch channel's
+# CONDA_CUDATOOLKIT_CONSTRAINT in pytorch/builder's conda/pytorch-nightly/meta.yaml;
+# cuda-version: conda-forge's; __cuda: the driver, as conda's virtual package).
+_CUDA_DEPS = "cudatoolkit|cuda-version|__cuda"
+_CONFLICT_START = re.compile(r"UnsatisfiableError|conflicts for:|found to be in conflict|incompatible with each other|incompatible with your system")
+# "pytorch=1.3.1 -> cudatoolkit[version='>=10.1,<10.2']", "- pytorch 1.0.1* -> cudatoolkit >=10.0.130,<10.1.0a0",
+# "torchvision -> pytorch==1.3.1 -> cudatoolkit[...]" (a chain: the last package before the CUDA one needs it)
+_REQUIRES = re.compile(
+    r"^\s*(?:-\s+)?(?:[\w.-]{1,80}(?:[= ]{1,2}[\w.*]{1,40})?(?:\[[^\]]{0,80}\])?\s{0,3}->\s{0,3}){0,4}?"
+    r"(?P<package>[A-Za-z0-9_][\w.-]{0,80})(?:={1,2}| )?(?P<version>\d[\w.*]{0,40})?\s{0,3}->\s{0,3}"
+    r"(?P<dep>" + _CUDA_DEPS + r")(?:\[version='(?P<range1>[^']{1,60})'\]|\s{1,3}(?P<range2>[<>=!~]{0,2}\d[^\s]{0,60}))?\s*$")
+# the listing's own pin: "cudatoolkit=10.0", "  - cudatoolkit 10.1*", "feature:/linux-64::__cuda==11.4=0"
+_PIN = re.compile(r"^\s*(?:-\s+)?(?:feature:[|@]{0,2}/[\w-]{1,40}::)?(?P<dep>" + _CUDA_DEPS + r")(?:={1,2}| )(?P<version>\d{1,4}(?:\.\d{1,6}){0,3})(?:\.?\*|=\S{0,40})?\s*$")
+_LISTING_LINES = 60
+
+
+def _cuda_conflict(lines: Lines) -> dict[str, Any] | None:
+    requires: list[dict[str, Any]] = []
+    pins: list[dict[str, Any]] = []
+    inside = -1  # the last line index of the listing being read
+    for i, text in enumerate(lines.norm):
+        if _CONFLICT_START.search(text):
+            inside = i + _LISTING_LINES
+        if i > inside or "cuda" not in text:
+            continue
+        found = _REQUIRES.match(text)
+        if found:
+            requires.append({"package": found.group("package"), "version": (found.group("version") or "").rstrip("*") or None,
+                             "dep": found.group("dep"), "range": found.group("range1") or found.group("range2"), "line": i + 1})
+            continue
+        pin = _PIN.match(text)
+        if pin:
+            pins.append({"dep": pin.group("dep"), "version": pin.group("version"), "line": i + 1})
+    if not requires:
+        return None
+    return {"requires": requires, "pins": pins}
