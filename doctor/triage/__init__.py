@@ -73,6 +73,7 @@ UNSHOWN = {
     "platform.cpu": "the CPU's flags (`lscpu`, or `grep -m1 -E '^(model name|flags)' /proc/cpuinfo`)",
     "platform.wheel_glibc": "the manylinux tags of the installed wheels (`grep ^Tag: $SITE/*.dist-info/WHEEL`)",
     "frameworks.installed": "which JAX/TensorFlow build is installed (`conda list`: its build strings say cpu or cuda)",
+    "conda.torch_build": "which pytorch build conda installed (`conda list pytorch`: its build string says cpu or cuda)",
     "report.errors": "",
 }
 
