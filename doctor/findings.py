@@ -136,6 +136,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-nvls-failed", "FWD712", E, "runtime", "NCCL's NVLS (NVLink SHARP multicast) setup failed with a CUDA error"),
     FindingKind("nccl-socket-virtual-interfaces", "FWD713", W, "runtime", "NCCL's socket transport uses container bridge or veth interfaces beside the real one"),
     FindingKind("nccl-kernels-missing", "FWD714", E, "runtime", "the NCCL loaded was built without kernels for a GPU's architecture"),
+    FindingKind("shm-not-writable", "FWD715", E, "runtime", "/dev/shm does not let every user create files (NCCL's SHM segments)"),
     # How old the knowledge is (rules/knowledge.py): what the KB has no row for is not judged.
     FindingKind("newer-than-kb", "FWD707", I, "runtime", "a torch, CUDA minor or driver newer than the knowledge base"),
     # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.

@@ -35,6 +35,7 @@ def healthy(**changes):
         "driver.nvml_error": None,
         "gpus.list": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "source": "nvml"}],
         "system.shm_bytes": 16 * 1024 * MIB,
+        "system.shm_access": {"mode": "1777", "read_only": False, "writable": True},
         "system.container": False,
     }
     values.update(changes)
@@ -121,10 +122,11 @@ def test_unknown_inputs_are_not_checked_rather_than_healthy(kb):
     facts = Facts([Fact.unknown("pci.nvidia_gpus", "no sysfs"), Fact.unknown("driver.loaded", "no /proc"),
                    Fact.unknown("gpus.list", "no sources"), Fact.unknown("system.shm_bytes", "no /proc/mounts"),
                    Fact.unknown("driver.version", "no /proc"), Fact("driver.userspace_libs", []),
-                   Fact.unknown("driver.nouveau_loaded", "no /proc")])
+                   Fact.unknown("driver.nouveau_loaded", "no /proc"), Fact.unknown("system.shm_access", "no /proc/mounts")])
     findings, skipped = ids(facts, kb)
     assert findings == {}
-    assert set(skipped) == {"driver-missing", "nouveau-loaded", "driver-library-mismatch", "driver-gpu-unsupported", "no-gpu", "shm-too-small"}
+    assert set(skipped) == {"driver-missing", "nouveau-loaded", "driver-library-mismatch", "driver-gpu-unsupported", "no-gpu", "shm-too-small",
+                            "shm-not-writable"}
     assert "no sysfs" in skipped["driver-missing"]
 
 

@@ -130,7 +130,7 @@ def test_a_root_whose_interfaces_socket_ifname_does_not_match(cli, use_test_kb):
 
 
 @pytest.mark.parametrize("finding_id", ["nccl-socket-interface-missing", "nccl-net-plugin-failed", "nccl-nvls-failed", "nccl-socket-virtual-interfaces",
-                                        "nccl-kernels-missing"])
+                                        "nccl-kernels-missing", "shm-not-writable"])
 def test_each_new_finding_is_explained_in_the_fixed_sections(cli, finding_id):
     out = cli("explain", finding_id).output
     for section in ("What it does", "Why is this bad?", "Example", "Fix"):
@@ -246,3 +246,33 @@ def test_nccls_own_kernels_not_found_is_an_nccl_built_without_the_arch(cli, use_
     assert hit["severity"] == "error" and "NVCC_GENCODE" in hit["message"]
     assert any("cuobjdump --list-elf" in c for c in hit["fix"]["commands"])
     assert "nccl-kernels-missing" not in triaged(cli, tmp_path, "a.cu:12 Cuda failure 'named symbol not found'\n")  # not NCCL's enqueue
+
+
+# ------------------------------------------------------------------ /dev/shm not writable
+# https://github.com/pytorch/pytorch/issues/37004 ("sudo chmod 777 /dev/shm and the problem is gone")
+SHM_DENIED = "node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied\n"
+
+
+def test_shm_open_denied_is_shm_not_writable_not_too_small(cli, use_test_kb, tmp_path):
+    found = triaged(cli, tmp_path, SHM_DENIED)
+    assert found["shm-not-writable"]["severity"] == "error" and "shm-too-small" not in found
+    assert "sudo chmod 1777 /dev/shm" in found["shm-not-writable"]["fix"]["commands"]
+
+
+@pytest.mark.parametrize("options, access", [
+    ("rw,nosuid,nodev,inode64", {"mode": "1777", "read_only": False, "writable": True}),
+    ("rw,nosuid,nodev,mode=755", {"mode": "755", "read_only": False, "writable": False}),
+    ("ro,nosuid,nodev", {"mode": "1777", "read_only": True, "writable": False}),
+])
+def test_the_shm_mount_options_say_whether_every_user_may_write(options, access):
+    from fwdoctor.probes.topology import parse_shm_access
+
+    assert parse_shm_access(f"shm /dev/shm tmpfs {options} 0 0\n") == access
+    assert parse_shm_access("proc /proc proc rw 0 0\n") is None
+
+
+def test_a_root_whose_shm_is_mode_755(cli, use_test_kb):
+    result = cli("check", "--root", str(ROOTS / "shm-mode-755"), "--json")
+    found = {f["id"]: f for f in json.loads(result.stdout)["findings"]}
+    assert found["shm-not-writable"]["message"].startswith("/dev/shm is not writable (its mode is 755, not 1777")
+    assert "shm-not-writable" not in {f["id"] for f in json.loads(cli("check", "--root", str(ROOTS / "fabric-socket-ifname"), "--json").stdout)["findings"]}

@@ -11,6 +11,7 @@ Shell equivalents:
     dmesg | grep -A4 'NVRM: The NVIDIA'                        # driver.legacy_notices
     env | grep ^NCCL_                                          # nccl.env
     ls /sys/class/net                                          # net.interfaces
+    stat -c %a /dev/shm; test -w /dev/shm                      # system.shm_access
 
 NVLink and memory-repair state come from the NVML child of probes/driver.py (its per-GPU
 "nvlink" and "health"), `nvidia-smi topo -m` is the fallback on a live host. Everything
@@ -20,6 +21,7 @@ else is read from files and works the same under --root; what a root folder cann
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from typing import Any, Iterable
@@ -339,4 +341,53 @@ def net_interfaces_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailu
     yield Fact("net.interfaces", sorted(host.listdir(NET_CLASS)), source=NET_CLASS)
 
 
-PROBES: tuple[Probe, ...] = (nvlink_probe, infiniband_probe, nvswitch_probe, health_probe, nccl_env_probe, net_interfaces_probe)
+SHM = "/dev/shm"
+TMPFS_DEFAULT_MODE = "1777"  # tmpfs's root without mode=: "defaults to 1777" (the kernel's Documentation/filesystems/tmpfs.rst)
+
+
+@probe("shm-access", provides=("system.shm_access",))
+def shm_access_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    """Whether a process may create NCCL's shared-memory segments in /dev/shm: live, its
+    mode and this user's write access (access(2)); with --root, the tmpfs's mount options in
+    DIR/proc/mounts (mode=, ro), since a copied tree keeps no directory modes."""
+    if host.live:
+        st = host.stat(SHM)
+        if st is None:
+            yield Fact.unknown("system.shm_access", f"no {SHM} here")
+            return
+        mode = format(st.st_mode & 0o7777, "04o")
+        yield Fact("system.shm_access", {"mode": mode, "read_only": None, "writable": os.access(SHM, os.W_OK)},
+                   source=f"stat({SHM}), access({SHM}, W_OK)")
+        return
+    mounts = host.read_text("/proc/mounts")
+    if mounts is None:
+        yield Fact.unknown("system.shm_access", "a root folder has no mounts (no /proc/mounts)")
+        return
+    access = parse_shm_access(mounts)
+    if access is None:
+        yield Fact.unknown("system.shm_access", f"/proc/mounts has no mount at {SHM}")
+        return
+    yield Fact("system.shm_access", access, source="/proc/mounts")
+
+
+def parse_shm_access(mounts: str) -> dict[str, Any] | None:
+    """{"mode", "read_only", "writable"} of the last mount at /dev/shm in /proc/mounts
+    ("tmpfs /dev/shm tmpfs rw,nosuid,nodev,mode=755 0 0"); writable means every user may
+    create files (mode's other-write bit, not read-only), what NCCL's ranks need."""
+    found = None
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[1] == SHM:
+            found = parts[3].split(",")
+    if found is None:
+        return None
+    mode = next((o.split("=", 1)[1] for o in found if o.startswith("mode=")), TMPFS_DEFAULT_MODE)
+    read_only = "ro" in found
+    try:
+        other_write = bool(int(mode, 8) & 0o002)
+    except ValueError:
+        return {"mode": mode, "read_only": read_only, "writable": None}
+    return {"mode": mode, "read_only": read_only, "writable": other_write and not read_only}
+
+
+PROBES: tuple[Probe, ...] = (nvlink_probe, infiniband_probe, nvswitch_probe, health_probe, nccl_env_probe, net_interfaces_probe, shm_access_probe)

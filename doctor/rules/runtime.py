@@ -1,4 +1,4 @@
-"""Runtime rules: shm-too-small. (probe-failed is added by the engine itself.)"""
+"""Runtime rules: shm-too-small, shm-not-writable. (probe-failed is added by the engine itself.)"""
 
 from __future__ import annotations
 
@@ -69,4 +69,41 @@ def shm_too_small(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-RULES: tuple[Rule, ...] = (shm_too_small,)
+@rule("shm-not-writable", needs=("system.shm_access",))
+def shm_not_writable(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Checks that /dev/shm lets every user create files: live, this user's write access
+        and its mode; with --root, the tmpfs's mount options (mode=, ro) in /proc/mounts.
+        Reading a report, it takes NCCL's "Call to shm_open failed : Permission denied".
+
+    Why is this bad?
+        NCCL's shared-memory transport, which GPUs of one node use where peer-to-peer is not
+        available, and torch's DataLoader create their segments there. Without write access
+        NCCL fails ("shm_open failed : Permission denied", then "unhandled system error"),
+        whatever the size: the fix is the mode, not --shm-size (pytorch/pytorch#37004: "I
+        give the permission by sudo chmod 777 /dev/shm and the problem is gone").
+
+    Example
+            $ ls -ld /dev/shm
+            drwxr-xr-x 2 root root 40 ... /dev/shm     # invalid: only root may create segments
+            drwxrwxrwt 2 root root 40 ... /dev/shm     # valid: 1777
+
+    Fix
+        Give /dev/shm the mode every tmpfs at /dev/shm has by default (or remount it so):
+
+            sudo chmod 1777 /dev/shm
+            export NCCL_SHM_DISABLE=1   # meanwhile, for one job: NCCL without its SHM transport
+    """
+    access = facts["system.shm_access"] or {}
+    if access.get("writable") is not False:
+        return None
+    why = "it is mounted read-only" if access.get("read_only") else f"its mode is {access.get('mode')}, not 1777 (drwxrwxrwt)"
+    return Hit(f"/dev/shm is not writable ({why}): NCCL's shared-memory segments and torch's DataLoader workers cannot be created "
+               "(shm_open: Permission denied)",
+               evidence={"system.shm_access": access},
+               fix=FixRef(commands=("sudo chmod 1777 /dev/shm   # or remount: sudo mount -o remount,mode=1777 /dev/shm",
+                                    "export NCCL_SHM_DISABLE=1   # meanwhile, for one job"),
+                          note="ls -ld /dev/shm should show drwxrwxrwt"))
+
+
+RULES: tuple[Rule, ...] = (shm_too_small, shm_not_writable)

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from fwdoctor.kb import KB
 
 KINDS = frozenset({"nccl-socket-family-unsupported", "nccl-no-socket-interface", "nccl-no-net-plugin", "nccl-nvls-cuda-failure",
-                   "cuda-system-not-ready", "fabricmanager-not-running-said", "nccl-named-symbol-not-found"})
+                   "cuda-system-not-ready", "fabricmanager-not-running-said", "nccl-named-symbol-not-found",
+                   "nccl-shm-open-denied"})
 
 # GPUs of NVSwitch boards (HGX/DGX A100, H100, H200, H800, B200) as nvidia-smi names them:
 # "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200"; their PCIe cards
@@ -237,8 +238,11 @@ def kernels_missing(facts: Facts, kb: KB) -> Hit | None:
         architecture (NVIDIA/nccl#112: compute capability 3.0 not compiled) has no code for it.
 
     Example
-            make -j src.build NVCC_GENCODE="-gencode=arch=compute_80,code=sm_80"   # on H100: invalid
-            make -j src.build NVCC_GENCODE="-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90"   # valid
+        An NCCL built for A100 only, loaded on H100: invalid. Built with both: valid.
+
+            make -j src.build NVCC_GENCODE="-gencode=arch=compute_80,code=sm_80"
+            G80="-gencode=arch=compute_80,code=sm_80"; G90="-gencode=arch=compute_90,code=sm_90"
+            make -j src.build NVCC_GENCODE="$G80 $G90"
 
     Fix
         Load an NCCL built for the GPU: rebuild with its arch in NVCC_GENCODE (or the default,
@@ -261,5 +265,19 @@ def kernels_missing(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+@rule("shm-not-writable", needs=("report.errors",))
+def shm_open_denied(facts: Facts, kb: KB) -> Hit | None:
+    """NCCL's "Call to shm_open failed : Permission denied" (see shm-not-writable)."""
+    said = _errors(facts, "nccl-shm-open-denied")
+    if not said:
+        return None
+    return Hit(
+        f"/dev/shm is not writable by the user NCCL runs as (shm_open: Permission denied), which is not a size problem: {_line(said[0])}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("ls -ld /dev/shm   # should be drwxrwxrwt (1777)", "sudo chmod 1777 /dev/shm",
+                             "export NCCL_SHM_DISABLE=1   # meanwhile, for one job")),
+    )
+
+
 RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed, fabricmanager_not_running, socket_virtual_interfaces,
-                           p2p_disable_cures_hang, kernels_missing)
+                           p2p_disable_cures_hang, kernels_missing, shm_open_denied)
