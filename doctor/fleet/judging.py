@@ -99,6 +99,12 @@ class Fingerprints:
     def __call__(self, key: Any) -> bytes:
         found = self._seen.get(key)
         if found is None:
+            if type(key) is str and key not in self.facts._facts:
+                found = self._seen[key] = _ABSENT  # most keys a rule reads are facts this node has not
+                return found
+            if type(key) is tuple and key[0] == _KNOWN:
+                found = self._seen[key] = _KNOWN_PRINTS[self.facts.known(key[1])]
+                return found
             entry = self.entries.get(key[1]) if self.entries and type(key) is tuple and key[0] in _OF_ONE_FACT else None
             if entry is None:
                 found = _digest(self._text(key))
@@ -158,6 +164,11 @@ def _objects(value: Any) -> bool:
 
 def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+# The fingerprints of the commonest answers, computed once: the same digests of the same texts.
+_ABSENT = _digest("absent")
+_KNOWN_PRINTS = {answer: _digest("known " + json.dumps(answer)) for answer in (False, True)}
 
 
 class _Provenance:
@@ -492,6 +503,7 @@ class RuleCache:
         self.hits = 0
         self.runs = 0
         self.bundled = 0
+        self.viewed_whole = False
         self.prints: Fingerprints | None = None  # the node being judged
         self._rules: list[Rule] = []
         self._cached: list[CachedRule] = []
@@ -509,8 +521,11 @@ class RuleCache:
             memo = self._memos[tag] = _Memo()
         return self._call(memo, func, facts, prints)[0]
 
-    def _call(self, memo: _Memo, func: Callable[[Facts], Any], facts: Facts, prints: Fingerprints) -> tuple[Any, tuple[Any, ...] | None]:
-        """(the outcome, the keys it was found or kept under: None when it was not kept)."""
+    def _call(self, memo: _Memo, func: Callable[[Facts], Any], facts: Facts, prints: Fingerprints,
+              project: bool = True) -> tuple[Any, tuple[Any, ...] | None]:
+        """(the outcome, the keys it was found or kept under: None when it was not kept).
+        `project=False`: no views (Reads). After a run, `viewed_whole` says whether a fact
+        it was handed as a view was read whole all the same."""
         try:
             found, keys = memo.find(prints)
         except (Unobservable, TypeError, ValueError, AttributeError):
@@ -519,7 +534,8 @@ class RuleCache:
             self.hits += 1
             return found, keys
         self.runs += 1
-        reads = Reads(facts)
+        reads = Reads(facts, project)
+        self.viewed_whole = False
         try:
             outcome = func(reads)
         except Exception:
@@ -535,6 +551,9 @@ class RuleCache:
             # views, and its outcome is kept under the whole facts it read.
             reads = Reads(facts, project=False)
             outcome = func(reads)
+            self.viewed_whole = True
+        elif reads.views:
+            self.viewed_whole = any(key in reads.views for key in reads.seen)
         kept = None
         if not reads.whole:
             try:
@@ -593,6 +612,8 @@ class RuleCache:
         bundle.outcomes[self._sig] = tuple(got)
 
 
+PLAIN_RUNS = 64  # CachedRule.plain
+
 # Nodes after which the rules reused so far are bundled (again): early, and again later in
 # case the first nodes were the odd ones.
 BUNDLE_AFTER = (4, 32, 256)
@@ -611,7 +632,7 @@ class _Bundle:
 class CachedRule:
     """A Rule whose `evaluate` answers from a RuleCache; everything else is the rule's."""
 
-    __slots__ = ("rule", "cache", "id", "memo", "slot", "keys", "streak")
+    __slots__ = ("rule", "cache", "id", "memo", "slot", "keys", "streak", "plain")
 
     def __init__(self, rule: Rule, cache: RuleCache) -> None:
         self.rule, self.cache = rule, cache
@@ -620,6 +641,11 @@ class CachedRule:
         self.slot = -1  # its place in the bundle, -1 outside it
         self.keys: tuple[Any, ...] | None = None  # the keys it is bundled under
         self.streak = 0  # nodes in a row whose outcome was reused
+        # Runs left without views (Fields): after a run that read a viewed fact whole all
+        # the same (a rule that copies each GPU, {**gpu, ...}), the next PLAIN_RUNS are
+        # plain, as the views would cost it time on every node and save no run; then it
+        # is tried with views again (a rule that sees a GPU whole only when it fires).
+        self.plain = 0
 
     def __getattr__(self, name: str) -> Any:  # area, needs, optional, severity, doc
         return getattr(self.rule, name)
@@ -636,8 +662,13 @@ class CachedRule:
             findings, skipped = cache._preset[slot]
             return list(findings), skipped
         runs = cache.runs
-        outcome, keys = cache._call(self.memo, lambda seen: self.rule.evaluate(seen, kb), facts, prints)
-        self.streak = self.streak + 1 if cache.runs == runs else 0
+        plain = self.plain
+        outcome, keys = cache._call(self.memo, lambda seen: self.rule.evaluate(seen, kb), facts, prints, not plain)
+        if cache.runs == runs:
+            self.streak += 1
+        else:
+            self.streak = 0
+            self.plain = plain - 1 if plain else PLAIN_RUNS if cache.viewed_whole else 0
         got = cache._got
         if slot >= 0 and got is not None and keys is not None and keys is self.keys:
             got[slot] = outcome

@@ -196,10 +196,18 @@ class JudgeCache:
     def __init__(self, kb: KB, rules: Iterable[Any] = ()) -> None:
         # What a judgement depends on besides the facts: it is reused under these alone.
         self.kb, self.node_rules = kb, tuple(rules)
+        self._served: Any = None  # a list found to hold node_rules (a list is compared by identity after)
         self.rules = RuleCache(kb)
 
     def serves(self, kb: KB, rules: list[Any]) -> bool:
-        return kb is self.kb and len(rules) == len(self.node_rules) and all(a is b for a, b in zip(rules, self.node_rules))
+        if kb is not self.kb:
+            return False
+        if rules is self._served:  # the list build() passes for every document: compared once
+            return True
+        same = len(rules) == len(self.node_rules) and all(a is b for a, b in zip(rules, self.node_rules))
+        if same:
+            self._served = rules
+        return same
 
     def get(self, twin: Template | None) -> Judged | None:
         # A template read by another report (or absorb() with another cache) judged it
