@@ -103,7 +103,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("conda-user-site-leak", "FWD523", W, "python", "user-site packages leak into a conda env"),
     FindingKind("conda-cuda-libs-mismatch", "FWD524", E, "torch", "conda's cuDNN/NCCL/CUDA libraries do not match conda pytorch's CUDA"),
     FindingKind("conda-mkl-breaks-pytorch", "FWD542", E, "torch", "mkl >= 2024.1 under conda's pytorch (undefined iJIT_NotifyEvent)"),
-    FindingKind("conda-cuda-pin-conflict", "FWD525", E, "python", "conda cannot solve: a build needs another cudatoolkit/cuda-version/__cuda than the env pins or the driver gives"),
+    FindingKind("conda-cuda-pin-conflict", "FWD525", E, "python", "conda cannot solve: a build needs another CUDA (cudatoolkit, __cuda) than the env pins or the driver gives"),
     # What prebuilt binaries ask of the machine (rules/platform.py): the CPU's AVX, the glibc, the Python's architecture.
     FindingKind("cpu-lacks-avx", "FWD543", E, "python", "the CPU lacks AVX, which prebuilt TensorFlow/jaxlib/Paddle binaries use"),
     FindingKind("glibc-too-old", "FWD544", E, "python", "the system glibc is older than an installed wheel or binary needs"),
