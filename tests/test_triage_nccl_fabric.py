@@ -276,3 +276,30 @@ def test_a_root_whose_shm_is_mode_755(cli, use_test_kb):
     found = {f["id"]: f for f in json.loads(result.stdout)["findings"]}
     assert found["shm-not-writable"]["message"].startswith("/dev/shm is not writable (its mode is 755, not 1777")
     assert "shm-not-writable" not in {f["id"] for f in json.loads(cli("check", "--root", str(ROOTS / "fabric-socket-ifname"), "--json").stdout)["findings"]}
+
+
+# --------------------------------------------- NCCL_NET=IB on a host (or container) without RDMA nodes
+def test_nccl_net_ib_in_a_container_without_dev_infiniband(cli, use_test_kb):
+    root = ROOTS / "fabric-ib-container"
+
+    def found(*args: str) -> dict:
+        result = cli("check", "--root", str(root), *args, "--json")
+        return {f["id"]: f for f in json.loads(result.stdout)["findings"]}
+
+    hit = found("--env-file", str(root / "env"))["nccl-net-plugin-failed"]
+    assert hit["message"].startswith("NCCL_NET=IB asks for NCCL's InfiniBand/RoCE plugin only, and this host has mlx5_0 but no /dev/infiniband/uverbs*")
+    assert "nccl-net-plugin-failed" not in found("--env-file", str(root / "env-socket"))
+    assert "nccl-net-plugin-failed" not in found()
+
+
+def test_nccl_net_ib_with_its_verbs_nodes_is_left_alone(use_test_kb):
+    from fwdoctor.engine import judge
+    from fwdoctor.model import Fact, Facts
+    from fwdoctor.rules.fabric import nccl_net_plugin_failed
+
+    facts = Facts([Fact("nccl.env", {"NCCL_NET": "ib"}, source="test"), Fact("fabric.ib_devices", [{"name": "mlx5_0", "ports": []}], source="test"),
+                   Fact("fabric.rdma_nodes", ["rdma_cm", "uverbs0"], source="test")])
+    assert judge(facts, None, [nccl_net_plugin_failed]).findings == []
+    no_device = Facts([*(facts.fact(k) for k in ("nccl.env", "fabric.rdma_nodes")), Fact("fabric.ib_devices", [], source="test")])
+    (hit,) = judge(no_device, None, [nccl_net_plugin_failed]).findings
+    assert "no RDMA device in /sys/class/infiniband" in hit.message

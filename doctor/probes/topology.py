@@ -12,6 +12,7 @@ Shell equivalents:
     env | grep ^NCCL_                                          # nccl.env
     ls /sys/class/net                                          # net.interfaces
     stat -c %a /dev/shm; test -w /dev/shm                      # system.shm_access
+    ls /dev/infiniband                                         # fabric.rdma_nodes
 
 NVLink and memory-repair state come from the NVML child of probes/driver.py (its per-GPU
 "nvlink" and "health"), `nvidia-smi topo -m` is the fallback on a live host. Everything
@@ -390,4 +391,18 @@ def parse_shm_access(mounts: str) -> dict[str, Any] | None:
     return {"mode": mode, "read_only": read_only, "writable": other_write and not read_only}
 
 
-PROBES: tuple[Probe, ...] = (nvlink_probe, infiniband_probe, nvswitch_probe, health_probe, nccl_env_probe, net_interfaces_probe, shm_access_probe)
+IB_DEV = "/dev/infiniband"
+
+
+@probe("rdma-device-nodes", provides=("fabric.rdma_nodes",))
+def rdma_nodes_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    """The device nodes libibverbs opens (/dev/infiniband/uverbs*, rdma_cm): a container sees
+    /sys/class/infiniband from the host but these only when they were passed to it."""
+    if not host.is_dir("/dev"):
+        yield Fact.unknown("fabric.rdma_nodes", "no /dev here (an image: Docker creates /dev at `docker run`; a copied tree)")
+        return
+    yield Fact("fabric.rdma_nodes", sorted(host.listdir(IB_DEV)) if host.is_dir(IB_DEV) else [], source=IB_DEV)
+
+
+PROBES: tuple[Probe, ...] = (nvlink_probe, infiniband_probe, nvswitch_probe, health_probe, nccl_env_probe, net_interfaces_probe, shm_access_probe,
+                             rdma_nodes_probe)

@@ -499,6 +499,53 @@ def socket_virtual_hit(names: list[str], virtual: list[str], evidence: dict[str,
                           note="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname"))
 
 
+@rule("nccl-net-plugin-failed", needs=("nccl.env", "fabric.ib_devices", "fabric.rdma_nodes"))
+def nccl_net_plugin_failed(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        On a host, checks that NCCL_NET=IB (NCCL may use only its InfiniBand/RoCE plugin)
+        has an RDMA device to start on: a device in /sys/class/infiniband and its verbs
+        nodes in /dev/infiniband (uverbs*), which a container has only when they are passed
+        to it. Reading a report, it takes NCCL's "Failed to initialize any NET plugin":
+        none of the network plugins NCCL may use started, not an external one
+        (NCCL_NET_PLUGIN, libnccl-net.so), not its IB one, not its Socket one, or not the
+        one NCCL_NET names.
+
+    Why is this bad?
+        ncclCommInitRank fails with "invalid usage" and no rank starts (src/plugin/net.cc,
+        ncclNetInit). The cause is printed at INFO level above the warning: most often
+        NCCL_NET=IB (or an RDMA plugin) where no RDMA device is usable, as in a container
+        started without /dev/infiniband (getainode/ainode#87: `docker inspect` showed
+        "Devices: []"), or libibverbs missing; else no socket interface either.
+
+    Example
+            $ docker run --gpus all -e NCCL_NET=IB image ...     # no --device /dev/infiniband
+            NCCL WARN Failed to initialize any NET plugin        # invalid
+            $ docker run --gpus all --device /dev/infiniband --cap-add IPC_LOCK ...   # valid
+
+    Fix
+        Give the process the devices and libraries the network it asks for needs, or let
+        NCCL fall back to sockets:
+
+            ls /dev/infiniband          # uverbs*, rdma_cm: inside the container too
+            NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <the job>   # the plugin and why it failed
+            unset NCCL_NET              # NCCL may then use Socket
+    """
+    net = str(_env_of(facts).get("NCCL_NET") or "")
+    if net.strip().lower() != "ib":  # NCCL compares the name case-insensitively (strcasecmp)
+        return None
+    devices = [d.get("name") for d in facts["fabric.ib_devices"] or []]
+    nodes = [n for n in facts["fabric.rdma_nodes"] or [] if str(n).startswith("uverbs")]
+    if devices and nodes:
+        return None
+    why = "no RDMA device in /sys/class/infiniband" if not devices else f"{', '.join(map(str, devices))} but no /dev/infiniband/uverbs* node (a container started without them)"
+    return Hit(f"NCCL_NET={net} asks for NCCL's InfiniBand/RoCE plugin only, and this host has {why}: NCCL will fail with "
+               "\"Failed to initialize any NET plugin\"",
+               evidence={"nccl.env": {"NCCL_NET": net}, "fabric.ib_devices": devices, "fabric.rdma_nodes": facts["fabric.rdma_nodes"]},
+               fix=FixRef(commands=("ls /dev/infiniband   # uverbs*: docker run --device /dev/infiniband (and --cap-add IPC_LOCK)",
+                                    "unset NCCL_NET   # NCCL may then fall back on Socket"),
+                          note="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-net"))
+
+
 RULES: tuple[Rule, ...] = (
     nvswitch_fabricmanager_not_running,
     fabricmanager_driver_mismatch,
@@ -508,6 +555,7 @@ RULES: tuple[Rule, ...] = (
     nccl_transport_disabled,
     nccl_p2p_disabled_nvlink,
     nccl_socket_interface_missing,
+    nccl_net_plugin_failed,
 )
 
 # Judged by `smoke allreduce` with nccl.run known (and by a check over a saved facts file

@@ -73,31 +73,7 @@ def socket_interface_missing(facts: Facts, kb: KB) -> Hit | None:
 
 @rule("nccl-net-plugin-failed", needs=("report.errors",), optional=("nccl.env",))
 def net_plugin_failed(facts: Facts, kb: KB) -> Hit | None:
-    """What it does
-        Reads NCCL's "Failed to initialize any NET plugin": none of the network plugins
-        NCCL may use started: not an external one (NCCL_NET_PLUGIN, libnccl-net.so), not
-        its internal IB one, not its internal Socket one, or not the one NCCL_NET names.
-
-    Why is this bad?
-        ncclCommInitRank fails with "invalid usage" and no rank starts (src/plugin/net.cc,
-        ncclNetInit). The cause is printed at INFO level above the warning: most often
-        NCCL_NET=IB (or an RDMA plugin) where no RDMA device is usable, as in a container
-        started without /dev/infiniband (getainode/ainode#87: `docker inspect` showed
-        "Devices: []"), or libibverbs missing; else no socket interface either.
-
-    Example
-            $ docker run --gpus all -e NCCL_NET=IB image ...     # no --device /dev/infiniband
-            NCCL WARN Failed to initialize any NET plugin        # invalid
-            $ docker run --gpus all --device /dev/infiniband --cap-add IPC_LOCK ...   # valid
-
-    Fix
-        Give the process the devices and libraries the network it asks for needs, or let
-        NCCL fall back to sockets:
-
-            ls /dev/infiniband          # uverbs*, rdma_cm: inside the container too
-            NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <the job>   # the plugin and why it failed
-            unset NCCL_NET              # NCCL may then use Socket
-    """
+    """NCCL's "Failed to initialize any NET plugin" (see nccl-net-plugin-failed)."""
     said = _errors(facts, "nccl-no-net-plugin")
     if not said:
         return None
