@@ -26,7 +26,10 @@ A file that is another but for its host name is neither parsed nor judged again
 for their names and a few odd ones: the best case. --distinct gives every node its own GPU
 UUIDs and stamp, as a real fleet's facts differ: each node's facts are then read fact by
 fact (only gpus.list is parsed again: fleet.facttext) and judged rule by rule, where only
-the rules that read gpus.list or the stamp run again (fleet.judging.RuleCache). Print both.
+the rules that read the stamp or a GPU whole run again (fleet.judging.RuleCache: a rule
+that reads some fields of each GPU is keyed by those fields, so UUIDs do not split it;
+in the shipped rules, driver-branch-eol reads the stamp, and gpu-arch-unsupported-by-torch
+and -by-framework copy each GPU whole). Print both.
 
 The fleet generator (`write_fleet`) is also what tests/test_fleet_report.py and
 tests/test_fleet_html.py build their 1,000-node fleets with.
