@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 
-from fwdoctor.smoke import nccl_log
 from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines
 
@@ -29,11 +28,15 @@ _MAX_ENTRY_LINES = 64  # NCCL lists at most MAX_IFS (16) interfaces; a wrapped l
 
 
 def find(lines: Lines) -> list[Fragment]:
+    # The parser is imported only for a report with NCCL's lines in it: triage otherwise
+    # loads nothing of the smoke tests (tests/test_import_budget.py).
     env: dict[str, str] = {}
     numbers: list[int] = []
     for i, text in enumerate(lines.norm):
         if _MARK not in text:
             continue
+        from fwdoctor.smoke import nccl_log
+
         said = nccl_log.parse(text)["env"]
         for name, value in said.items():
             env.setdefault(name, str(value)[:_MAX_VALUE])  # ranks repeat it: the first says it
@@ -65,6 +68,8 @@ def _socket_lists(norm: tuple[str, ...]) -> tuple[int, int, list[dict]] | None:
         while end + 1 < len(norm) and end - i < _MAX_ENTRY_LINES and _ENTRY_LINE.match(norm[end + 1]):
             end += 1
             listing.append(norm[end])
+        from fwdoctor.smoke import nccl_log
+
         for iface in nccl_log.socket_interfaces(" ".join(listing)):
             ifaces.setdefault(iface["iface"], iface)
         first, last = first or i + 1, end + 1
