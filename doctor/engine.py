@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
@@ -162,6 +163,13 @@ def applies(item: Rule, facts: Facts) -> bool:
     return item.area != "build" or facts.fact("request.build.torch") is not None
 
 
+@functools.lru_cache(maxsize=1)
+def _catalog_order() -> dict[str, int]:
+    """Finding id -> its place in the catalog (the report's order); built once per process,
+    not per judged node (a fleet report judges thousands)."""
+    return {kind.id: i for i, kind in enumerate(FINDING_KINDS)}
+
+
 def judge(
     facts: Facts,
     kb: KB,
@@ -216,7 +224,7 @@ def judge(
                     code=pf.code,
                 )
             )
-    order = {kind.id: i for i, kind in enumerate(FINDING_KINDS)}
+    order = _catalog_order()
     report.findings.sort(key=lambda f: (f.severity.rank, order.get(f.id, 999), f.message))
     return report
 

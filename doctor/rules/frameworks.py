@@ -238,7 +238,9 @@ def gpu_arch_unsupported_by_framework(facts: Facts, kb: KB) -> Iterable[Hit] | N
     if not gpus:
         return None
     pci = facts.get("pci.nvidia_gpus") or []
-    with_cc = [{**g, "cc": cc} for g in gpus if (cc := kb.gpus.cc_for_gpu(g, pci))]
+    # (GPU, capability) pairs; a GPU is copied whole only into a finding (see
+    # gpu_arch_unsupported_by_torch: a fleet reuses "fine" across GPU UUIDs).
+    with_cc = [(g, cc) for g in gpus if (cc := kb.gpus.cc_for_gpu(g, pci))]
     hits, unknown = [], []
     for item in installed(facts):
         if not item.get("gpu_build"):
@@ -253,9 +255,10 @@ def gpu_arch_unsupported_by_framework(facts: Facts, kb: KB) -> Iterable[Hit] | N
         if not with_cc:
             raise NotCheckable("no GPU's compute capability is known (gpus.list has no cc)")
         parsed = arch.parse_targets(list(targets))
-        for gpu in with_cc:
-            if arch.runs_on(parsed, str(gpu["cc"])):
+        for found, cc in with_cc:
+            if arch.runs_on(parsed, str(cc)):
                 continue
+            gpu = {**found, "cc": cc}
             hits.append(
                 Hit(
                     f"GPU {gpu.get('index', '?')}: {gpu.get('name') or 'GPU'} (compute capability {gpu['cc']}) has no kernel in {label(item)}, built for {' '.join(targets)}",

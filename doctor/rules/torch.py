@@ -187,11 +187,10 @@ def gpu_arch_unsupported_by_torch(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     # A GPU's capability as reported, else from its name or PCI id via the GPU KB (the
     # proc files a root folder offers carry no capability).
     pci = facts.get("pci.nvidia_gpus") or []
-    with_cc = []
-    for gpu in gpus:
-        cc = kb.gpus.cc_for_gpu(gpu, pci)
-        if cc:
-            with_cc.append({**gpu, "cc": cc})
+    # (GPU, capability) pairs: a GPU is copied whole (with its cc) only into a finding's
+    # evidence, so a fleet report reuses this rule's "fine" for nodes whose GPUs differ
+    # only in fields it never reads (UUIDs; fwdoctor.fleet.judging.Fields).
+    with_cc = [(gpu, cc) for gpu in gpus if (cc := kb.gpus.cc_for_gpu(gpu, pci))]
     if not with_cc:
         raise NotCheckable("no GPU's compute capability is known (gpus.list has no cc)")
     targets, origin = torch_arch_list(facts, kb)
@@ -200,17 +199,17 @@ def gpu_arch_unsupported_by_torch(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     except ValueError as exc:
         raise NotCheckable(f"torch arch list from {origin} is unreadable: {exc}") from None
     bad: dict[str, list[dict]] = {}
-    for gpu in with_cc:
+    for gpu, cc in with_cc:
         try:
-            verdict = arch.runs_on(parsed, str(gpu["cc"]))
+            verdict = arch.runs_on(parsed, str(cc))
         except ValueError:
             continue
         if not verdict:
-            bad.setdefault(str(gpu["cc"]), []).append(gpu)
+            bad.setdefault(str(cc), []).append({**gpu, "cc": cc})
     if not bad:
         return None
     version = facts.get("torch.version") or "?"
-    every_cc = sorted({str(g["cc"]) for g in with_cc}, key=arch.cc_key)
+    every_cc = sorted({str(cc) for _, cc in with_cc}, key=arch.cc_key)
     best = _recommended(kb, facts, version, cuda_only=True)
     if best is not None and (best.cuda is None or best.arch_list is None):
         best = None
