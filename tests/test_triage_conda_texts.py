@@ -4,29 +4,14 @@ gave the CPU pytorch; real excerpts from public threads (the source is named abo
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from fwdoctor.triage import conda_builds, conda_info, conda_specs
-from fwdoctor.triage.text import Lines
+
+from triage_helpers import facts_of, findings
 
 pytestmark = pytest.mark.usefixtures("use_test_kb")
-
-
-def facts_of(parse, text: str) -> dict:
-    out: dict = {}
-    for frag in parse(Lines.of(text)):
-        for fact in frag.facts:
-            out[fact.key] = fact.value
-    return out
-
-
-def findings(cli, tmp_path, text: str) -> dict:
-    path = tmp_path / "report.md"
-    path.write_text(text)
-    doc = json.loads(cli("triage", "--json", str(path)).output)
-    return {f["id"]: f for f in doc["findings"]}
 
 
 # ----------------------------------------------------------------------------- conda info

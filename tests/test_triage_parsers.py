@@ -7,14 +7,7 @@ from fwdoctor.model import UNKNOWN
 from fwdoctor.triage import build_config, collect_env, dpkg_rpm, driver_version, ds_report, errors, gcc, hf_env, nvcc, nvidia_smi, packages, repl, triage
 from fwdoctor.triage.text import Lines, command
 
-
-def facts_of(parse, text: str) -> dict:
-    """Every fact the parser's fragments state, key -> value (later fragments win)."""
-    out: dict = {}
-    for frag in parse(Lines.of(text)):
-        for fact in frag.facts:
-            out[fact.key] = fact.value
-    return out
+from triage_helpers import facts_of
 
 
 # ----------------------------------------------------------------------------- collect_env

@@ -10,24 +10,10 @@ import time
 import pytest
 
 from fwdoctor.triage import conda_builds, envdump, issue_template, jax_env, lspci, paddle, shm, triage
-from fwdoctor.triage.text import Lines
+
+from triage_helpers import facts_of, findings
 
 pytestmark = pytest.mark.usefixtures("use_test_kb")
-
-
-def facts_of(parse, text: str) -> dict:
-    out: dict = {}
-    for frag in parse(Lines.of(text)):
-        for fact in frag.facts:
-            out[fact.key] = fact.value
-    return out
-
-
-def findings(cli, tmp_path, text: str) -> dict:
-    path = tmp_path / "report.md"
-    path.write_text(text)
-    doc = json.loads(cli("triage", "--json", str(path)).output)
-    return {f["id"]: f for f in doc["findings"]}
 
 
 # ----------------------------------------------------------------------------- df /dev/shm

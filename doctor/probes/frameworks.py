@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from fwdoctor.host import Host, UnreadableError
 from fwdoctor.model import Fact, Facts, ProbeFailure
@@ -86,6 +86,13 @@ def find_dists(host: Host, dirs: list[str]) -> dict[str, dict[str, str]]:
     """{normalised name: {"version", "path" (the dist-info), "dir"}} for the frameworks' and
     nvidia-* distributions, the first in import order winning (what `import` would load)."""
     wanted = {n for names in MEMBERS.values() for n in names}
+    return first_dists(host, dirs, lambda name: name in wanted or name.startswith("nvidia-"))
+
+
+def first_dists(host: Host, dirs: list[str], wanted: Callable[[str], bool]) -> dict[str, dict[str, str]]:
+    """{normalised name: {"version", "path" (the dist-info), "dir"}} of the `wanted`
+    distributions installed in `dirs`, the first in import order winning (the one `import`
+    loads)."""
     out: dict[str, dict[str, str]] = {}
     for directory in dirs:
         for entry in host.listdir(directory):
@@ -93,7 +100,7 @@ def find_dists(host: Host, dirs: list[str]) -> dict[str, dict[str, str]]:
             if not match:
                 continue
             name = normalise(match.group("name"))
-            if name in out or not (name in wanted or name.startswith("nvidia-")):
+            if name in out or not wanted(name):
                 continue
             out[name] = {"version": match.group("version"), "path": posixpath.join(directory, entry), "dir": directory}
     return out

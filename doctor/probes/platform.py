@@ -19,7 +19,7 @@ from typing import Any, Iterable
 from fwdoctor.host import Host, UnreadableError
 from fwdoctor.model import Fact, Facts, ProbeFailure
 from fwdoctor.probes.base import Probe, Read, probe
-from fwdoctor.probes.frameworks import MEMBERS, normalise
+from fwdoctor.probes.frameworks import MEMBERS, first_dists
 from fwdoctor.probes.torch import import_dirs
 
 CPUINFO = "/proc/cpuinfo"
@@ -37,7 +37,6 @@ WHEEL_READ_BYTES = 16 * 1024  # a WHEEL file is a few hundred bytes: Wheel-Versi
 READS = (Read(CPUINFO, limit=CPUINFO_READ_BYTES), Read("**/*.dist-info/WHEEL", limit=WHEEL_READ_BYTES))
 KEYS = ("platform.cpu", "platform.wheel_glibc")
 
-_DIST = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)\.dist-info$")
 # PEP 600: manylinux_X_Y runs on glibc >= X.Y; the legacy tags are its aliases
 # (manylinux1 = 2_5, manylinux2010 = 2_12, manylinux2014 = 2_17).
 _MANYLINUX = re.compile(r"^manylinux_(\d{1,2})_(\d{1,3})_\w{1,20}$")
@@ -123,25 +122,16 @@ def wheel_glibc_facts(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]
         yield Fact.unknown("platform.wheel_glibc", f"no interpreter to inspect ({facts.why('python.site_packages')})")
         return
     found: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for directory in dirs:
-        for entry in host.listdir(directory):
-            match = _DIST.match(entry)
-            if not match:
-                continue
-            name = normalise(match.group("name"))
-            if name not in WHEELS or name in seen:
-                continue
-            seen.add(name)  # the first in import order is the one `import` loads
-            path = posixpath.join(directory, entry, "WHEEL")
-            try:
-                text = host.read_text(path, limit=WHEEL_READ_BYTES)
-            except UnreadableError as exc:
-                yield ProbeFailure("platform", f"cannot read {exc.path}: {exc.reason}")
-                continue
-            tagged = glibc_of_tags(text or "")
-            if tagged:
-                found.append({"dist": name, "version": match.group("version"), "tag": tagged[0], "glibc": tagged[1], "path": path})
+    for name, dist in first_dists(host, dirs, lambda name: name in WHEELS).items():
+        path = posixpath.join(dist["path"], "WHEEL")
+        try:
+            text = host.read_text(path, limit=WHEEL_READ_BYTES)
+        except UnreadableError as exc:
+            yield ProbeFailure("platform", f"cannot read {exc.path}: {exc.reason}")
+            continue
+        tagged = glibc_of_tags(text or "")
+        if tagged:
+            found.append({"dist": name, "version": dist["version"], "tag": tagged[0], "glibc": tagged[1], "path": path})
     yield Fact("platform.wheel_glibc", found, source=" ".join(dirs) or "no site dirs")
 
 
