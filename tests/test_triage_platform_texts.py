@@ -200,3 +200,21 @@ def test_a_cuda_library_of_another_release_names_the_soname_and_the_symbol(cli, 
     assert (entry["soname"], entry["symbol"]) == ("libcusparse.so.11", "cusparseSpSM_analysis")
     assert entry["library"].endswith("/torch/lib/libtorch_cuda_cu.so")
     assert "cudnn-undefined-symbol" not in entries and "cudnn-shadowed" not in findings
+
+
+# conda/micromamba-pytorch-libtorch-cpu-execstack-glibc241.md (conda-forge/pytorch-cpu-feedstock#350)
+EXECSTACK = "ImportError: libtorch_cpu.so: cannot enable executable stack as shared object requires: Invalid argument\n"
+CONDA_GLIBC = "```\n       virtual packages : __unix=0=0\n                          __linux=6.13.2=0\n                          __glibc={glibc}=0\n```\n"
+
+
+def test_a_library_asking_for_an_executable_stack_on_glibc_241_is_named(cli, tmp_path):
+    entries, findings, shown = triaged(cli, tmp_path, EXECSTACK + "\n" + CONDA_GLIBC.format(glibc="2.41"))
+    entry = entries["execstack-refused"]
+    assert findings.get("glibc-execstack-refused") == "error", findings
+    assert entry["library"] == "libtorch_cpu.so" and f"report line {entry['line']}" in shown
+    assert "glibc is 2.41" in shown and "GLIBC_TUNABLES=glibc.rtld.execstack=2" in shown
+
+
+def test_the_same_refusal_on_a_glibc_older_than_241_is_not_that_cause(cli, tmp_path):
+    _, findings, _ = triaged(cli, tmp_path, EXECSTACK + "\n" + CONDA_GLIBC.format(glibc="2.40"))
+    assert "glibc-execstack-refused" not in findings

@@ -1,11 +1,15 @@
-"""What prebuilt binaries ask of the machine: cpu-lacks-avx, glibc-too-old, python-arch-mismatch.
+"""What prebuilt binaries ask of the machine: cpu-lacks-avx, glibc-too-old, python-arch-mismatch,
+glibc-execstack-refused.
 
 RULES judge the platform.* and system.glibc facts of a live host or a --root (probes/platform.py).
 REPORT_RULES are their report-side twins, which `fwdoctor triage` runs where the regular rule
 could not (it said "not checked"): they read the rows of doctor/kb/errors.yaml that matched the
 pasted text and quote the line. python-arch-mismatch has only its report-side rule: whether an
 x86_64 Python runs under Rosetta is a macOS question (sysctl.proc_translated), and no probe of
-this Linux doctor asks it.
+this Linux doctor asks it. glibc-execstack-refused has only its report-side rule too, for now: a
+live twin would read each installed .so's PT_GNU_STACK program header (a bounded read of the
+ELF header and its program headers), which no probe does yet; `readelf -lW LIB | grep
+GNU_STACK` settles it by hand (RWE: the library asks for an executable stack).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.versions import parse_version
 
 if TYPE_CHECKING:
@@ -195,6 +199,66 @@ def glibc_too_old_said(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+# glibc 2.41's release notes (https://lists.gnu.org/archive/html/info-gnu/2025-01/msg00014.html):
+# "dlopen and dlmopen no longer make the stack executable if a shared library requires it ...
+# Instead, loading such objects will fail." Before 2.41 the same words end in ": Permission
+# denied" where SELinux forbids execmem: another cause, not matched by the row.
+EXECSTACK_REFUSED_SINCE = Version("2.41")
+
+
+@rule("glibc-execstack-refused", needs=("report.errors",), optional=("system.glibc",))
+def glibc_execstack_refused(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads the loader's "LIB: cannot enable executable stack as shared object requires:
+        Invalid argument" in a report (the row execstack-refused of doctor/kb/errors.yaml) and
+        names the library; where the report shows the system's glibc (conda's __glibc
+        virtual package, collect_env's libc line) and it is older than 2.41, it stays silent.
+        Judged from a report's text only, for now: no probe reads the PT_GNU_STACK program
+        header of the installed libraries yet.
+
+    Why is this bad?
+        Since glibc 2.41, dlopen no longer makes the stack executable for a shared object
+        whose GNU_STACK program header asks for one (RWE, or no GNU_STACK at all): loading it
+        fails (glibc 2.41 NEWS; sourceware bug 32653). A Python extension or a library it
+        bundles that was linked from assembly without a .note.GNU-stack section asks for an
+        executable stack without needing one, so `import` fails after a distribution upgrade
+        (Arch, Fedora 42, Debian 13): conda-forge's libtorch_cpu.so
+        (conda-forge/pytorch-cpu-feedstock#350), ctranslate2 4.5.0's wheel
+        (OpenNMT/CTranslate2#1849). glibc-too-old is the opposite case.
+
+    Example
+            ImportError: libctranslate2-bc15bf3f.so.4.5.0: cannot enable executable stack as shared object requires: Invalid argument
+
+        on glibc 2.41: invalid. The same wheel on glibc 2.40, or a build linked with
+        -z noexecstack on 2.41: valid.
+
+    Fix
+        Update the package to a build linked with `-Wl,-z,noexecstack` (conda-forge rebuilt
+        its pytorch so, pytorch-cpu-feedstock#355). Meanwhile run the one program with
+        `GLIBC_TUNABLES=glibc.rtld.execstack=2`, which lets glibc grant the executable stack
+        again, or clear the flag on the library (`patchelf --clear-execstack LIB`, patchelf
+        >= 0.18) where nothing in it needs an executable stack.
+    """
+    said = _errors(facts, "execstack-refused")
+    if not said:
+        return None
+    system = facts.get("system.glibc")
+    have = parse_version(system) if system else None
+    if have is not None and have < EXECSTACK_REFUSED_SINCE:
+        return None  # an older glibc refused for another reason (an SELinux execmem denial says "Permission denied")
+    library = said[0].get("library") or "a library"
+    where = f"the system's glibc is {system} ({facts.source('system.glibc')})" if system else "the system's glibc is 2.41 or newer"
+    return Hit(
+        f"{where} and refuses to load {library}, which asks for an executable stack: {_line(said[0])}",
+        evidence={"report.errors": said, "system.glibc": system},
+        fix=FixRef(commands=(f"readelf -lW {sh(library)} | grep GNU_STACK   # RWE: the library asks for an executable stack",
+                             "GLIBC_TUNABLES=glibc.rtld.execstack=2 python -c 'import ...'   # meanwhile, for this one program",
+                             "ldd --version   # this system's glibc"),
+                   note="update the package to a build linked with -Wl,-z,noexecstack; meanwhile GLIBC_TUNABLES=glibc.rtld.execstack=2 for that program, "
+                        "or patchelf --clear-execstack on the library where nothing in it needs an executable stack"),
+    )
+
+
 @rule("python-arch-mismatch", needs=("report.errors",))
 def python_arch_mismatch(facts: Facts, kb: KB) -> Hit | None:
     """What it does
@@ -238,4 +302,4 @@ def python_arch_mismatch(facts: Facts, kb: KB) -> Hit | None:
 
 
 RULES: tuple[Rule, ...] = (cpu_lacks_avx, glibc_too_old)
-REPORT_RULES: tuple[Rule, ...] = (cpu_lacks_avx_said, glibc_too_old_said, python_arch_mismatch)
+REPORT_RULES: tuple[Rule, ...] = (cpu_lacks_avx_said, glibc_too_old_said, python_arch_mismatch, glibc_execstack_refused)

@@ -631,7 +631,8 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       # fwdoctor.rules.visibility's report-side rules read these (CUDA_VISIBLE_DEVICES, a container without GPUs)
                       *visibility.REPORT_KINDS,
                       # fwdoctor.rules.platform's report-side rules read these (issue 26: no AVX, old glibc, Rosetta)
-                      "jaxlib-cpu-lacks-avx", "illegal-instruction", "glibc-version-not-found", "x86-python-on-apple-silicon"})
+                      "jaxlib-cpu-lacks-avx", "illegal-instruction", "glibc-version-not-found", "x86-python-on-apple-silicon",
+                      "execstack-refused"})
 
 
 def _from_rows() -> tuple[Rule, ...]:
