@@ -180,3 +180,25 @@ def test_an_error_text_a_finding_covers_is_not_listed_as_covered_by_none(test_kb
     assert "libcuda-unversioned-cannot-open" not in render_text(result)
     assert "libcuda-unversioned-cannot-open" not in render_markdown(result, on_wsl)
     assert "libcuda-unversioned-cannot-open: no finding id fits" in render_text(run(line, test_kb))
+
+
+def test_error_804_is_an_image_cuda_newer_than_the_host_driver(test_kb):
+    # wheelos/apollo-lite#80: the forward-compatibility libcuda an image carries runs only on
+    # data-center GPUs, so on another GPU the image's CUDA is newer than the driver supports.
+    text = ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+            "NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non supported HW\n")
+    (finding,) = [f for f in run(text, test_kb).report.findings if f.id == "driver-too-old-for-image"]
+    assert "data-center GPUs" in finding.message and "Error 804" in finding.message
+
+
+def test_tensorflow_0x_unable_to_load_cudnn_dso_is_a_missing_cuda_library(test_kb):
+    # RealScout/deep-learning-images#7: TensorFlow before 1.x names the library by its family
+    text = "I tensorflow/stream_executor/cuda/cuda_dnn.cc:3448] Unable to load cuDNN DSO\n"
+    (finding,) = [f for f in run(text, test_kb).report.findings if f.id == "cuda-lib-not-found"]
+    assert "libcudnn" in finding.message and "ldconfig -p | grep libcudnn" in finding.fix.commands[0]
+
+
+def test_nvidia_container_cli_driver_not_loaded_is_a_missing_driver(test_kb):
+    # cedricxie/apollo_perception_ros#20: NVML_ERROR_DRIVER_NOT_LOADED on the host
+    text = ("stderr: nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown.\n")
+    assert "driver-missing" in ids(text, test_kb)

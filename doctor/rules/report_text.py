@@ -407,7 +407,8 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
         loader's "libcudart.so.11.0: cannot open shared object file" (an ImportError, an
         OSError, ctranslate2's "Could not load library libcudnn_ops_infer.so.8"), Paddle's
         "The third-party dynamic library (cudnn64_8.dll) that Paddle depends on is not
-        configured correctly", TensorFlow's "Could not load dynamic library".
+        configured correctly", TensorFlow's "Could not load dynamic library" (and before 1.x
+        "Unable to load cuDNN DSO").
 
     Why is this bad?
         The program opens the CUDA runtime or cuDNN by its file name at run time and stops
@@ -433,11 +434,14 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     # TensorFlow's dso_loader line also carries the loader's "cannot open": that line is
     # fwdoctor.triage.rules' (dlopen-failed), whose fix names TensorFlow's tested builds.
     tf_lines = {e["line"] for e in _errors(facts, "dlopen-failed")}
-    said = [e for e in _errors(facts, "cuda-library-cannot-open", "paddle-third-party-library") if e["line"] not in tf_lines]
+    said = [e for e in _errors(facts, "cuda-library-cannot-open", "paddle-third-party-library", "tf-unable-to-load-dso")
+            if e["line"] not in tf_lines]
     if not said:
         return None
     error = said[0]
     library = str(error.get("library") or "a CUDA library").replace(",so", ".so")
+    if error["kind"] == "tf-unable-to-load-dso":  # "Unable to load cuDNN DSO": the soname's stem
+        library = "lib" + library.lower()
     if library.lower().endswith(".dll"):
         where = "PATH (Windows' DLL search path)"
         commands = ("where " + library.split(";")[0] + "   # in a new cmd.exe: is its folder on PATH?",)
@@ -457,7 +461,9 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
 def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads nvidia-container-cli's "requirement error: unsatisfied condition: cuda>=11.0,
-        please update your driver to a newer version, or use an earlier cuda container".
+        please update your driver to a newer version, or use an earlier cuda container", and
+        the CUDA runtime's "Error 804: forward compatibility was attempted on non supported HW"
+        (the image's forward-compatibility libcuda, for data-center GPUs only, tried on another).
 
     Why is this bad?
         A CUDA image declares the CUDA it needs (NVIDIA_REQUIRE_CUDA, set by the nvidia/cuda
@@ -477,7 +483,7 @@ def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
     """
     said = _errors(facts, "nvidia-container-cli-cuda-requirement")
     if not said:
-        return None
+        return _forward_compat_refused(facts)
     error = said[0]
     cuda = str(error["cuda"])
     driver = kb.cuda.toolkit_driver(cuda)
@@ -489,6 +495,28 @@ def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
         evidence={"report.errors": said, "cuda": cuda, "driver_needed": driver, "driver.cuda_version": have},
         fix=FixRef(commands=("nvidia-smi   # on the host: the CUDA its driver supports, top right",),
                    note=f"install {need} on the host, or run an image built for the driver's CUDA (an older nvidia/cuda tag)"),
+    )
+
+
+def _forward_compat_refused(facts: Facts) -> Hit | None:
+    """The CUDA runtime's 804, "forward compatibility was attempted on non supported HW": the
+    forward-compatibility libcuda (cuda-compat, in NVIDIA's CUDA images under
+    /usr/local/cuda/compat) was loaded because the program's CUDA is newer than the host
+    driver's, and the GPU is not one it supports (data-center GPUs only; doctor/kb/errors.yaml,
+    S-CUDA-FORWARD-COMPAT). The text names no version: the fix is the host driver."""
+    said = _errors(facts, "cuda-compat-unsupported-804")
+    if not said:
+        return None
+    have = facts.get("driver.version")
+    host = f" (the host's driver is {have}, {facts.source('driver.version')})" if have else ""
+    return Hit(
+        f"the CUDA in this image or environment is newer than the host's NVIDIA driver supports{host}, and its forward-compatibility "
+        f"libcuda runs only on data-center GPUs: {_line(said[0])}",
+        evidence={"report.errors": said, "driver.version": have},
+        fix=FixRef(commands=("nvidia-smi   # on the host: the CUDA its driver supports, top right",
+                             "ldconfig -p | grep libcuda.so   # in the container: a /usr/local/cuda/compat copy listed first is the forward-compat one"),
+                   note="upgrade the host's NVIDIA driver to one for the image's CUDA, or run an image built for the driver's CUDA; "
+                        "keep /usr/local/cuda/compat off LD_LIBRARY_PATH on GeForce/RTX GPUs"),
     )
 
 
