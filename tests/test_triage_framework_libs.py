@@ -150,6 +150,18 @@ def test_the_runtimes_driver_insufficient_among_paddles_frames_is_paddles_driver
     assert "driver-too-old-for-framework" not in triaged(cli, tmp_path, TORCH_DRIVER)
 
 
+def test_paddles_own_cuda_error_35_is_paddles_driver_floor_without_its_frames(cli, tmp_path):
+    # https://github.com/PaddlePaddle/Paddle/issues/50747 (the title alone, Paddle >= 2.4's casing)
+    text = "OSError: (External) CUDA error(35), CUDA driver version is insufficient for CUDA runtime version.\n"
+    hit = triaged(cli, tmp_path, text)["driver-too-old-for-framework"]
+    assert "this PaddlePaddle build loads" in hit["message"]
+    # torch's "cuda runtime error (35)" and faiss's "CUDA error 35" are not Paddle's
+    faiss = ("Faiss assertion 'err__ == cudaSuccess' failed in int faiss::gpu::getNumDevices() at gpu/utils/DeviceUtils.cu:32; "
+             "details: CUDA error 35 CUDA driver version is insufficient for CUDA runtime version\n")
+    for other in (TORCH_DRIVER, faiss):
+        assert "driver-too-old-for-framework" not in triaged(cli, tmp_path, other)
+
+
 # https://github.com/PaddlePaddle/PaddleClas/issues/268 (both paddlepaddle and paddlepaddle-gpu installed)
 PADDLECLAS_CPU = ("2020-09-08 09:14:59 ERROR: You are using paddlepaddle cpu version! Please try to install paddlepaddle-gpu to run model on GPU.\n")
 

@@ -356,10 +356,16 @@ def cuda_pointers_disagree(facts: Facts, kb: KB) -> Hit | None:
 def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
     """The CUDA runtime's "CUDA driver version is insufficient for CUDA runtime version" in a
     report filed with TensorFlow's or JAX's issue form, or printed among Paddle's frames
-    ("(at /paddle/paddle/fluid/platform/gpu_info.cc:78)"): the driver is older than the CUDA
+    ("(at /paddle/paddle/fluid/platform/gpu_info.cc:78)"), or in Paddle's own words ("Cuda
+    error(35), ..."): the driver is older than the CUDA
     that framework's build loads (see driver-too-old-for-framework, which needs the
     driver's version and the build's CUDA; the text names neither)."""
     said = _errors(facts, "driver-insufficient")
+    # Paddle's own "Cuda error(35)" names Paddle whatever the words after it (doctor/kb/errors.yaml)
+    paddle_lines = {e["line"] for e in _errors(facts, "paddle-cuda-error-35")}
+    framed = any(e.get("framework") for e in said)
+    said = [dict(e, framework="paddle") if e["line"] in paddle_lines else e for e in said]
+    said += [dict(e, framework="paddle") for e in _errors(facts, "paddle-cuda-error-35") if e["line"] not in {s["line"] for s in said}]
     # whose form it is, else whose frames surround the error (Paddle's: fwdoctor.triage.errors)
     framework = facts.get("report.framework") or next((e["framework"] for e in said if e.get("framework")), None)
     if not said or framework not in ("tensorflow", "jax", "paddle"):
@@ -367,7 +373,8 @@ def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
     from fwdoctor.kb.frameworks import TITLES
 
     title = TITLES.get(framework, framework)
-    where = f"{title}'s issue form, {facts.source('report.framework')}" if facts.get("report.framework") else f"{title}'s frames around it"
+    where = (f"{title}'s issue form, {facts.source('report.framework')}" if facts.get("report.framework")
+             else f"{title}'s frames around it" if framed else f"{title}'s own wording, \"Cuda error(35)\"")
     return Hit(
         f"the NVIDIA driver is older than the CUDA runtime this {title} build loads: {_line(said[0])} ({where})",
         evidence={"report.errors": said, "report.framework": framework},
@@ -625,7 +632,7 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       "unsupported-gpu-arch", "cudnn-undefined-symbol",
                       # issue 26, part B: the rules above with their own explanation
                       "cudnn-runtime-older", "paddle-cudnn-older", "jax-lib-older-than-built", "xla-ptxas-newer-than-driver",
-                      "dlopen-failed", "nccl-ibv-modify-qp-failed",
+                      "dlopen-failed", "nccl-ibv-modify-qp-failed", "paddle-cuda-error-35",
                       # its facts (a CPU-only Paddle, a GPU asked for) feed framework_cpu_build_gpu_expected
                       "paddle-cpu-build-asked-for-gpu", "nccl-maxsharedmem-exceeds",
                       # fwdoctor.rules.visibility's report-side rules read these (CUDA_VISIBLE_DEVICES, a container without GPUs)
