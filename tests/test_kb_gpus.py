@@ -70,6 +70,13 @@ PRINTED = [
     ("Quadro M6000 24GB", "5.2"),
     ("NVIDIA GeForce GTX 1050 Ti", "6.1"),
     ("GeForce GTX 970", "5.2"),
+    # Pre-Maxwell parts field reports show (issue 26; cuda-legacy-gpus)
+    ("GeForce 210", "1.2"),
+    ("Quadro FX 2800M", "1.1"),
+    ("NVIDIA GeForce GT 740M", "3.0"),
+    ("GeForce GTX 560 Ti", "2.1"),
+    ("GeForce GTX 780 Ti", "3.5"),
+    ("Quadro 600", "2.1"),
     # Jetson: `nvidia-smi -L` on JetPack 6 prints "Orin (nvgpu)" (anduril/jetpack-nixos#371);
     # torch prints "Orin" (sgl-project/sglang#3331) and "NVIDIA Thor" (vllm-project/vllm#34470).
     ("Orin (nvgpu)", "8.7"),
@@ -82,6 +89,12 @@ PRINTED = [
 @pytest.mark.parametrize(("name", "cc"), PRINTED)
 def test_printed_names_resolve_to_their_compute_capability(gpus, name, cc):
     assert gpus.cc_for_name(name) == cc
+
+
+def test_a_gpu_name_shipped_on_chips_of_different_compute_capability_has_no_row(gpus):
+    # GT 730: GF108 (2.1) and GK208 (3.5) under one name; Quadro 600 is not a Quadro 6000.
+    assert gpus.cc_for_name("NVIDIA GeForce GT 730") is None
+    assert gpus.cc_for_name("Quadro 6000") is None
 
 
 def test_similar_names_stay_apart(gpus):
@@ -146,6 +159,8 @@ def test_listed_ids_agree_with_their_chip(gpus, device_id):
 # Volta up to R580 ("Unix Graphics Feature Deprecation Schedule"); open modules from Turing,
 # required from Blackwell (driver README "Open Linux Kernel Modules").
 FAMILIES = [
+    ("1.2", None, 340, "unsupported"),
+    ("2.1", None, 390, "unsupported"),
     ("3.7", None, 470, "unsupported"),
     ("5.2", None, 580, "unsupported"),
     ("6.1", None, 580, "unsupported"),
