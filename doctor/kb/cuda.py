@@ -137,6 +137,16 @@ class DriverBranch:
 
 
 @dataclass(frozen=True)
+class WslFloor:
+    """GPU compute in WSL: WSL 2 only, on a Windows build at or past `windows_build_min`
+    (Windows 10 21H2 = 19044)."""
+
+    windows_build_min: int
+    confidence: str
+    source: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class HostGcc:
     cuda: str  # major.minor
     gcc_max: int
@@ -154,6 +164,7 @@ class CudaKB:
     host_gcc: tuple[HostGcc, ...]
     runfiles: tuple[Runfile, ...] = ()
     driver_branches: tuple[DriverBranch, ...] = ()
+    wsl: WslFloor | None = None  # None: the KB has no WSL row (wsl-gpu-unsupported says "not checked")
 
     # ---------------------------------------------------------------- driver lifecycle
     def driver_branch_row(self, branch: int) -> DriverBranch | None:
@@ -304,7 +315,7 @@ def _unique(ctx: Ctx, seen: dict[Any, int], key: Any, index: int, what: str) -> 
 
 def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
     data = ctx.mapping(data)
-    known = {"sources", "horizon", "minor_compat", "toolkit_drivers", "architectures", "host_gcc", "runfiles", "driver_branches"}
+    known = {"sources", "horizon", "minor_compat", "toolkit_drivers", "architectures", "host_gcc", "runfiles", "driver_branches", "wsl"}
     extra = sorted(set(data) - known)
     if extra:
         raise ctx.error(f"unknown section(s) {', '.join(map(str, extra))} (expected {', '.join(sorted(known))})")
@@ -439,4 +450,13 @@ def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
             raise rc.at("eol_listed").error("give either an eol month or eol_listed, not both")
         branches.append(DriverBranch(branch, kind, eol, bool(listed), _confidence(rc, row), rc.source(row)))
 
-    return CudaKB(horizon, tuple(compat), tuple(drivers), tuple(archs), tuple(gccs), tuple(runfiles), tuple(branches))
+    wsl: WslFloor | None = None
+    if data.get("wsl") is not None:
+        wctx = ctx.at("wsl")
+        wrow = wctx.mapping(data["wsl"])
+        floor = wctx.field(wrow, "windows_build_min", int)
+        if isinstance(floor, bool) or not 10000 <= floor <= 99999:
+            raise wctx.at("windows_build_min").error(f"expected a Windows build number like 19044, got {floor!r}")
+        wsl = WslFloor(floor, _confidence(wctx, wrow), wctx.source(wrow))
+
+    return CudaKB(horizon, tuple(compat), tuple(drivers), tuple(archs), tuple(gccs), tuple(runfiles), tuple(branches), wsl)

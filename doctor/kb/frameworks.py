@@ -85,10 +85,45 @@ class PlatformLimit:
     source: tuple[str, ...]
 
 
+# x86 CPU features a `cpu_features` row may name: the SIMD flags probes/platform.py keeps.
+CPU_FEATURES: tuple[str, ...] = ("avx", "avx2", "fma", "avx512f")
+
+
+@dataclass(frozen=True)
+class CpuFeature:
+    """An x86 CPU feature the framework's prebuilt wheels need, from release `since` on
+    (None: every release the KB knows)."""
+
+    framework: str
+    feature: str  # "avx"
+    since: str | None
+    source: tuple[str, ...]
+
+
 class FrameworksKB:
-    def __init__(self, releases: Iterable[FrameworkRelease], platforms: Iterable[PlatformLimit] = ()) -> None:
+    def __init__(self, releases: Iterable[FrameworkRelease], platforms: Iterable[PlatformLimit] = (), cpu_features: Iterable[CpuFeature] = ()) -> None:
         self._releases = sorted(releases, key=lambda r: (r.framework, Version(r.version)))
         self._platforms = {(p.framework, p.platform): p for p in platforms}
+        self._cpu = {(c.framework, c.feature): c for c in cpu_features}
+
+    def cpu_feature(self, framework: str, feature: str) -> CpuFeature | None:
+        """The row saying `framework`'s prebuilt wheels need `feature` ("avx"); None: no
+        known need (torch has no row: ATen picks its CPU kernels at run time)."""
+        return self._cpu.get((framework, feature))
+
+    def needs_cpu_feature(self, framework: str, version: str | None, feature: str) -> bool:
+        """Whether `version` of `framework`'s prebuilt wheels needs `feature`: False without a
+        row; True from the row's `since` on, and where the row has no `since` or the version is
+        unknown or does not parse (the row says the wheels need it; an unknown never clears it)."""
+        row = self.cpu_feature(framework, feature)
+        if row is None:
+            return False
+        if row.since is None or not version:
+            return True
+        try:
+            return Version(str(version)) >= Version(row.since)
+        except ValueError:
+            return True
 
     def gpu_last(self, framework: str, platform: str) -> PlatformLimit | None:
         """The last release of `framework` with GPU support on `platform`, where the KB has a
@@ -127,6 +162,7 @@ def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
     data = ctx.mapping(data)
     out: list[FrameworkRelease] = []
     limits: list[PlatformLimit] = []
+    features: list[CpuFeature] = []
     for framework in FRAMEWORKS:
         fctx = ctx.at(framework)
         section = fctx.mapping(data.get(framework))
@@ -139,6 +175,17 @@ def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
             last = c.version(row, "gpu_last")
             assert last is not None
             limits.append(PlatformLimit(framework, platform, last, c.source(row)))
+        cctx = fctx.at("cpu_features")
+        named: set[str] = set()
+        for i, row in enumerate(cctx.rows(section.get("cpu_features") or [])):
+            c = cctx.at(i)
+            feature = c.field(row, "feature", str)
+            if feature not in CPU_FEATURES:
+                raise c.at("feature").error(f"expected one of {', '.join(CPU_FEATURES)}, got {feature!r}")
+            if feature in named:
+                raise c.error(f"{feature} listed twice")
+            named.add(feature)
+            features.append(CpuFeature(framework, feature, c.version(row, "since", optional=True), c.source(row)))
         rctx = fctx.at("releases")
         seen: set[tuple[str, str]] = set()
         for i, row in enumerate(rctx.rows(section.get("releases"))):
@@ -165,7 +212,7 @@ def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
                 raise c.error(f"{package} {version} listed twice")
             seen.add((package, version))
             out.append(FrameworkRelease(framework, version, builds, pythons, companion, keys))
-    return FrameworksKB(out, limits)
+    return FrameworksKB(out, limits, features)
 
 
 def _pythons(ctx: Ctx, row: Mapping[str, Any]) -> tuple[str, ...]:

@@ -360,20 +360,56 @@ def smi_error(text: str) -> str | None:
 WSL_LIB_DIR = "/usr/lib/wsl/lib"
 
 
-def wsl_driver(host: Host) -> dict[str, Any] | None:
-    """{"lib_dir", "libcuda", "nvidia_smi", "dxg", "kernel"} when this is WSL2 with the
-    Windows GPU driver's libraries mounted; None otherwise."""
-    libcuda = next((p for p in (posixpath.join(WSL_LIB_DIR, n) for n in ("libcuda.so.1", "libcuda.so")) if host.exists(p)), None)
+# WSL 1's kernel is Microsoft's Linux emulation; its release names the Windows build it ships
+# with ("4.4.0-19041-Microsoft", capital M); WSL 2's is a real kernel
+# ("5.15.153.1-microsoft-standard-WSL2"; older ones "4.19.128-microsoft-standard").
+_WSL1_RELEASE = re.compile(r"\b\d\.\d{1,2}\.\d{1,3}-(\d{5})-Microsoft\b")
+_WSL2_RELEASE = re.compile(r"-microsoft-standard(?:-WSL2)?\b|\bWSL2\b", re.IGNORECASE)
+# Where a Linux NVIDIA driver puts its nvidia-smi (the Windows driver's is WSL_LIB_DIR/nvidia-smi).
+_LINUX_SMI = ("/usr/bin/nvidia-smi", "/usr/local/bin/nvidia-smi")
+
+
+def wsl_version(kernel: str | None) -> tuple[int | None, int | None]:
+    """(WSL version, Windows build) from a kernel release or /proc/version line: (1, 19041)
+    for "4.4.0-19041-Microsoft", (2, None) for "...-microsoft-standard-WSL2" (WSL 2's kernel
+    does not say the Windows build), (None, None) when the text names neither."""
+    if not kernel:
+        return None, None
+    if match := _WSL1_RELEASE.search(kernel):
+        return 1, int(match.group(1))
+    if _WSL2_RELEASE.search(kernel):
+        return 2, None
+    return None, None
+
+
+def _first_line(host: Host, path: str) -> str | None:
     try:
-        kernel = (host.read_text("/proc/sys/kernel/osrelease") or "").strip() or None
+        text = host.read_text(path, limit=4096)
     except UnreadableError:
-        kernel = None  # only a hint; libcuda and /dev/dxg decide as well
+        return None  # only a hint; libcuda and /dev/dxg decide as well
+    return (text or "").strip().split("\n", 1)[0].strip() or None
+
+
+def wsl_driver(host: Host) -> dict[str, Any] | None:
+    """{"lib_dir", "libcuda", "nvidia_smi", "dxg", "kernel", "version", "windows_build",
+    "linux_nvidia_smi"} when this is WSL (the Windows GPU driver's libraries mounted, /dev/dxg,
+    or a Microsoft kernel); None otherwise."""
+    libcuda = next((p for p in (posixpath.join(WSL_LIB_DIR, n) for n in ("libcuda.so.1", "libcuda.so")) if host.exists(p)), None)
+    kernel = _first_line(host, "/proc/sys/kernel/osrelease")
+    if not (kernel and "microsoft" in kernel.lower()):
+        version_line = _first_line(host, "/proc/version")  # "Linux version 4.4.0-19041-Microsoft (Microsoft@Microsoft.com) ..."
+        if version_line and "microsoft" in version_line.lower():
+            kernel = version_line
     dxg = host.exists("/dev/dxg")
     wsl_kernel = bool(kernel and "microsoft" in kernel.lower())
     if libcuda is None and not dxg and not wsl_kernel:
         return None
+    version, build = wsl_version(kernel) if wsl_kernel else (None, None)
     smi = posixpath.join(WSL_LIB_DIR, "nvidia-smi")
-    return {"lib_dir": WSL_LIB_DIR, "libcuda": libcuda, "nvidia_smi": smi if host.exists(smi) else None, "dxg": dxg, "kernel": kernel}
+    # A Linux driver's nvidia-smi: one on the usual paths that is not a link into WSL_LIB_DIR.
+    linux_smi = next((p for p in _LINUX_SMI if host.exists(p) and not host.resolve(p).startswith(WSL_LIB_DIR + "/")), None)
+    return {"lib_dir": WSL_LIB_DIR, "libcuda": libcuda, "nvidia_smi": smi if host.exists(smi) else None, "dxg": dxg, "kernel": kernel,
+            "version": version, "windows_build": build, "linux_nvidia_smi": linux_smi}
 
 
 @probe(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from fwdoctor.rules import build, conda, driver, fabric, frameworks, hardware, knowledge, libs, lifecycle, platform, python, runtime, toolkit, torch, visibility
+from fwdoctor.rules import build, conda, driver, fabric, frameworks, hardware, knowledge, libs, lifecycle, platform, python, runtime, toolkit, torch, visibility, windows
 from fwdoctor.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
     *driver.RULES,
+    # WSL: version 1 (no GPU), a Linux driver installed beside the Windows driver's libraries.
+    *windows.RULES,
     # A container started without its GPUs, CUDA_VISIBLE_DEVICES hiding them.
     *visibility.RULES,
     # The driver's branch against NVIDIA's lifecycle table (end of life).

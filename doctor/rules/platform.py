@@ -25,14 +25,8 @@ from fwdoctor.versions import parse_version
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
 
-# Frameworks whose prebuilt x86 binaries use AVX, from the release named (None: every release
-# fwdoctor knows). TensorFlow: "Prebuilt binaries will use AVX instructions" (1.6.0 release
-# notes, https://github.com/tensorflow/tensorflow/releases/tag/v1.6.0). jaxlib: its
-# cpu_feature_guard refuses to load without the AVX (AVX2, FMA) its build used
-# (https://github.com/jax-ml/jax/blob/main/jaxlib/cpu_feature_guard.c). Paddle: the default
-# wheels are built WITH_AVX=ON; a CPU without AVX needs the "noavx" wheels
-# (https://github.com/PaddlePaddle/Paddle/issues/69003; its install script checks AVX first).
-AVX_SINCE: dict[str, str | None] = {"jax": None, "tensorflow": "1.6", "paddle": None}
+# Which frameworks' prebuilt x86 wheels need AVX, from which release: doctor/kb/frameworks.yaml,
+# each framework's `cpu_features` rows (with their sources), read through kb.frameworks.
 _NAMES = {"jax": "jaxlib", "tensorflow": "TensorFlow", "paddle": "Paddle"}
 _FIX = ("grep -o -w -m1 avx /proc/cpuinfo   # prints nothing on a CPU without AVX",)
 
@@ -51,12 +45,9 @@ def _cpu_name(facts: Facts) -> str:
     return f"this CPU ({model})" if model else "this CPU"
 
 
-def _needs_avx(entry: dict[str, Any]) -> bool:
-    since = AVX_SINCE.get(str(entry.get("framework")), "never")
-    if since == "never":
-        return False
-    version = parse_version(entry.get("version"))
-    return since is None or version is None or version >= Version(since)
+def _needs_avx(kb: KB, entry: dict[str, Any]) -> bool:
+    framework = str(entry.get("framework"))
+    return framework in _NAMES and kb.frameworks.needs_cpu_feature(framework, entry.get("version"), "avx")
 
 
 @rule("cpu-lacks-avx", needs=("platform.cpu", "frameworks.installed"))
@@ -97,10 +88,10 @@ def cpu_lacks_avx(facts: Facts, kb: KB) -> Hit | None:
         raise NotCheckable("the CPU's flags are not shown (`grep -m1 ^flags /proc/cpuinfo`, or lscpu's Flags line)")
     if "avx" in flags:
         return None
-    users = [e for e in facts["frameworks.installed"] or [] if isinstance(e, dict) and _needs_avx(e)]
+    users = [e for e in facts["frameworks.installed"] or [] if isinstance(e, dict) and _needs_avx(kb, e)]
     if not users:
-        # torch is not in AVX_SINCE: ATen picks its CPU kernels by capability at run time, and no
-        # source was found that its wheels need AVX to import
+        # torch has no cpu_features row: ATen picks its CPU kernels by capability at run time,
+        # and no source was found that its wheels need AVX to import
         return None
     names = ", ".join(f"{_NAMES[e['framework']]} {e.get('version') or ''}".rstrip() for e in users)
     return Hit(
@@ -172,7 +163,7 @@ def cpu_lacks_avx_said(facts: Facts, kb: KB) -> Hit | None:
         cpu = facts.get("platform.cpu")
         if isinstance(cpu, dict) and "avx" in (cpu.get("flags") or ()):
             return None  # the report's own flags show AVX: the SIGILL has another cause
-        said = [e for e in _errors(facts, "illegal-instruction") if e.get("framework") in AVX_SINCE]
+        said = [e for e in _errors(facts, "illegal-instruction") if e.get("framework") in _NAMES and kb.frameworks.cpu_feature(str(e["framework"]), "avx")]
         if not said:
             return None
         name = _NAMES[said[0]["framework"]]

@@ -1,10 +1,13 @@
-"""WSL and native Windows, judged from a report's text (fwdoctor.triage.windows reads it):
-wsl-gpu-unsupported, wsl-linux-driver-installed, and the report-side twin of
-torch-cpu-build-on-gpu-host for a CPU torch where the report means a GPU.
+"""WSL and native Windows: wsl-gpu-unsupported, wsl-linux-driver-installed, and the
+report-side twin of torch-cpu-build-on-gpu-host for a CPU torch where the report means a GPU.
 
-No probe of this Linux doctor reads the Windows build or what is installed beside WSL's
-driver folder yet, so the two WSL ids are judged by `fwdoctor triage` only (like
-fwdoctor.rules.report_text); REPORT_RULES are run by fwdoctor.triage.judge.
+RULES judge a live host or a --root from driver.wsl (probes/driver.py: the WSL version its
+kernel release says, the Windows driver's folder /usr/lib/wsl/lib, a Linux driver's nvidia-smi)
+and driver.userspace_libs (a Linux driver's libcuda.so.5xx.yy / libnvidia-ml beside it).
+REPORT_RULES are their report-side twins, which `fwdoctor triage` runs where those could not
+(driver.wsl is a probe's fact, never a report's): they read fwdoctor.triage.windows' facts.
+Inside WSL 2 the Windows build is not visible (WSL 1's kernel release names it), so on a live
+WSL 2 host wsl-gpu-unsupported is "not checked" unless the GPU answers.
 """
 
 from __future__ import annotations
@@ -12,19 +15,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, Rule, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
 
-# GPU compute in WSL 2 needs Windows 11 or Windows 10 version 21H2 (build 19044) or later:
-# "Windows 11 and Windows 10, version 21H2 support running existing ML tools, libraries, and
-# popular frameworks that use NVIDIA CUDA for GPU hardware acceleration inside a Windows
-# Subsystem for Linux (WSL) instance" (https://learn.microsoft.com/en-us/windows/ai/directml/gpu-cuda-in-wsl).
-# Insider builds from 20145 had it in preview (NVIDIA's CUDA on WSL guide, 2020); every build
-# from 19044 up is at or past the floor, so one number serves both.
-WSL_GPU_MIN_BUILD = 19044
+# The Windows build GPU compute in WSL 2 needs (Windows 10 21H2, 19044): doctor/kb/cuda.yaml's `wsl`
+# row, with its sources, read through kb.cuda.wsl.
 _WSL_GUIDE = "https://docs.nvidia.com/cuda/wsl-user-guide/"
+
+
+def _build_floor(kb: KB) -> int:
+    row = kb.cuda.wsl
+    if row is None:
+        raise NotCheckable("no data: the KB's cuda.yaml has no `wsl` row (the Windows build GPU compute in WSL needs)")
+    return row.windows_build_min
 
 
 def _wsl(facts: Facts) -> dict[str, Any] | None:
@@ -34,29 +39,8 @@ def _wsl(facts: Facts) -> dict[str, Any] | None:
 
 @rule("wsl-gpu-unsupported", optional=("platform.wsl", "platform.windows_build", "report.wsl_named"))
 def wsl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
-    """What it does
-        Reads, in a report from WSL, whether that WSL can reach a GPU at all: WSL 1 (`uname -r`
-        "4.4.0-17763-Microsoft", or VERSION 1 in `wsl -l -v`), or a Windows build older than
-        Windows 10 21H2 (`ver`: "Microsoft Windows [Version 10.0.17763.292]", systeminfo's "OS
-        Version").
-
-    Why is this bad?
-        GPU compute in WSL exists only in WSL 2, on Windows 11 or Windows 10 21H2 (build 19044)
-        and later, through the Windows NVIDIA driver. Elsewhere WSL has no GPU: nvidia-smi says
-        "couldn't communicate with the NVIDIA driver" and no Linux driver installed inside can
-        change that (Microsoft on microsoft/WSL#3847: "WSL isn't able to access the GPU").
-
-    Example
-        Windows 10.0.17763 (1809) running Ubuntu in WSL: invalid. Windows 10.0.19045 with the
-        distribution on WSL 2: valid.
-
-    Fix
-        Update Windows to Windows 11 or Windows 10 21H2+, convert the distribution to WSL 2,
-        and keep only the Windows NVIDIA driver:
-
-            winver
-            wsl --set-version Ubuntu 2
-    """
+    """In a report: WSL 1 (`uname -r` "4.4.0-17763-Microsoft", `wsl -l -v` VERSION 1), or a
+    Windows build (`ver`, systeminfo) older than the KB's floor (see wsl-gpu-unsupported)."""
     wsl = _wsl(facts)
     build = facts.get("platform.windows_build")
     fix = FixRef(commands=("wsl -l -v   # in PowerShell: VERSION must be 2", "wsl --set-version <distribution> 2", "winver   # Windows 11, or Windows 10 21H2 (build 19044) or later"),
@@ -67,10 +51,11 @@ def wsl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
     named = wsl or facts.get("report.wsl_named")
     if not named or not isinstance(build, dict) or not isinstance(build.get("build"), int):
         return None
-    if build["build"] >= WSL_GPU_MIN_BUILD:
+    floor = _build_floor(kb)
+    if build["build"] >= floor:
         return None
     return Hit(
-        f"Windows {build.get('version')} ({facts.source('platform.windows_build')}) is older than Windows 10 21H2 (build {WSL_GPU_MIN_BUILD}): "
+        f"Windows {build.get('version')} ({facts.source('platform.windows_build')}) is older than Windows 10 21H2 (build {floor}): "
         f"WSL on it has no GPU access",
         evidence={"platform.windows_build": build, "wsl": named},
         fix=fix,
@@ -79,30 +64,9 @@ def wsl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
 
 @rule("wsl-linux-driver-installed", needs=("wsl.linux_driver",), optional=("platform.wsl", "report.wsl_named"))
 def wsl_linux_driver_installed(facts: Facts, kb: KB) -> Hit | None:
-    """What it does
-        Reads, in a report from WSL 2, a Linux NVIDIA driver installed inside the distribution:
-        its packages (`apt install nvidia-driver-535`, dpkg's "ii libnvidia-compute-535"), NVIDIA's
-        Linux .run installer, a libcuda.so.535.104.05 outside /usr/lib/wsl/lib, or the report
-        saying so.
-
-    Why is this bad?
-        In WSL 2 the Windows driver is the driver: it maps its libcuda.so.1 and nvidia-smi into
-        the distribution at /usr/lib/wsl/lib. NVIDIA: "Once a Windows NVIDIA GPU driver is
-        installed on the system, CUDA becomes available within WSL 2 ... users must not install
-        any NVIDIA GPU Linux driver within WSL 2" (CUDA on WSL User Guide). A Linux driver's
-        libraries shadow those, and its nvidia-smi looks for a kernel module WSL does not have:
-        the GPU stops working inside WSL.
-
-    Example
-        `sudo apt install nvidia-driver-535` inside WSL 2 Ubuntu: invalid. Only the Windows
-        driver, and the WSL-Ubuntu toolkit package (cuda-toolkit-12-x, no driver): valid.
-
-    Fix
-        Remove the Linux driver inside WSL (the toolkit stays), then restart WSL:
-
-            sudo apt-get remove --purge '^nvidia-.*' '^libnvidia-.*' cuda-drivers
-            wsl --shutdown
-    """
+    """In a report from WSL 2: a Linux NVIDIA driver's packages (`apt install nvidia-driver-535`,
+    dpkg's "ii libnvidia-compute-535"), its .run installer, a libcuda.so.535.104.05, or the
+    report saying so (see wsl-linux-driver-installed)."""
     said = facts["wsl.linux_driver"]
     if not isinstance(said, dict):
         return None
@@ -158,4 +122,102 @@ def _windows_cuda_wheel(kb: KB, release: str) -> FixRef:
     return FixRef(commands=(f"python -m pip install --force-reinstall {' '.join(best.pip_args())}",), note=note)
 
 
+# ----------------------------------------------------------------------------- live host / --root
+_LINUX_DRIVER_FIX = FixRef(commands=("sudo apt-get remove --purge '^nvidia-.*' '^libnvidia-.*' cuda-drivers   # inside WSL; keep the toolkit",
+                                     "wsl --shutdown   # in PowerShell, then start the distribution again",
+                                     "ls -l /usr/lib/wsl/lib/libcuda.so*   # the Windows driver's libcuda, the one to load"),
+                           note=f"keep only the Windows NVIDIA driver; inside WSL install the toolkit without a driver (cuda-toolkit-12-x from the WSL-Ubuntu repository) ({_WSL_GUIDE})")
+
+
+@rule("wsl-gpu-unsupported", needs=("driver.wsl",), optional=("gpus.list",))
+def wsl_gpu_unsupported_here(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Tells whether this WSL can reach a GPU at all: WSL 1 (its kernel release,
+        /proc/sys/kernel/osrelease or `uname -r`, "4.4.0-17763-Microsoft"; in a report also
+        VERSION 1 in `wsl -l -v`), or a Windows build older than the KB's floor, Windows 10
+        21H2 (WSL 1's release names the build; in a report `ver`: "Microsoft Windows [Version
+        10.0.17763.292]", systeminfo's "OS Version"). Inside WSL 2 the Windows build is not
+        visible: on a live WSL 2 host where no GPU answers it is "not checked".
+
+    Why is this bad?
+        GPU compute in WSL exists only in WSL 2, on Windows 11 or Windows 10 21H2 (build 19044)
+        and later, through the Windows NVIDIA driver. Elsewhere WSL has no GPU: nvidia-smi says
+        "couldn't communicate with the NVIDIA driver" and no Linux driver installed inside can
+        change that (Microsoft on microsoft/WSL#3847: "WSL isn't able to access the GPU").
+
+    Example
+        Windows 10.0.17763 (1809) running Ubuntu in WSL: invalid. Windows 10.0.19045 with the
+        distribution on WSL 2: valid.
+
+    Fix
+        Update Windows to Windows 11 or Windows 10 21H2+, convert the distribution to WSL 2,
+        and keep only the Windows NVIDIA driver:
+
+            winver
+            wsl --set-version Ubuntu 2
+    """
+    wsl = facts["driver.wsl"]
+    if not isinstance(wsl, dict):
+        return None  # not WSL
+    fix = FixRef(commands=("wsl -l -v   # in PowerShell: VERSION must be 2", "wsl --set-version <distribution> 2", "winver   # Windows 11, or Windows 10 21H2 (build 19044) or later"),
+                 note=f"GPU compute in WSL needs WSL 2 on Windows 11 or Windows 10 21H2+, and the Windows NVIDIA driver only ({_WSL_GUIDE})")
+    if wsl.get("version") == 1:
+        build = wsl.get("windows_build")
+        on = f" on Windows build {build}" if build else ""
+        return Hit(f"this distribution runs on WSL 1{on} (kernel {wsl.get('kernel')}, {facts.source('driver.wsl')}), which has no GPU access: CUDA in WSL needs WSL 2",
+                   evidence={"driver.wsl": wsl}, fix=fix)
+    gpus = facts.get("gpus.list")
+    if isinstance(gpus, list) and gpus:
+        return None  # the GPU answers inside WSL: the build has GPU compute
+    if wsl.get("version") is None:
+        raise NotCheckable(f"the kernel release ({wsl.get('kernel') or 'not readable'}) does not say WSL 1 or WSL 2 (`uname -r`; `wsl -l -v` in PowerShell)")
+    floor = _build_floor(kb)
+    raise NotCheckable(f"the Windows build is not visible from inside WSL 2 and no GPU answered: `cmd.exe /c ver` must show build {floor} or later")
+
+
+@rule("wsl-linux-driver-installed", needs=("driver.wsl", "driver.userspace_libs"))
+def wsl_linux_driver_installed_here(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Finds a Linux NVIDIA driver installed inside a WSL 2 distribution, beside the Windows
+        driver's /usr/lib/wsl/lib: its libcuda.so.535.104.05 / libnvidia-ml on the loader's
+        paths or its nvidia-smi (/usr/bin/nvidia-smi); in a report also its packages (`apt
+        install nvidia-driver-535`, dpkg's "ii libnvidia-compute-535"), NVIDIA's Linux .run
+        installer, or the report saying so.
+
+    Why is this bad?
+        In WSL 2 the Windows driver is the driver: it maps its libcuda.so.1 and nvidia-smi into
+        the distribution at /usr/lib/wsl/lib. NVIDIA: "Once a Windows NVIDIA GPU driver is
+        installed on the system, CUDA becomes available within WSL 2 ... users must not install
+        any NVIDIA GPU Linux driver within WSL 2" (CUDA on WSL User Guide). A Linux driver's
+        libraries shadow those, and its nvidia-smi looks for a kernel module WSL does not have:
+        the GPU stops working inside WSL.
+
+    Example
+        `sudo apt install nvidia-driver-535` inside WSL 2 Ubuntu: invalid. Only the Windows
+        driver, and the WSL-Ubuntu toolkit package (cuda-toolkit-12-x, no driver): valid.
+
+    Fix
+        Remove the Linux driver inside WSL (the toolkit stays), then restart WSL:
+
+            sudo apt-get remove --purge '^nvidia-.*' '^libnvidia-.*' cuda-drivers
+            wsl --shutdown
+    """
+    wsl = facts["driver.wsl"]
+    if not isinstance(wsl, dict) or wsl.get("version") == 1:
+        return None  # not WSL, or WSL 1, which has no GPU at all: wsl-gpu-unsupported says so
+    libs = [lib for lib in facts["driver.userspace_libs"] or []
+            if isinstance(lib, dict) and not str(lib.get("path", "")).startswith(f"{wsl.get('lib_dir') or '/usr/lib/wsl/lib'}/")]
+    smi = wsl.get("linux_nvidia_smi")
+    if not libs and not smi:
+        return None
+    what = [f"{lib['path']} ({lib.get('version')})" for lib in libs] + ([f"{smi}"] if smi else [])
+    return Hit(
+        f"a Linux NVIDIA driver is installed inside WSL 2 ({', '.join(what)}) beside the Windows driver's {wsl.get('lib_dir')}: "
+        "its libcuda and nvidia-smi shadow the Windows driver's and cannot reach the GPU",
+        evidence={"driver.wsl": wsl, "driver.userspace_libs": libs},
+        fix=_LINUX_DRIVER_FIX,
+    )
+
+
+RULES: tuple[Rule, ...] = (wsl_gpu_unsupported_here, wsl_linux_driver_installed_here)
 REPORT_RULES: tuple[Rule, ...] = (wsl_gpu_unsupported, wsl_linux_driver_installed, torch_cpu_build_gpu_expected)
