@@ -74,6 +74,9 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     # What hides the host's GPUs from one process (rules/visibility.py): a container started without them, CUDA_VISIBLE_DEVICES.
     FindingKind("container-started-without-gpus", "FWD145", E, "driver", "this container was started without the host's GPUs (no /dev/nvidia* device nodes)"),
     FindingKind("cuda-visible-devices-hides-gpus", "FWD146", E, "driver", "CUDA_VISIBLE_DEVICES leaves no GPU visible to CUDA"),
+    # What an image or the NVIDIA container toolkit itself gets wrong (rules/driver.py, rules/report_text.py).
+    FindingKind("container-image-ships-driver-libs", "FWD147", E, "driver", "a container image ships the NVIDIA driver's own libraries (libcuda, libnvidia-ml), which the runtime mounts from the host"),
+    FindingKind("container-toolkit-known-bug", "FWD148", E, "driver", "nvidia-container-cli failed on the container's device cgroup (a toolkit release with a known regression, or rootless without no-cgroups)"),
     # WSL and the Windows under it, judged from a report's text (rules/windows.py).
     FindingKind("wsl-gpu-unsupported", "FWD150", E, "driver", "this WSL has no GPU access (WSL 1, or a Windows build before Windows 10 21H2)"),
     FindingKind("wsl-linux-driver-installed", "FWD151", E, "driver", "a Linux NVIDIA driver is installed inside WSL, over the Windows driver's libraries"),

@@ -37,6 +37,7 @@ def healthy(**changes):
         "system.shm_bytes": 16 * 1024 * MIB,
         "system.shm_access": {"mode": "1777", "read_only": False, "writable": True},
         "system.container": False,
+        "image.driver_libs": None,  # not an image (container-image-ships-driver-libs)
     }
     values.update(changes)
     return Facts([Fact(k, v, source="test") for k, v in values.items()])
@@ -126,7 +127,7 @@ def test_unknown_inputs_are_not_checked_rather_than_healthy(kb):
     findings, skipped = ids(facts, kb)
     assert findings == {}
     assert set(skipped) == {"driver-missing", "nouveau-loaded", "driver-library-mismatch", "driver-gpu-unsupported", "no-gpu", "shm-too-small",
-                            "shm-not-writable"}
+                            "shm-not-writable", "container-image-ships-driver-libs"}
     assert "no sysfs" in skipped["driver-missing"]
 
 

@@ -179,8 +179,10 @@ nvidia-container-cli: mount error: file creation failed: /var/lib/docker/overlay
 
 def test_a_driver_library_baked_into_the_image_is_named(cli, tmp_path):
     entries, findings, shown = triaged(cli, tmp_path, LIB_EXISTS)
-    entry = assert_noted_without_error(entries, findings, shown, "nvidia-container-cli-lib-exists")
-    assert entry["lib"] == "libnvidia-ml.so.1" and "the image already holds libnvidia-ml.so.1" in entry["note"]
+    entry = entries["nvidia-container-cli-lib-exists"]
+    # container-image-ships-driver-libs (FWD147) since issue 26's relabel: the finding names the library
+    assert findings.get("container-image-ships-driver-libs") == "error", findings
+    assert entry["lib"] == "libnvidia-ml.so.1" and "the image ships libnvidia-ml.so.1" in shown
 
 
 # conda/pytorch113-conda-nvidia-libcusparse-12-for-cu117.md (pytorch/pytorch#90673)

@@ -52,10 +52,21 @@ class OsBase:
 
 
 @dataclass(frozen=True)
+class ToolkitRegression:
+    """An nvidia-container-toolkit release with a known regression (docker.yaml toolkit_regressions)."""
+    release: str
+    setting: str  # where it shows: "rootless Docker"
+    error: str  # the text users see
+    good: tuple[str, ...]  # releases the maintainers or the thread name as working
+    source: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class DockerKB:
     repository: str
     images: tuple[CudaImage, ...]
     systems: tuple[OsBase, ...]
+    toolkit_regressions: tuple[ToolkitRegression, ...] = ()
 
     # ------------------------------------------------------------------ queries
     def os_base(self, name: str) -> OsBase:
@@ -159,4 +170,17 @@ def from_yaml(data: Any, ctx: Ctx) -> DockerKB:
     unknown_os = sorted({o for img in images for o in img.os} - names)
     if unknown_os:
         raise ctx.at("cuda_images").error(f"OS {', '.join(unknown_os)} missing from operating_systems")
-    return DockerKB(repository, tuple(sorted(images, key=lambda i: Version(i.cuda))), tuple(systems_out))
+    regressions: list[ToolkitRegression] = []
+    tctx = ctx.at("toolkit_regressions")
+    for i, row in enumerate(tctx.rows(data.get("toolkit_regressions") or [])):
+        c = tctx.at(i)
+        source = c.source(row)
+        release = c.version(row, "release")
+        assert release is not None
+        good = c.field(row, "good", list)
+        for g in good:
+            if not isinstance(g, str) or not g:
+                raise c.at("good").error("expected a list of release strings")
+            Version(g)
+        regressions.append(ToolkitRegression(release, c.field(row, "setting", str), c.field(row, "error", str), tuple(good), source))
+    return DockerKB(repository, tuple(sorted(images, key=lambda i: Version(i.cuda))), tuple(systems_out), tuple(regressions))

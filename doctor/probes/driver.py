@@ -535,4 +535,38 @@ def nvml_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
         yield Fact.unknown("driver.cuda_version", snap.error or snap.why or "NVML and nvidia-smi did not report it")
 
 
-PROBES: tuple[Probe, ...] = (driver_probe, nvml_probe)
+# The driver's own user-space libraries an image must not carry: the NVIDIA container runtime
+# mounts the host driver's copies (on WSL2 /usr/lib/wsl/lib's libcuda.so.1, libnvidia-ml.so.1)
+# at these names, and an image that already has them fails with "file creation failed: ...
+# file exists" (NVIDIA/nvidia-docker#1551) or shadows the host's with its own driver release.
+# The forward-compatibility libcuda of NVIDIA's CUDA images lives in /usr/local/cuda*/compat,
+# outside LIB_DIRS, and is not listed: it is meant to be there.
+_IMAGE_DRIVER_LIB_RE = re.compile(r"^(?:libcuda|libnvidia-ml)\.so\.\d+(?:\.\d+){0,2}$")
+
+
+def image_driver_libs(host: Host) -> list[str]:
+    """The paths of libcuda.so.N[.X.Y] / libnvidia-ml.so.N[.X.Y] in the library folders, plain
+    files and links alike (a `docker commit` of a GPU container keeps the runtime's empty
+    mount points, which collide the same way). Names only: nothing is read."""
+    found: list[str] = []
+    seen: set[str] = set()
+    for directory in LIB_DIRS:
+        real_dir = host.resolve(directory)
+        if real_dir in seen:  # /usr/lib64 -> /usr/lib on merged-/usr images
+            continue
+        seen.add(real_dir)
+        found.extend(posixpath.join(directory, n) for n in sorted(host.listdir(directory)) if _IMAGE_DRIVER_LIB_RE.match(n))
+    return found
+
+
+@probe("image_driver_libs", provides=("image.driver_libs",))
+def image_driver_libs_probe(host: Host, facts: Facts) -> Iterable[Fact]:
+    """Driver libraries an image ships (`check --image`, `--image-archive`). A running system's
+    are its driver's, and inside a GPU container the runtime's own mounts: None there."""
+    if not host.is_image:
+        yield Fact("image.driver_libs", None, source="not an image (a running system's driver libraries are its driver's, or in a GPU container the runtime's mounts)")
+        return
+    yield Fact("image.driver_libs", image_driver_libs(host), source=", ".join(LIB_DIRS))
+
+
+PROBES: tuple[Probe, ...] = (driver_probe, nvml_probe, image_driver_libs_probe)

@@ -1,5 +1,5 @@
 """Driver and GPU presence rules: driver-missing, nouveau-loaded, driver-library-mismatch,
-driver-gpu-unsupported, no-gpu. Each is a pure function of (Facts, KB); fixes are advice
+driver-gpu-unsupported, no-gpu, and container-image-ships-driver-libs (an image's own copies). Each is a pure function of (Facts, KB); fixes are advice
 (commands for a human), never a silent driver install.
 """
 
@@ -369,4 +369,47 @@ def no_gpu(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-RULES: tuple[Rule, ...] = (driver_missing, nouveau_loaded, driver_library_mismatch, driver_gpu_unsupported, no_gpu)
+@rule("container-image-ships-driver-libs", needs=("image.driver_libs",))
+def container_image_ships_driver_libs(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        In an image (`check --image`, `--image-archive`), looks for the NVIDIA driver's own
+        user-space libraries in the library folders: libcuda.so.N… and libnvidia-ml.so.N…
+        (files or links). The forward-compatibility libcuda in /usr/local/cuda*/compat is not
+        looked at: NVIDIA's CUDA images carry it on purpose. A running system or a root folder
+        is not judged (there the libraries are the driver's, or the runtime's mounts); a report
+        is, from nvidia-container-cli's "file exists" (`fwdoctor triage`).
+
+    Why is this bad?
+        The driver's user-space libraries must match the host's kernel module, so the NVIDIA
+        container runtime mounts the host's copies into every GPU container (on WSL2 the
+        Windows driver's, from /usr/lib/wsl/lib). An image that already has them, copied from a
+        GPU or WSL2 machine, pulled in by a package (libnvidia-compute-*, libnvidia-ml1) or left
+        by a `docker commit` of a running GPU container, either stops the container from
+        starting or shadows the host's driver with its own release ("Driver/library version
+        mismatch"); NVIDIA's own sample images run on the same host (NVIDIA/nvidia-docker#1551,
+        NVIDIA/nvidia-container-toolkit#289, BIOP/BIOP-desktop#2).
+
+    Example
+            nvidia-container-cli: mount error: file creation failed: /var/lib/docker/overlay2/…/merged/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1: file exists: unknown.
+
+    Fix
+        Remove them in the Dockerfile (`RUN rm -f /usr/lib/x86_64-linux-gnu/libcuda.so.*
+        /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.*`), or remove the package that brought them
+        (`apt-get remove libnvidia-compute-NNN`), or build from a clean nvidia/cuda image
+        instead of a commit of a running container.
+    """
+    libs = facts["image.driver_libs"]
+    if not libs:
+        return None
+    shown = ", ".join(libs[:4]) + (f" and {len(libs) - 4} more" if len(libs) > 4 else "")
+    return Hit(
+        f"the image ships the NVIDIA driver's own libraries ({shown}); the NVIDIA container runtime mounts the host driver's there, "
+        "so GPU containers of this image fail with \"file creation failed: ... file exists\" or load the image's driver release instead of the host's",
+        evidence={"image.driver_libs": libs},
+        fix=FixRef(commands=(f"RUN rm -f {' '.join(sh(p) for p in libs)}   # in the Dockerfile",),
+                   note="or remove the package that brought them (dpkg -S on the file names it, often libnvidia-compute-NNN); "
+                        "the forward-compatibility libcuda in /usr/local/cuda/compat may stay"),
+    )
+
+
+RULES: tuple[Rule, ...] = (driver_missing, nouveau_loaded, driver_library_mismatch, driver_gpu_unsupported, no_gpu, container_image_ships_driver_libs)

@@ -520,6 +520,53 @@ def _forward_compat_refused(facts: Facts) -> Hit | None:
     )
 
 
-REPORT_RULES: tuple[Rule, ...] = (container_gpu_access_lost, container_gpu_runtime_missing, wsl_libcuda_not_linked,
+@rule("container-toolkit-known-bug", needs=("report.errors",))
+def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads nvidia-container-cli's "failed to add device rules: ... bpf_prog_query(BPF_CGROUP_DEVICE)
+        failed: operation not permitted" in a report. Triage only: no probe reads the installed
+        toolkit's version (`nvidia-ctk --version`) yet, so `check` does not judge it.
+
+    Why is this bad?
+        The toolkit's hook adds the GPUs to the container's device cgroup, on cgroup v2 an eBPF
+        filter that an unprivileged daemon (rootless Docker or Podman, enroot) may not query.
+        Under rootless, libnvidia-container must be told not to touch cgroups (no-cgroups = true;
+        NVIDIA/libnvidia-container#154); nvidia-container-toolkit 1.18.0 tries anyway even when
+        configured for rootless, a regression from 1.17.8 (NVIDIA/nvidia-container-toolkit#1487:
+        1.17.8 and 1.17.9 work). The releases with a known regression are rows of
+        doctor/kb/docker.yaml (toolkit_regressions). No GPU container starts.
+
+    Example
+            nvidia-container-cli: mount error: failed to add device rules: unable to find any existing device filters attached to the cgroup: bpf_prog_query(BPF_CGROUP_DEVICE) failed: operation not permitted
+
+    Fix
+        `nvidia-ctk --version`: on a release the KB lists, install one it names as working (or a
+        later fixed one); under rootless, set `no-cgroups = true` in
+        /etc/nvidia-container-runtime/config.toml (`sudo nvidia-ctk config --set
+        nvidia-container-cli.no-cgroups=true --in-place`; the nvidia-ctk README). Requesting the
+        GPUs through CDI (`--device nvidia.com/gpu=all`) leaves the device cgroup to the
+        low-level runtime, so the NVIDIA stack need not touch it (a maintainer,
+        NVIDIA/nvidia-container-toolkit#56).
+    """
+    said = _errors(facts, "nvidia-container-cli-device-cgroup-denied")
+    if not said:
+        return None
+    known = [r for r in kb.docker.toolkit_regressions if "bpf_prog_query" in r.error]
+    releases = "; ".join(f"{r.release} under {r.setting} ({', '.join(r.good)} work)" for r in known)
+    message = (f"nvidia-container-cli may not change the container's device cgroup: {_line(said[0])}; "
+               "under rootless Docker/Podman it must not try (no-cgroups = true)")
+    if releases:
+        message += f", and nvidia-container-toolkit {releases} has this as a known regression"
+    return Hit(
+        message,
+        evidence={"report.errors": said, "toolkit_regressions": [r.release for r in known]},
+        fix=FixRef(commands=("nvidia-ctk --version",
+                             "sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups=true --in-place   # rootless only"),
+                   note=("on " + ", ".join(r.release for r in known) + ", install " + " or ".join(g for r in known for g in r.good[-1:]) +
+                         " (or a later fixed release); " if known else "") + "or request the GPUs through CDI (`--device nvidia.com/gpu=all`), which leaves the device cgroup to the low-level runtime (NVIDIA/nvidia-container-toolkit#56)"),
+    )
+
+
+REPORT_RULES: tuple[Rule, ...] = (container_toolkit_known_bug, container_gpu_access_lost, container_gpu_runtime_missing, wsl_libcuda_not_linked,
                                   extension_built_for_other_torch, system_libstdcxx_too_old, conda_mkl_breaks_pytorch, conda_cuda_pin_conflict, cuda_lib_not_found,
                                   driver_too_old_for_image)

@@ -628,6 +628,26 @@ def nccl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
 # The signature kinds the rules above read; every other row of doctor/kb/errors.yaml that
 # names findings is raised by a generic rule per finding id (_from_rows), so a new row needs
 # no code here.
+
+@rule("container-image-ships-driver-libs", needs=("report.errors",))
+def image_driver_libs_said(facts: Facts, kb: KB) -> Hit | None:
+    """nvidia-container-cli's "mount error: file creation failed: .../libnvidia-ml.so.1: file
+    exists" in a report: the image already holds a driver library the runtime mounts from the
+    host (see container-image-ships-driver-libs, which `check --image` judges from the image)."""
+    said = _errors(facts, "nvidia-container-cli-lib-exists")
+    if not said:
+        return None
+    lib = said[0].get("lib") or "a driver library"
+    return Hit(
+        f"the image ships {lib}, a driver library the NVIDIA container runtime mounts from the host (on WSL2 from /usr/lib/wsl/lib): {_line(said[0])}",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("RUN rm -f /usr/lib/x86_64-linux-gnu/libcuda.so.* /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.*   # in the Dockerfile",
+                             "fwdoctor check --image IMAGE   # lists every driver library the image ships"),
+                   note="or remove the package that brought them (often libnvidia-compute-NNN), or build from a clean nvidia/cuda image "
+                        "rather than a copy from a GPU or WSL2 machine (NVIDIA/nvidia-docker#1551)"),
+    )
+
+
 _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "cuda-version-mismatch", "sm-incompatible", "unsupported-gnu",
                       "unsupported-gpu-arch", "cudnn-undefined-symbol",
                       # issue 26, part B: the rules above with their own explanation
@@ -639,7 +659,9 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       *visibility.REPORT_KINDS,
                       # fwdoctor.rules.platform's report-side rules read these (issue 26: no AVX, old glibc, Rosetta)
                       "jaxlib-cpu-lacks-avx", "illegal-instruction", "glibc-version-not-found", "x86-python-on-apple-silicon",
-                      "execstack-refused"})
+                      "execstack-refused",
+                      # image_driver_libs_said reads it (container-image-ships-driver-libs)
+                      "nvidia-container-cli-lib-exists"})
 
 
 def _from_rows() -> tuple[Rule, ...]:
@@ -674,7 +696,7 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
     return rule(finding_id, needs=("report.errors",))(said_by_the_report)
 
 
-RULES: tuple[Rule, ...] = (nvml_mismatch, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
+RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
                            framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
