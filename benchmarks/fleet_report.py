@@ -5,7 +5,7 @@ the facts of an 8 x H100 host; or --facts FILE, e.g. `fwdoctor facts > host.json
 with a few odd nodes (one on driver 550, one on another NCCL, one with a GPU missing, one
 with a slow all-reduce), then times whole `fwdoctor fleet report DIR --format F --out FILE` processes for 100,
 1,000 and 10,000 nodes (text, json, html) and prints wall and CPU time, peak RSS of the
-process and the ratio to one `fwdoctor check --facts FILE` (issue 30's target: 10,000
+process (plus its largest child's: a large fleet is read in two worker processes) and the ratio to one `fwdoctor check --facts FILE` (issue 30's target: 10,000
 nodes in under 10 s and 200 MiB, TARGET_S and TARGET_MIB below). The reading is streamed whatever the format; the JSON document itself (every node's row)
 is built whole before it is written, so its size, not the reading, grows with the fleet.
 
@@ -146,12 +146,15 @@ def write_fleet(folder: Path, nodes: int, facts_file: Path = FACTS, smoke: bool 
 
 # ----------------------------------------------------------------------------- measuring
 # Issue 30 item 4: 10,000 nodes reported in under TARGET_S seconds and TARGET_MIB of peak
-# RSS (the process's own ru_maxrss). The targets live here, not in timed tests: a test
+# RSS (the process's ru_maxrss plus its largest worker's). The targets live here, not in timed tests: a test
 # that times itself fails on a busy CI runner for no fault of the code.
 TARGET_NODES, TARGET_S, TARGET_MIB = 10_000, 10.0, 200.0
 
-# Runs the CLI in this interpreter and reports its own peak RSS (ru_maxrss, KiB on Linux)
-# and CPU seconds (user + system, so a busy machine's waiting is not counted as work).
+# Runs the CLI in this interpreter and reports its peak RSS (ru_maxrss, KiB on Linux) and
+# CPU seconds (user + system, so a busy machine's waiting is not counted as work), its
+# children's added: the workers that read a large fleet (fwdoctor.fleet.documents). The
+# RSS is the process's peak plus its largest child's, an upper bound: pages a forked
+# worker shares with the process are counted twice.
 _WRAPPER = r"""
 import resource, sys
 from fwdoctor.cli import main
@@ -161,7 +164,9 @@ try:
 except SystemExit as exc:
     code = exc.code if isinstance(exc.code, int) else 1
 usage = resource.getrusage(resource.RUSAGE_SELF)
-sys.stderr.write("MAXRSS_KIB=%d\nCPU_S=%.3f\n" % (usage.ru_maxrss, usage.ru_utime + usage.ru_stime))
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the report's reading workers (fleet.documents)
+sys.stderr.write("MAXRSS_KIB=%d\nCPU_S=%.3f\n" % (usage.ru_maxrss + kids.ru_maxrss,
+                 usage.ru_utime + usage.ru_stime + kids.ru_utime + kids.ru_stime))
 sys.exit(code)
 """
 

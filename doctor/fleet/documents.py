@@ -18,12 +18,13 @@ the other 999 nodes.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping  # not typing's: its isinstance is ~10x slower
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import PurePath
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 # read_regular_file reads a whole file; a .jsonl is read line by line through the same
 # regular-file-only open (a FIFO or device refused unopened) that it uses.
@@ -143,17 +144,142 @@ def paths_in(paths: list[str]) -> Iterator[str | BadInput]:
             yield BadInput(path, "no such file or folder")
 
 
-def documents(paths: list[str]) -> Iterator[Document | BadInput]:
-    """Each document of every path, one at a time, or a BadInput for what cannot be used."""
+def documents(paths: list[str], digest: Callable[[Document], Any] | None = None) -> Iterator[Any]:
+    """Each document of every path, one at a time, or a BadInput for what cannot be used.
+
+    `digest`: a function of one document alone (fwdoctor.fleet.report.parts_of); given
+    one, and at least `workers_min()` .json files, the .json files are read in WORKERS
+    worker processes (issue 30: reading and judging are the cost of a fleet report), and
+    each arrives as its digest, not as a Document. See `_read_in_workers`."""
     twins = Twins()
     texts = FactTexts()
-    for item in paths_in(paths):
+    items: Iterable[str | BadInput] = paths_in(paths)
+    if digest is not None:
+        items = list(items)  # paths only: ~100 bytes a file
+        if sum(1 for item in items if type(item) is str and not item.endswith(".jsonl")) >= workers_min():
+            yield from _read_in_workers(items, digest, twins, texts)
+            return
+    for item in items:
         if isinstance(item, BadInput):
             yield item
         elif item.endswith(".jsonl"):
             yield from _jsonl(item, texts)
         else:
             yield _json_file(item, twins, texts)
+
+
+# ----------------------------------------------------------------------------- workers
+# Reading in worker processes (issue 30 item 4): each worker reads chunks of .json files
+# (its own Twins and FactTexts: they change how much is parsed, never what) and returns
+# each document's digest: what that document alone gives its node (fleet.report.Parts, a
+# few hundred bytes, so pickling costs little). Everything that depends on the order of
+# the documents (which one a node shows, so whether a judgement and its rule error are
+# used) is decided in this process, in the files' order: the report is the one read
+# here, byte for byte (tests/test_fleet_workers.py).
+WORKERS = 2
+WORKERS_MIN = 500  # .json files; below it, starting the workers costs more than they save
+CHUNK = 64  # files a task
+IN_FLIGHT = 2 * WORKERS  # chunks handed out and not yet taken back: memory stays flat
+WORKERS_MIN_ENV = "FWDOCTOR_FLEET_WORKERS_MIN"  # the tests set it to 1 to read a small fleet in workers
+
+
+def workers_min() -> float:
+    """How many .json files make reading them in workers pay: WORKERS_MIN, or the env
+    knob FWDOCTOR_FLEET_WORKERS_MIN (an integer; it applies whatever the CPU count).
+    Never where the 'fork' start method is missing (a worker must start as this process
+    is, with no re-import), nor, by default, on one CPU."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return math.inf
+    forced = os.environ.get(WORKERS_MIN_ENV, "").strip()
+    if forced:
+        try:
+            return max(1, int(forced))
+        except ValueError:
+            pass
+    return WORKERS_MIN if (os.cpu_count() or 1) >= 2 else math.inf
+
+
+def _read_in_workers(items: list[str | BadInput], digest: Callable[[Document], Any], twins: Twins,
+                     texts: FactTexts) -> Iterator[Any]:
+    import multiprocessing
+    import sys
+    from collections import deque
+
+    # A forked worker flushes the standard streams it inherited when it ends: nothing of
+    # this process's may be waiting in them then, or it would be written twice.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    pending: deque[tuple[Any, Any]] = deque()  # (chunk of .json paths, its AsyncResult) | (an item, None)
+    in_flight = 0
+    with multiprocessing.get_context("fork").Pool(WORKERS, initializer=_worker_started) as pool:
+        def taken() -> Iterator[Any]:
+            nonlocal in_flight
+            held, task = pending.popleft()
+            if task is None:
+                if isinstance(held, BadInput):
+                    yield held
+                else:
+                    yield from _jsonl(held, texts)
+                return
+            in_flight -= 1
+            for path, found in zip(held, task.get()):
+                # None: the worker met something unexpected: read here, as always.
+                yield _json_file(path, twins, texts) if found is None else found
+
+        chunk: list[str] = []
+        for index, item in enumerate(items):
+            if type(item) is str and not item.endswith(".jsonl"):
+                chunk.append(item)
+                if len(chunk) < CHUNK and index + 1 < len(items):
+                    continue
+            if chunk:
+                pending.append((chunk, pool.apply_async(_read_chunk, (chunk, digest))))
+                in_flight += 1
+                chunk = []
+            if not (type(item) is str and not item.endswith(".jsonl")):
+                pending.append((item, None))
+            while in_flight >= IN_FLIGHT:
+                yield from taken()
+        while pending:
+            yield from taken()
+
+
+def _worker_started() -> None:
+    """A worker forked from the CLI holds its handlers (fwdoctor.children.ending_tree_on_signals),
+    under which SIGTERM would not end it, and Pool.terminate would wait on it for ever.
+    Ctrl-C is the main process's (it ends the pool); SIGTERM and SIGHUP end a worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+# A worker's own Twins and FactTexts (each worker process reads its files in their order).
+_WORKER_READING: tuple[Twins, FactTexts] | None = None
+
+
+def _read_chunk(paths: list[str], digest: Callable[[Document], Any]) -> list[Any]:
+    """In a worker: each file's BadInput or its document's digest, in order; None where
+    something unexpected was raised (the main process reads that file itself, and meets
+    it as it always would)."""
+    global _WORKER_READING
+    if _WORKER_READING is None:
+        _WORKER_READING = (Twins(), FactTexts())
+    twins, texts = _WORKER_READING
+    found: list[Any] = []
+    for path in paths:
+        try:
+            doc = _json_file(path, twins, texts)
+            found.append(doc if isinstance(doc, BadInput) else digest(doc))
+        except Exception:
+            found.append(None)
+    return found
 
 
 class Template:
@@ -247,6 +373,13 @@ class Twins:
 
 
 def _json_file(path: str, twins: Twins | None = None, texts: FactTexts | None = None) -> Document | BadInput:
+    raw = read_json(path)
+    return raw if isinstance(raw, BadInput) else from_raw(raw, path, twins, texts)
+
+
+def read_json(path: str) -> bytes | BadInput:
+    """A .json file's bytes, or why it cannot be read (pure: fwdoctor.fleet.report's
+    workers read files with it)."""
     # read_regular_file asks for limit + 1 bytes in one read, and Python allocates a buffer
     # that size before shrinking it: 64 MiB per 20 KB file is a fifth of the reading time
     # of a thousand files. The file's size (plus slack for one still being written) bounds
@@ -259,6 +392,11 @@ def _json_file(path: str, twins: Twins | None = None, texts: FactTexts | None = 
         raw = read_regular_file(path, min(MAX_DOCUMENT_BYTES, size + 1024 * 1024), "")
     except ValueError as exc:
         return BadInput(path, _strip_flag(str(exc), path))
+    return raw
+
+
+def from_raw(raw: bytes, path: str, twins: Twins | None = None, texts: FactTexts | None = None) -> Document | BadInput:
+    """The document of a .json file read by read_json: a twin of one before, else parsed."""
     if twins is None:
         return parse(raw, path, _stem(path), texts)
     stem = _stem(path)

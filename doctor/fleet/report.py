@@ -11,6 +11,14 @@ and its facts are parsed and built only where their text differs (facttext.FactT
 Everything else read from a document (its host name, its stamp, its smoke results) is
 read from that document alone.
 
+Two cores: a fleet of fleet.documents.WORKERS_MIN .json files or more (the env knob
+FWDOCTOR_FLEET_WORKERS_MIN sets it) is read and judged in worker processes forked from
+this one ('fork' only; elsewhere, and for smaller fleets, all in this process): each
+document becomes its `Parts`, what it alone gives its node, and `_fold_parts` folds them
+into the rows here, in the files' order, as `absorb` folds a document read here. Which
+document a node shows, and so whether a judgement (and its rule error) is used, is
+decided only here; the report is the same byte for byte (tests/test_fleet_workers.py).
+
 Exit codes, as `check`: 0 no error; 1 an error finding (on a node or across nodes) or a
 failed smoke test; 2 the report is incomplete: an input could not be used, a node's
 facts allowed no check at all, or nothing was read.
@@ -129,6 +137,7 @@ class FleetReport:
 # ----------------------------------------------------------------------------- building
 def build(paths: list[str], kb: KB, max_listed: int = MAX_LISTED, rules: Iterable[Any] | None = None,
           progress: Callable[[int], None] | None = None) -> FleetReport:
+    global _WORKER_JUDGING
     from fwdoctor.rules import RULES
 
     node_rules = list(RULES if rules is None else rules)
@@ -136,16 +145,24 @@ def build(paths: list[str], kb: KB, max_listed: int = MAX_LISTED, rules: Iterabl
     bad: list[BadInput] = []
     cache = JudgeCache(kb, node_rules)
     count = 0
-    for item in documents(paths):
-        if isinstance(item, BadInput):
-            bad.append(item)
-            continue
-        count += 1
-        problem = absorb(rows, item, kb, node_rules, cache)
-        if problem:
-            bad.append(BadInput(item.where, problem))
-        if progress is not None and count % 1000 == 0:
-            progress(count)
+    _WORKER_JUDGING = (kb, node_rules)  # what a forked worker judges with (parts_of)
+    import fwdoctor.engine  # noqa: F401  imported before any worker forks, not in each (_judge)
+    try:
+        for item in documents(paths, parts_of):
+            if isinstance(item, BadInput):
+                bad.append(item)
+                continue
+            count += 1
+            if type(item) is Parts:  # a document read in a worker (documents._read_in_workers)
+                problem = _fold_parts(rows, _interned(item))
+            else:
+                problem = absorb(rows, item, kb, node_rules, cache)
+            if problem:
+                bad.append(BadInput(item.where, problem))
+            if progress is not None and count % 1000 == 0:
+                progress(count)
+    finally:
+        _WORKER_JUDGING = None
     ordered = sorted(rows.values(), key=lambda r: natural_key(r.name))
     fleet = Fleet(ordered, max_listed)
     drifts = {c.key: drift(c.title, ordered, _cell(c.key)) for c in nd.COLUMNS if not c.figure}
@@ -227,13 +244,76 @@ def absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any],
     One bad document costs one row: a field of the wrong type (details not an object,
     gpus.list not a list, a stamp that is no date, a fact no rule can read) makes this
     document unreadable, named with the field, and leaves every row as it was."""
+    cache = cache if cache is not None and cache.serves(kb, rules) else JudgeCache(kb, rules)
+
+    def used(name: str, stamp: str | None) -> bool:  # judge only facts the node will show
+        held = rows.get(name)
+        return held is None or held.newer("facts", stamp)
+
+    return _fold_parts(rows, _parts(doc, kb, rules, cache, used))
+
+
+class Parts(NamedTuple):
+    """What one document gives its node, read from that document alone: so a worker
+    process can read it (fwdoctor.fleet.documents._read_in_workers) and the main process
+    folds it into the rows in the documents' order (_fold_parts)."""
+
+    where: str
+    problem: str | None  # why the document cannot be used at all; else None
+    stamp: str | None = None
+    name: str = ""
+    named_by: str = ""
+    has_facts: bool = False  # the document holds facts (whether or not judged)
+    judged: Judged | None = None  # None with has_facts: not judged (the node shows newer facts), or:
+    judge_error: str | None = None  # why its facts cannot be judged: the document's problem if they are used
+    kernel: tuple[dict[str, str], dict[str, float], dict[str, str], list[str]] | None = None  # nd.kernel_cells
+    allreduce: tuple[dict[str, str], dict[str, float], dict[str, str], list[str]] | None = None  # nd.allreduce_cells
+
+
+# (kb, rules) of the report being built, for the workers it forks; each worker's JudgeCache.
+_WORKER_JUDGING: tuple[Any, list[Any]] | None = None
+_WORKER_CACHE: JudgeCache | None = None
+
+
+def parts_of(doc: Document) -> Parts:
+    """In a worker: the document's Parts, its facts judged whether or not the node will
+    show them (only the main process knows; a judgement not used, and its rule error,
+    are dropped there)."""
+    global _WORKER_CACHE
+    assert _WORKER_JUDGING is not None, "parts_of runs in a worker forked by build()"
+    kb, rules = _WORKER_JUDGING
+    if _WORKER_CACHE is None or not _WORKER_CACHE.serves(kb, rules):
+        _WORKER_CACHE = JudgeCache(kb, rules)
+    return _parts(doc, kb, rules, _WORKER_CACHE, None)
+
+
+def _interned(parts: Parts) -> Parts:
+    """Parts unpickled from a worker, their strings shared again as reading here shares them."""
+    def again(part: Any) -> Any:
+        if part is None:
+            return None
+        cells, figures, groups, failures = part
+        return {k: nd.intern(v) for k, v in cells.items()}, figures, {k: nd.intern(v) for k, v in groups.items()}, failures
+    judged = parts.judged
+    if judged is not None:
+        judged = judged._replace(cells={k: nd.intern(v) for k, v in judged.cells.items()},
+                                 findings=tuple(tuple(nd.intern(x) for x in f) for f in judged.findings))
+    return parts._replace(judged=judged, kernel=again(parts.kernel), allreduce=again(parts.allreduce))
+
+
+def _parts(doc: Document, kb: KB, rules: list[Any], cache: JudgeCache,
+           used: Callable[[str, str | None], bool] | None) -> Parts:
+    """`used(name, stamp)`: whether the node will show this document's facts (None: judge
+    them anyway). Everything is read before any row changes, so a document that fails
+    half way leaves the node as the documents before it showed it."""
     try:
-        return _absorb(rows, doc, kb, rules, cache if cache is not None and cache.serves(kb, rules) else JudgeCache(kb, rules))
+        return _read_parts(doc, kb, rules, cache, used)
     except (nd.DocumentError, StampError) as exc:
-        return str(exc)
+        return Parts(doc.where, str(exc))
 
 
-def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any], cache: JudgeCache) -> str | None:
+def _read_parts(doc: Document, kb: KB, rules: list[Any], cache: JudgeCache,
+                used: Callable[[str, str | None], bool] | None) -> Parts:
     data = doc.data
     facts_data: Any = None
     kernel: Any = None
@@ -246,13 +326,13 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
     else:  # a single `smoke kernel|allreduce --json`
         results = data.get("results")
         if not isinstance(results, list):
-            return 'a smoke document without a "results" list'
+            return Parts(doc.where, 'a smoke document without a "results" list')
         nd.check_results(results, "results")
         kernel = [r for r in results if isinstance(r, Mapping) and str(r.get("test", "")).startswith("kernel")] or None
         allreduce = [r for r in results if isinstance(r, Mapping) and r.get("test") == "allreduce"] or None
     for part, value in (("kernel", kernel), ("allreduce", allreduce)):
         if value is not None and not isinstance(value, list):
-            return f'"{part}" is a {type(value).__name__}, not a list of results'
+            return Parts(doc.where, f'"{part}" is a {type(value).__name__}, not a list of results')
         if value is not None and doc.kind == "smoke-suite":
             nd.check_results(value, part)
     facts: Facts | None = None
@@ -260,7 +340,7 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
     judged: Judged | None = None
     if facts_data is not None:
         if not isinstance(facts_data, Mapping):
-            return f'"check" is a {type(facts_data).__name__}, not a check report'
+            return Parts(doc.where, f'"check" is a {type(facts_data).__name__}, not a check report')
         twin = doc.twin if facts_data is data else None  # the twins of one document share one judging
         judged = cache.get(twin)
         if judged is not None:
@@ -269,33 +349,56 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
             try:
                 Provenance.from_json(facts_data)
             except ValueError as exc:
-                return f"not facts fwdoctor can read: {exc}"
+                return Parts(doc.where, f"not facts fwdoctor can read: {exc}")
         else:
             try:
                 facts = read_facts(data, doc.entries) if doc.entries is not None and facts_data is data \
                     else nd.read_facts(facts_data)
             except (ValueError, RecursionError) as exc:
-                return f"not facts fwdoctor can read: {exc}"
+                return Parts(doc.where, f"not facts fwdoctor can read: {exc}")
             nd.check_fact_types(facts)
     stamp = doc.collected_at  # StampError: a stamp that is no date orders nothing
     name, named_by = _name(doc)
-    held = rows.get(name)
-    # Everything is read before the row changes, so a document that fails half way leaves
-    # the node as the documents before it showed it.
-    if facts_data is not None and not (held is None or held.newer("facts", stamp)):
-        judged = None  # older than the facts the node shows: not used
-    elif facts is not None:
+    judge_error: str | None = None
+    if facts is not None and (used is None or used(name, stamp)):
         prints = Fingerprints(facts, doc.entries if facts_data is data else None)
-        report = _judge(facts, kb, cache.rules.rules(rules, prints))
-        # nd.fact_cells in two parts: the GPUs' differ wherever gpus.list does (UUIDs), the rest seldom.
-        cells = {**cache.rules.call(nd.software_cells, lambda seen: nd.software_cells(seen, kb), facts, prints),
-                 **nd.gpu_cells(facts)}
-        judged = Judged(cells, tuple(nd.findings_of(report)), report.not_run, report.nothing_checked)
-        cache.put(twin, judged)
-    kernel_part = nd.kernel_cells(kernel) if kernel and (held is None or held.newer("kernel", stamp)) else None
-    allreduce_part = nd.allreduce_cells(allreduce) if allreduce and (held is None or held.newer("allreduce", stamp)) else None
+        try:
+            report = _judge(facts, kb, cache.rules.rules(rules, prints))
+            # nd.fact_cells in two parts: the GPUs' differ wherever gpus.list does (UUIDs), the rest seldom.
+            cells = {**cache.rules.call(nd.software_cells, lambda seen: nd.software_cells(seen, kb), facts, prints),
+                     **nd.gpu_cells(facts)}
+        except (nd.DocumentError, StampError) as exc:
+            judge_error = str(exc)
+        else:
+            judged = Judged(cells, tuple(nd.findings_of(report)), report.not_run, report.nothing_checked)
+            cache.put(twin, judged)
+    return Parts(doc.where, None, stamp, name, named_by, facts_data is not None, judged, judge_error,
+                 nd.kernel_cells(kernel) if kernel else None, nd.allreduce_cells(allreduce) if allreduce else None)
+
+
+def _fold_parts(rows: dict[str, nd.NodeRow], parts: Parts) -> str | None:
+    """Fold a document's Parts into its node's row, in the documents' order: each part
+    only where it is newer than what the node shows; the reason it cannot be used, else None."""
+    if parts.problem is not None:
+        return parts.problem
+    name, stamp = parts.name, parts.stamp
+    held = rows.get(name)
+    judged = parts.judged
+    if parts.has_facts and not (held is None or held.newer("facts", stamp)):
+        judged = None  # older than the facts the node shows: not used
+    elif parts.judge_error is not None:
+        return parts.judge_error
+    kernel_part = parts.kernel if parts.kernel is not None and (held is None or held.newer("kernel", stamp)) else None
+    allreduce_part = parts.allreduce if parts.allreduce is not None and (held is None or held.newer("allreduce", stamp)) else None
+    _fold(rows, held, name, parts.named_by, parts.where, stamp, judged, kernel_part, allreduce_part)
+    return None
+
+
+def _fold(rows: dict[str, nd.NodeRow], held: nd.NodeRow | None, name: str, named_by: str, where: str, stamp: str | None,
+          judged: Judged | None, kernel_part: Any, allreduce_part: Any) -> None:
+    """The node's row with what one document gave it (every part read and checked before)."""
     row = held if held is not None else rows.setdefault(name, nd.NodeRow(nd.intern(name), named_by))
-    row.files.append(nd.intern(doc.where))
+    row.files.append(nd.intern(where))
     if judged is not None:
         row.take("facts", stamp)
         for key in nd.FACT_COLUMNS:
@@ -316,7 +419,6 @@ def _absorb(rows: dict[str, nd.NodeRow], doc: Document, kb: KB, rules: list[Any]
         row.failures["allreduce"] = failures
     for part in [p for p, f in row.failures.items() if not f]:
         del row.failures[part]
-    return None
 
 
 def _judge(facts: Facts, kb: KB, rules: list[Any]) -> Any:
