@@ -92,3 +92,23 @@ def test_the_knob_and_its_defaults(monkeypatch):
     monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
     monkeypatch.setenv(documents.WORKERS_MIN_ENV, "1")
     assert documents.workers_min() == float("inf")  # no fork: always in this process
+
+
+def test_no_workers_are_forked_beside_another_thread(monkeypatch):
+    """A fork copies only the calling thread: a lock another thread holds (the MCP server
+    runs build() beside its own threads) would stay held in the worker for ever."""
+    import threading
+
+    from fwdoctor.fleet import documents
+
+    monkeypatch.setenv(documents.WORKERS_MIN_ENV, "1")
+    if threading.active_count() == 1:
+        assert documents.workers_min() == 1
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, daemon=True)
+    other.start()
+    try:
+        assert documents.workers_min() == float("inf")
+    finally:
+        release.set()
+        other.join()

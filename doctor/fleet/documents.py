@@ -187,10 +187,13 @@ def workers_min() -> float:
     """How many .json files make reading them in workers pay: WORKERS_MIN, or the env
     knob FWDOCTOR_FLEET_WORKERS_MIN (an integer; it applies whatever the CPU count).
     Never where the 'fork' start method is missing (a worker must start as this process
-    is, with no re-import), nor, by default, on one CPU."""
+    is, with no re-import), nor, by default, on one CPU, nor in a process running other
+    threads (the MCP server calls build() beside its own): a fork copies only the calling
+    thread, and a lock another thread held at that moment stays held in the child for ever."""
     import multiprocessing
+    import threading
 
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         return math.inf
     forced = os.environ.get(WORKERS_MIN_ENV, "").strip()
     if forced:
@@ -198,7 +201,15 @@ def workers_min() -> float:
             return max(1, int(forced))
         except ValueError:
             pass
-    return WORKERS_MIN if (os.cpu_count() or 1) >= 2 else math.inf
+    return WORKERS_MIN if _usable_cpus() >= 2 else math.inf
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (a container's or taskset's cpuset), not the host's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no sched_getaffinity outside Linux
+        return os.cpu_count() or 1
 
 
 def _read_in_workers(items: list[str | BadInput], digest: Callable[[Document], Any], twins: Twins,
