@@ -72,6 +72,7 @@ PCI = [{"slot": "0000:62:00.0", "device_id": "0x2330"}]
     (True, ["nvidia0", "nvidiactl"], PCI, None, True),             # NVIDIA/nvidia-docker#1085: no nvidia-uvm
     (True, ["nvidia-uvm", "nvidia0", "nvidiactl"], PCI, "580.95.05", False),
     (True, [], [], None, False),                                   # a container on a host with no NVIDIA GPU
+    (True, [], PCI, None, False),                                  # no driver loaded on the host: driver-missing's business
     (False, [], PCI, "580.95.05", False),                          # the host itself: driver-missing's business
 ])
 def test_a_container_without_gpu_device_nodes_on_a_gpu_host(container, nodes, pci, driver, fires):

@@ -145,6 +145,11 @@ def container_started_without_gpus(facts: Facts, kb: KB) -> Hit | None:
         return None  # no NVIDIA GPU behind this container: no-gpu says so
     host = (f"{len(pci)} NVIDIA GPU(s) on the PCI bus" if pci else "no GPU listed on the PCI bus") + (f", NVIDIA driver {driver} loaded" if driver else "")
     gpu_nodes = [n for n in nodes if _GPU_NODE.fullmatch(n)]
+    if not gpu_nodes and not driver:
+        # GPUs on the bus and no NVIDIA module loaded (a container sees the host's
+        # /proc/driver/nvidia and /sys/module): the host has no driver, and the runtime
+        # could not have given this container a GPU anyway. driver-missing says so.
+        return None
     if not gpu_nodes:
         problem = "this container has no GPU device node (no /dev/nvidia0 ...)" + (f"; /dev has only {', '.join(nodes)}" if nodes else "")
         cause = "it was started without the GPUs (no --gpus or GPU device request)"

@@ -10,7 +10,7 @@ doctor/smoke/kernel.py):
   /usr/lib/x86_64-linux-gnu  libnvidia-ml.so.<library>, libnvidia-ml.so.1 -> it (overlay)
   /sys/module                nvidia/version and the other nvidia modules (overlay)
   /sys/bus/pci/devices       <bus>/{vendor,device,class} per GPU (overlay)
-  /dev                       nvidiactl, nvidia0..N-1, char 195:N as the driver makes them (overlay)
+  /dev                       nvidiactl, nvidia0..N-1 (char 195:N) and nvidia-uvm{,-tools} as the driver makes them (overlay)
   /proc/driver               nvidia/version, nvidia/gpus/<bus>/information (bind; procfs takes no overlay)
   /proc/modules              the host's lines plus the nvidia modules' (bind, where the kernel has the file)
 """
@@ -37,6 +37,11 @@ PROC_MODULES = "/proc/modules"
 # "Device Node Verification" script, as in kubernetes-sigs/kubespray roles/nvidia-driver-runfile/files/nv-dev-create.sh
 NVIDIA_MAJOR = 195
 CTL_MINOR = 255
+# nvidia-uvm takes a dynamic major (listed in /proc/devices); nvidia-modprobe makes
+# /dev/nvidia-uvm (minor 0) and /dev/nvidia-uvm-tools (minor 1) when the module loads, as
+# nv-dev-create.sh above does. 508 is what such a host shows; only the names are read.
+UVM_MAJOR = 508
+UVM_NODES = {"nvidia-uvm": 0, "nvidia-uvm-tools": 1}
 
 # /proc/driver/nvidia/version as the two module flavours print it; the build host and date
 # are those of the recorded files (tests/data/driver/proc-version-580.95.05-open.txt and
@@ -136,9 +141,9 @@ def _opaque(path: Path) -> None:
     os.setxattr(path, "trusted.overlay.opaque", b"y")
 
 
-def _device(path: Path, minor: int) -> None:
+def _device(path: Path, minor: int, major: int = NVIDIA_MAJOR) -> None:
     try:
-        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(NVIDIA_MAJOR, minor))
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
         os.chmod(path, 0o666)  # mknod applies the umask; the driver makes them 0666
     except PermissionError:  # no CAP_MKNOD: the probes only look at the name
         path.touch()
@@ -225,6 +230,11 @@ def build(scenario: Scenario, world: Path, library: Path) -> dict[str, Any]:
         for index in range(len(scenario.driver_gpus())):
             _device(dev / f"nvidia{index}", index)
             nodes.add(f"nvidia{index}")
+        # MODULE_LINES load nvidia_uvm, so its nodes are there: a CUDA program opens
+        # /dev/nvidia-uvm (and fwdoctor, run in a container as CI is, checks for it).
+        for name, minor in UVM_NODES.items():
+            _device(dev / name, minor, UVM_MAJOR)
+            nodes.add(name)
     _hide_below(dev, DEV, nodes, [n for n in _listdir(DEV) if n.startswith("nvidia")])
     steps.append({"op": "overlay", "target": DEV, "stage": str(dev)})
 
