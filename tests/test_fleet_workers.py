@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from test_fleet_fast_path import write_fleet as write_varied
-from test_fleet_report import facts_doc, fleet_cli, gen, write
+from conftest import TEST_KB_DIR
+from test_fleet_report import facts_doc, gen, write
 
 pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                                 reason="workers start only with the 'fork' start method")
@@ -59,32 +62,57 @@ def fleets(tmp_path_factory) -> dict[str, list[str]]:
             "varied": [str(root / "varied"), str(root / "odd")]}
 
 
+# The comparison runs in a fresh interpreter: workers are never forked beside another thread
+# (see test_no_workers_are_forked_beside_another_thread), and a pytest worker may run threads
+# that earlier tests left (servers, xdist's own). It prints, per format, the report read here
+# and in workers and how often the workers were started each time.
+COMPARE = """
+import json, os, sys
+from click.testing import CliRunner
+from fwdoctor.cli import main
+from fwdoctor.fleet import documents
+
+started = []
+real = documents._read_in_workers
+def counted(*args, **kwargs):
+    started.append(1)
+    return real(*args, **kwargs)
+documents._read_in_workers = counted
+
+kb, formats, paths = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
+def report(fmt, knob):
+    os.environ.pop(documents.WORKERS_MIN_ENV, None)
+    if knob:
+        os.environ[documents.WORKERS_MIN_ENV] = knob
+    started.clear()
+    result = CliRunner().invoke(main, ["-q", "fleet", "report", *paths, "--format", fmt, "--kb", kb], catch_exceptions=False)
+    return [result.exit_code, result.stdout, result.stderr, len(started)]
+print(json.dumps({fmt: {"here": report(fmt, ""), "workers": report(fmt, "1")} for fmt in formats}))
+"""
+
+
 @pytest.mark.parametrize("fleet", ["alike", "distinct", "varied"])
-def test_reading_in_workers_gives_the_same_report(fleets, fleet, monkeypatch):
-    from fwdoctor.fleet import documents
-
-    started: list[int] = []
-    real = documents._read_in_workers
-
-    def counted(*args, **kwargs):
-        started.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(documents, "_read_in_workers", counted)
-    for fmt in FORMATS:
-        monkeypatch.delenv(documents.WORKERS_MIN_ENV, raising=False)
-        here = fleet_cli(*fleets[fleet], "--format", fmt)
-        assert not started, "a fleet this small is read in this process by default"
-        monkeypatch.setenv(documents.WORKERS_MIN_ENV, "1")
-        in_workers = fleet_cli(*fleets[fleet], "--format", fmt)
-        assert started, "FWDOCTOR_FLEET_WORKERS_MIN=1 reads in workers"
-        started.clear()
+def test_reading_in_workers_gives_the_same_report(fleets, fleet):
+    done = subprocess.run([sys.executable, "-c", COMPARE, str(TEST_KB_DIR), ",".join(FORMATS), *fleets[fleet]],
+                          capture_output=True, text=True, timeout=300, check=True)
+    runs = json.loads(done.stdout)
+    assert sorted(runs) == sorted(FORMATS)
+    for fmt, run in runs.items():
+        *here, here_started = run["here"]
+        *in_workers, workers_started = run["workers"]
+        assert here_started == 0, f"{fleet} {fmt}: a fleet this small is read in this process by default"
+        assert workers_started == 1, f"{fleet} {fmt}: FWDOCTOR_FLEET_WORKERS_MIN=1 reads in workers"
         assert in_workers == here, (fleet, fmt)
+        assert here[0] in (0, 1, 2) and here[1], (fleet, fmt, here)
 
 
 def test_the_knob_and_its_defaults(monkeypatch):
+    import threading
+
     from fwdoctor.fleet import documents
 
+    # Alone in the process, as the CLI is (the guard against other threads is tested below).
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     monkeypatch.setenv(documents.WORKERS_MIN_ENV, "7")
     assert documents.workers_min() == 7
     monkeypatch.setenv(documents.WORKERS_MIN_ENV, "not a number")
