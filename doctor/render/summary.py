@@ -82,7 +82,9 @@ def _torch(facts: Facts) -> str:
     if missing:
         return missing
     cuda = facts.get("torch.cuda")
-    text = f"{facts['torch.version']} ({'CUDA ' + str(cuda) if cuda else 'CPU build'})"
+    # Unknown is not None: a `pip list` line "torch 2.1.0" does not say which build it is.
+    build = ("CUDA " + str(cuda) if cuda else "CPU build") if facts.known("torch.cuda") else "build unknown"
+    text = f"{facts['torch.version']} ({build})"
     location = facts.get("torch.location")
     return text + (f" at {location}" if location else "")
 

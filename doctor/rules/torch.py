@@ -234,6 +234,68 @@ def gpu_arch_unsupported_by_torch(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     return hits
 
 
+@rule("gpu-arch-unsupported-by-torch", needs=("gpus.list", "torch.version"), optional=("torch.cuda", "pci.nvidia_gpus"))
+def gpu_below_every_wheel_of_release(facts: Facts, kb: KB) -> Iterable[Hit] | None:
+    """What it does
+        Where torch's release is known and its CUDA build is not (a `pip list` line
+        "torch 2.1.0", a report without collect_env), judges each GPU against every CUDA
+        wheel of that release in the KB: a GPU none of them has kernels for fails whichever
+        was installed. Where torch's CUDA is known, gpu_arch_unsupported_by_torch judges the
+        exact wheel instead; a release the KB does not list is not judged.
+
+    Why is this bad?
+        torch imports and may even see the GPU; the first kernel fails with "CUDA error: no
+        kernel image is available for execution on the device". Old GPUs are dropped from
+        the official wheels release by release (compute capability 3.0 in 0.4.1,
+        pytorch/pytorch#14681; 3.5 in 1.3, pytorch/pytorch#30376; Maxwell and Pascal in the
+        CUDA 12.8 builds, kb/torch.yaml), so another wheel of the same release does not help.
+
+    Example
+        A Tesla K40 (3.5) with torch 2.1.0: its cu118 wheel starts at sm_37, its cu121
+        wheel at sm_50. Invalid. An RTX 3090 (8.6) with torch 2.1.0: every wheel has sm_86.
+
+    Fix
+        Use a GPU the release supports, or build torch from source for the GPU with a CUDA
+        toolkit that still compiles for it:
+
+            TORCH_CUDA_ARCH_LIST=3.5 python setup.py develop   # CUDA 11.x still targets sm_35
+    """
+    if facts.known("torch.cuda"):
+        return None  # the exact wheel is known: gpu_arch_unsupported_by_torch judges it
+    version = facts["torch.version"]
+    if not version:
+        return None  # torch is not installed: torch-not-installed's business
+    wheels = [v for v in kb.torch.variants_of(str(version)) if v.cuda is not None]
+    if not wheels:
+        raise NotCheckable(f"torch {version} is not in the KB's wheel table")
+    if any(v.arch_list is None for v in wheels):
+        raise NotCheckable(f"the arch list of a CUDA wheel of torch {version} is unconfirmed in the KB")
+    pci = facts.get("pci.nvidia_gpus") or []
+    gpus = [g for g in facts["gpus.list"] or [] if isinstance(g, dict)]
+    with_cc = [(gpu, cc) for gpu in gpus if (cc := kb.gpus.cc_for_gpu(gpu, pci))]
+    if not with_cc:
+        raise NotCheckable("no GPU's compute capability is known (gpus.list has no cc)")
+    lowest = min((t for v in wheels for t in arch.parse_targets(list(v.arch_list or ()))), key=lambda t: arch.cc_key(t.cc))
+    hits = []
+    for gpu, cc in with_cc:
+        try:
+            if any(arch.runs_on(list(v.arch_list or ()), str(cc)) for v in wheels):
+                continue
+        except ValueError:
+            continue
+        name = gpu.get("name") or "GPU"
+        builds = ", ".join(v.variant for v in wheels)
+        hits.append(Hit(
+            f"GPU {gpu.get('index', '?')}: {name} (compute capability {cc}, {arch.sm_name(str(cc))}) has no kernel in any CUDA wheel of torch {version} "
+            f"({builds}; the oldest architecture any of them is built for is {lowest.cc}): \"{NO_KERNEL}\"",
+            evidence={"gpus": [{**gpu, "cc": cc}], "torch.version": version, "wheels": {v.variant: list(v.arch_list or ()) for v in wheels}},
+            fix=FixRef(recipe="torch-source", options={"arch_list": str(cc)},
+                       note=f"no official torch {version} wheel runs on compute capability {cc}: use a GPU the wheels support, "
+                            f"or build torch from source with TORCH_CUDA_ARCH_LIST={cc} and a CUDA toolkit that still compiles for {arch.sm_name(str(cc))}"),
+        ))
+    return hits
+
+
 def _gpu_present(facts: Facts) -> bool | None:
     """True/False when some fact says; None when neither gpus.list nor the PCI scan is known."""
     answers = []
@@ -337,6 +399,7 @@ def torch_not_installed(facts: Facts, kb: KB) -> Hit | None:
 RULES: tuple[Rule, ...] = (
     driver_too_old_for_torch,
     gpu_arch_unsupported_by_torch,
+    gpu_below_every_wheel_of_release,
     torch_cpu_build_on_gpu_host,
     torch_not_installed,
 )

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from fwdoctor.model import Fact, Facts
 from fwdoctor.rules import RULES
 from fwdoctor.triage import build_config, collect_env, conda_builds, conda_info, conda_specs, cpu, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, p2p_prose, packages, paddle, repl, shm, tf_prose
-from fwdoctor.triage import gpu_intent, windows
+from fwdoctor.triage import gpu_intent, gpu_prose, windows
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -40,6 +40,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     windows.find,  # Windows/WSL: `ver`, systeminfo, `uname -r`, `wsl -l -v`, a Linux driver inside WSL, pip's Windows torch wheel
     gpu_intent.find,  # "tensorflow-gpu", torch.cuda.is_available(): a GPU meant
     conda_specs.find,  # environment files and conda install commands; the CUDA libraries of a conda plan
+    gpu_prose.find,  # the one NVIDIA GPU a report names in prose or a log line, where no tool lists it
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.
