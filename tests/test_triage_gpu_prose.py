@@ -21,7 +21,8 @@ pytestmark = pytest.mark.usefixtures("use_test_kb")
 
 
 def named(text: str) -> list[str]:
-    return [g["name"] for g in facts_of(gpu_prose.find, text).get("gpus.list", [])]
+    """The GPU models the reader states, each once."""
+    return list(dict.fromkeys(g["name"] for g in facts_of(gpu_prose.find, text).get("gpus.list", [])))
 
 
 @pytest.mark.parametrize("text, gpu", [
@@ -49,6 +50,20 @@ def test_one_gpu_named_in_prose_is_read(text, gpu):
 ])
 def test_no_gpu_or_two_gpus_give_no_fact(text):
     assert named(text) == []
+
+
+@pytest.mark.parametrize("text, count", [
+    ("all_reduce hangs on 8x A100-SXM4-80GB", 8),
+    ("a node with 2 x RTX 3090 (no NVLink)", 2),
+    ("4*V100 on the old cluster", 4),
+    ("RTX 3090 x 2", 1),              # a count after the name is not read
+    ("1x H100", 1),
+    ("512x A100 in the whole cluster", 1),  # no node holds that many
+    ("CUDA 12.2x H100", 1),           # "12.2x": a digit run broken by a dot is no count
+])
+def test_a_count_right_before_the_name_gives_that_many_gpus(text, count):
+    gpus = facts_of(gpu_prose.find, text)["gpus.list"]
+    assert len(gpus) == count and [g["index"] for g in gpus] == list(range(count))
 
 
 def test_the_same_gpu_named_twice_is_one_gpu():

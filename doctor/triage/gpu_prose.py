@@ -4,7 +4,7 @@
     I have a GTX1080Ti and CUDA 10.0 ...
     Training on 8x A100-SXM4-80GB hangs in all_reduce
 
--> gpus.list with that one GPU (its name only: the compute capability comes from the GPU KB
+-> gpus.list with that GPU ("8x A100": eight of them; its name only: the compute capability comes from the GPU KB
 when a rule asks, fwdoctor.kb.gpus.GpuKB.cc_for_gpu), trusted least of all ("prose"):
 nvidia-smi, collect_env and the framework's own device lines win wherever the report has them.
 
@@ -50,6 +50,9 @@ _NAME = re.compile(
     r"(?P<after>(?:-\w{1,12}){0,3}\s{0,2}(?:GPU)?)",
     re.IGNORECASE,
 )
+# "8x A100", "2 x RTX 3090", "4*V100", "8× H100": how many, right before the name.
+_COUNT = re.compile(r"(?<![\d.])(\d{1,2}) ?[x×*] ?$", re.IGNORECASE)
+_MAX_COUNT = 64  # more GPUs than one node holds is a cluster's count, not this host's
 _LETTER_DIGIT = re.compile(r"(?i)^(GTX|RTX|GT|MX)\s?-?(\d)")
 _DIGIT_TI = re.compile(r"(?i)(\d)(Ti)\b")
 
@@ -70,6 +73,7 @@ def _canonical(match: re.Match[str]) -> str | None:
 
 def find(lines: Lines) -> list[Fragment]:
     named: dict[tuple[str, ...], tuple[int, str]] = {}  # name key -> (first line, name)
+    count = 1
     for i, text in enumerate(lines.norm):
         if not text:
             continue
@@ -82,10 +86,14 @@ def find(lines: Lines) -> list[Fragment]:
                 named[key] = (i + 1, name)
             if len(named) > 1:
                 return []  # two products named: which one failed is not in the text
+            # Only the 8 characters before the name: a bounded look, whatever the line's length.
+            said = _COUNT.search(text[max(0, match.start() - 8):match.start()])
+            if said and 1 < int(said.group(1)) <= _MAX_COUNT:
+                count = max(count, int(said.group(1)))
     if not named:
         return []
     (line, name), = named.values()
     frag = Fragment("prose", line, line)
-    frag.add("gpus.list", [gpu_entry(0, name)], line)
-    frag.notes.append(f"line {line}: the report names one NVIDIA GPU, {name}")
+    frag.add("gpus.list", [gpu_entry(index, name) for index in range(count)], line)
+    frag.notes.append(f"line {line}: the report names one NVIDIA GPU model, {name}" + (f", {count} of them" if count > 1 else ""))
     return [frag]
