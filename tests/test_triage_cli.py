@@ -40,7 +40,9 @@ def test_json_has_check_shape_plus_fragments(cli, report_file, tmp_path):
     assert finding["evidence"]["driver.version"] == "530.30.02"
     assert doc["facts"]["driver.version"]["source"] == "report line 4: kernel log (NVRM)"
     assert doc["facts"]["torch.cuda"]["unknown"] is True and "the report does not show" in doc["facts"]["torch.cuda"]["why"]
-    assert [f["kind"] for f in doc["fragments"]] == ["kernel log (NVRM)", "error"]
+    # the syslog line is also read for Xid events and the legacy notice (none: both [])
+    assert [f["kind"] for f in doc["fragments"]] == ["kernel log (NVRM)", "error", "kernel log"]
+    assert doc["facts"]["gpus.xid_events"] == {"value": [], "source": "report line 4: kernel log"}
     assert doc["fragments"][0]["lines"] == [4, 4]
 
 

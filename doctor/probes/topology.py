@@ -28,6 +28,7 @@ import re
 from typing import Any, Iterable
 
 from fwdoctor.host import Host
+from fwdoctor.kernlog import parse_legacy_notices, parse_xid_lines  # shared with triage; importable from here as before
 from fwdoctor.model import Fact, Facts, ProbeFailure
 from fwdoctor.probes.base import Probe, Read, probe
 from fwdoctor.versions import deb_upstream_version
@@ -51,8 +52,6 @@ NVIDIA_VENDOR = "0x10de"
 # (systemctl prints "Main PID: 29850 (nv-fabricmanage)", bottlerocket-kernel-kit PR 142).
 FM_COMM = "nv-fabricmanage"
 
-# [^()]: an unclosed "Xid (" stops at the next '(' instead of scanning to the end each time.
-_XID = re.compile(r"NVRM: Xid \((?P<bus>[^()]*)\): (?P<xid>\d+),(?P<rest>.*)$")
 _DPKG_FM = re.compile(r"^nvidia-fabricmanager(?:-\d+)?$")
 _NV = re.compile(r"^NV(\d+)$")
 
@@ -142,51 +141,6 @@ def parse_dpkg_fabricmanager(text: str) -> dict[str, str] | None:
             version = fields.get("Version", "")
             return {"package": fields["Package"], "version": deb_upstream_version(version) or version}
     return None
-
-
-# The module's own verdict on a GPU it will not drive, as printed at load time (continued
-# over several "NVRM:" lines; journalctl may cut the first at the terminal width with ">"):
-#   NVRM: The NVIDIA GeForce GT 710 GPU installed in this system is
-#   NVRM:  supported through the NVIDIA 470.xx Legacy drivers. Please
-#   NVRM:  visit http://www.nvidia.com/object/unix.html for more
-#   NVRM:  information.  The 535.129.03 NVIDIA driver will ignore
-#   NVRM:  this GPU.  Continuing probe...
-# (siderolabs/talos issue 8764; NixOS/nixos-hardware issues 1828 and 1880 show the same text.)
-_NVRM_PART = re.compile(r"NVRM:\s?(?P<text>.*)$")
-_LEGACY = re.compile(
-    r"The NVIDIA (?P<gpu>[^.]{1,120}?) GPU installed in this system(?: is|>)?\s+supported through the NVIDIA "
-    r"(?P<branch>\d{3})\.xx Legacy drivers\..{0,400}?The (?P<driver>\d+(?:\.\d+){1,3}) NVIDIA driver will ignore\s+this GPU"
-)
-
-
-def parse_legacy_notices(text: str) -> list[dict[str, str]]:
-    """Kernel log -> [{"gpu": "GeForce GT 710", "branch": "470", "driver": "535.129.03"}]:
-    each GPU the loaded module said it will ignore because only a legacy branch drives it.
-    The message's NVRM: pieces are joined first (it spans five lines)."""
-    pieces: list[str] = []
-    for line in text.splitlines():
-        m = _NVRM_PART.search(line)
-        if m:
-            pieces.append(m["text"].strip())
-    joined = " ".join(pieces)
-    out: list[dict[str, str]] = []
-    for m in _LEGACY.finditer(joined):
-        gpu = m["gpu"].removeprefix("NVIDIA ").strip()  # "The NVIDIA NVIDIA GeForce GTX 1050": newer drivers double it
-        notice = {"gpu": gpu[:120], "branch": m["branch"], "driver": m["driver"]}
-        if notice not in out:
-            out.append(notice)
-    return out
-
-
-def parse_xid_lines(text: str) -> list[dict[str, Any]]:
-    """Kernel log lines "NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the bus."
-    -> [{"bus": "PCI:0000:18:00", "xid": 79, "text": the line's tail}]."""
-    out = []
-    for line in text.splitlines():
-        m = _XID.search(line)
-        if m:
-            out.append({"bus": m["bus"], "xid": int(m["xid"]), "text": m["rest"].strip()[:200]})
-    return out
 
 
 # ----------------------------------------------------------------------------- probes

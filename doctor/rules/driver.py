@@ -1,6 +1,7 @@
 """Driver and GPU presence rules: driver-missing, nouveau-loaded, driver-library-mismatch,
 driver-gpu-unsupported, no-gpu, and container-image-ships-driver-libs (an image's own copies). Each is a pure function of (Facts, KB); fixes are advice
-(commands for a human), never a silent driver install.
+(commands for a human), never a silent driver install. REPORT_RULES holds driver-gpu-unsupported's
+report-side twin (the legacy notice of a pasted kernel log, where the report shows no driver version).
 """
 
 from __future__ import annotations
@@ -312,12 +313,16 @@ def _legacy_notices(notices: list[Any], driver: str | None) -> list[dict[str, st
     return [n for n in usable if equal(str(n.get("driver", "")), driver)]
 
 
-def _legacy_hit(notices: list[dict[str, str]], driver: str | None, source: str) -> Hit:
+def _legacy_hit(notices: list[dict[str, str]], driver: str | None, source: str, left: bool | None = None) -> Hit:
+    """The finding for the module's own legacy-branch notices. `left`: whether the module,
+    finding no other GPU, did not stay loaded; None reads it from `driver` (no driver version:
+    no module loaded). A bug report that shows the notice but not the driver in place says
+    neither (legacy_notice_said passes False)."""
     first = notices[-1]  # the newest boot's
     branch = first["branch"]
     gpus = sorted({n["gpu"] for n in notices})
     running = driver or first.get("driver") or "the installed driver"
-    state = "" if driver else " (and, finding no other GPU, did not stay loaded)"
+    state = " (and, finding no other GPU, did not stay loaded)" if ((not driver) if left is None else left) else ""
     return Hit(
         f"the NVIDIA {running} module ignores the {', '.join(gpus)}{state}: its kernel log notice says only the "
         f"R{branch} legacy branch drives it; install a driver of the R{branch} legacy branch",
@@ -328,6 +333,20 @@ def _legacy_hit(notices: list[dict[str, str]], driver: str | None, source: str) 
                  f"{branch}.xx Legacy drivers. A newer branch will keep ignoring it. fwdoctor does not install drivers.",
         ),
     )
+
+
+@rule("driver-gpu-unsupported", needs=("driver.legacy_notices",), optional=("driver.version",))
+def legacy_notice_said(facts: Facts, kb: KB) -> Hit | None:
+    """The kernel module's own legacy-branch notice in a bug report that does not show the
+    driver in place (see driver-gpu-unsupported): `fwdoctor triage` runs it where that rule,
+    for want of driver.version, said "not checked". The notice names the driver that ignored
+    the GPU; whether that module then stayed loaded the pasted lines need not say, so the
+    message does not claim it."""
+    driver = facts.get("driver.version")  # known only where the regular rule lacked the GPUs instead
+    notices = _legacy_notices(facts["driver.legacy_notices"] or [], driver)
+    if not notices:
+        return None
+    return _legacy_hit(notices, driver, facts.source("driver.legacy_notices"), left=None if driver else False)
 
 
 @rule("no-gpu", needs=("gpus.list",), optional=("pci.nvidia_gpus", "system.container"))
@@ -413,3 +432,5 @@ def container_image_ships_driver_libs(facts: Facts, kb: KB) -> Hit | None:
 
 
 RULES: tuple[Rule, ...] = (driver_missing, nouveau_loaded, driver_library_mismatch, driver_gpu_unsupported, no_gpu, container_image_ships_driver_libs)
+# Report-side twins, run by `fwdoctor triage` only where the regular rule could not judge.
+REPORT_RULES: tuple[Rule, ...] = (legacy_notice_said,)

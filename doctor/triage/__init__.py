@@ -23,7 +23,7 @@ from typing import Any, Callable
 from fwdoctor.model import Fact, Facts
 from fwdoctor.rules import RULES
 from fwdoctor.triage import build_config, collect_env, conda_builds, conda_info, conda_specs, cpu, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, p2p_prose, packages, paddle, repl, shm, tf_prose
-from fwdoctor.triage import gpu_intent, gpu_prose, windows
+from fwdoctor.triage import gpu_intent, gpu_prose, kernel_log, windows
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -41,6 +41,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     gpu_intent.find,  # "tensorflow-gpu", torch.cuda.is_available(): a GPU meant
     conda_specs.find,  # environment files and conda install commands; the CUDA libraries of a conda plan
     gpu_prose.find,  # the one NVIDIA GPU a report names in prose or a log line, where no tool lists it
+    kernel_log.find,  # dmesg / journalctl -k / kern.log lines: NVIDIA Xid events, the legacy-branch notice
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.
@@ -75,6 +76,8 @@ UNSHOWN = {
     "platform.wheel_glibc": "the manylinux tags of the installed wheels (`grep ^Tag: $SITE/*.dist-info/WHEEL`)",
     "frameworks.installed": "which JAX/TensorFlow build is installed (`conda list`: its build strings say cpu or cuda)",
     "conda.torch_build": "which pytorch build conda installed (`conda list pytorch`: its build string says cpu or cuda)",
+    "gpus.xid_events": "the kernel log's NVIDIA lines (`sudo dmesg -T | grep NVRM`)",
+    "driver.legacy_notices": "the kernel log's NVIDIA lines (`sudo dmesg -T | grep NVRM`)",
     "report.errors": "",
 }
 

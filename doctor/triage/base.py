@@ -34,6 +34,7 @@ PRIORITY = {
     "gcc": 60,
     "df /dev/shm": 60,
     "lspci": 60,
+    "kernel log": 85,  # dmesg / journalctl -k: the kernel module's own messages (fwdoctor.triage.kernel_log)
     "paddle": 70,  # Paddle's own device banner
     "jax env": 70,  # jax.print_environment_info()
     "env": 55,  # `env`/`export` lines: what was set, perhaps not for the failing run

@@ -80,6 +80,10 @@ def _evidence_ranges(finding: Finding, facts: Facts) -> list[tuple[int, int]]:
             ranges += _ranges(facts.source(key))
         elif key == "gpus":
             ranges += _ranges(facts.source("gpus.list"))
+        elif key == "source" and isinstance(value, str):
+            # A rule that cites its fact's source under its own evidence names (gpu-xid-errors:
+            # "xid_events", "source"): from a report that source is the lines to quote.
+            ranges += _ranges(value)
     merged: list[tuple[int, int]] = []
     for start, end in sorted(set(ranges)):
         if merged and start <= merged[-1][1] + 1:

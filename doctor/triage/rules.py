@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from fwdoctor import arch
 from fwdoctor.model import Facts, FixRef, Severity
+from fwdoctor.rules import driver as driver_rules
 from fwdoctor.rules import platform
 from fwdoctor.rules import windows as windows_rules
 from fwdoctor.rules import visibility
@@ -700,4 +701,4 @@ RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_to
                            framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
-                           *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES, *_from_rows())
+                           *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES, *_from_rows())
