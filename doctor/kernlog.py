@@ -56,10 +56,34 @@ def parse_legacy_notices(text: str) -> list[dict[str, str]]:
 
 def parse_xid_lines(text: str) -> list[dict[str, Any]]:
     """Kernel log lines "NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the bus."
-    -> [{"bus": "PCI:0000:18:00", "xid": 79, "text": the line's tail}]."""
+    -> [{"bus": "PCI:0000:18:00", "xid": 79, "text": the line's tail}], then the GPUs the
+    module found fallen off the bus while probing (parse_fallen_off_bus), as Xid 79."""
     out = []
     for line in text.splitlines():
         m = XID.search(line)
         if m:
             out.append({"bus": m["bus"], "xid": int(m["xid"]), "text": m["rest"].strip()[:200]})
-    return out
+    return out + [e for e in parse_fallen_off_bus(text) if e not in out]
+
+
+# The module's probe-time message for a GPU that no longer answers on the bus: Xid 79's
+# meaning ("GPU has fallen off the bus", NVIDIA's Xid catalog) without a Xid line, e.g.
+#   NVRM: The NVIDIA GPU 0000:b3:00.0
+#   NVRM: (PCI ID: 10de:26b5) installed in this system has
+#   NVRM: fallen off the bus and is not responding to commands.
+# (NVIDIA/NVSentinel issue 155, driver 570.158.01.) One message over three NVRM: lines.
+FALLEN_OFF = re.compile(
+    r"The NVIDIA GPU (?P<domain>[0-9a-fA-F]{4}):(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})\.[0-7]\s+"
+    r"\(PCI ID: [0-9a-fA-F]{4}:[0-9a-fA-F]{4}\) installed in this system has\s+fallen off the bus"
+)
+
+
+def parse_fallen_off_bus(text: str) -> list[dict[str, Any]]:
+    """The fallen-off-the-bus notice -> [{"bus": "PCI:0000:b3:00", "xid": 79, "text": ...}],
+    the bus written as a Xid line writes it, so one GPU's two reports count once per line."""
+    if "fallen off the bus" not in text and SYSLOG_NEWLINE not in text:
+        return []
+    joined = " ".join(m["text"].strip() for line in text.replace(SYSLOG_NEWLINE, "\n").splitlines() if (m := NVRM_PART.search(line)))
+    return [{"bus": f"PCI:{m['domain']}:{m['bus']}:{m['dev']}", "xid": 79,
+             "text": "fallen off the bus and is not responding to commands (the driver's probe message; no Xid line)"}
+            for m in FALLEN_OFF.finditer(joined)]

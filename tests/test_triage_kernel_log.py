@@ -179,11 +179,11 @@ def test_a_report_without_kernel_lines_has_gpu_xid_errors_not_checked(cli, tmp_p
     assert "gpu-xid-errors" not in {f["id"] for f in doc["findings"]}
 
 
-def test_kernel_lines_that_show_no_xid_say_there_is_none():
+def test_a_gpu_fallen_off_the_bus_at_probe_time_counts_as_xid_79():
     # NVSentinel#155: a GPU fallen off the bus, reported by the driver without a Xid line.
     facts, _ = triage(log("nvsentinel-155-dmesg-fallen-off-bus-without-xid.txt"))
-    assert facts.known("gpus.xid_events") and facts["gpus.xid_events"] == []
-    assert facts.source("gpus.xid_events") == "report line 1-5: kernel log"
+    assert [(e["bus"], e["xid"]) for e in facts["gpus.xid_events"]] == [("PCI:0000:b3:00", 79)]
+    assert facts.source("gpus.xid_events") == "report line 3: kernel log"
     assert facts["driver.legacy_notices"] == []  # "installed in this system has fallen off the bus": no notice
     assert facts["driver.version"] == "570.158.01"  # the loading line, read by triage/driver_version.py
 
@@ -292,3 +292,13 @@ def test_a_32_kb_line_is_not_parsed_even_when_it_holds_a_xid():
     assert took < 1.0 and not facts.known("gpus.xid_events") and fragments == []
     # the same line under the cap is an event
     assert events(triage(line[:200])[0]) == [("PCI:0000:18:00", 79)]
+
+
+def test_the_fallen_off_the_bus_message_is_read_from_a_syslog_line_and_not_from_prose():
+    from fwdoctor.kernlog import parse_xid_lines
+
+    # rsyslog keeps the three-line message on one line, its line breaks written as #012
+    syslog = ("Jun  3 10:01:02 gpu7 kernel: [ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0#012NVRM: (PCI ID: 10de:26b5) "
+              "installed in this system has#012NVRM: fallen off the bus and is not responding to commands.")
+    assert [(e["bus"], e["xid"]) for e in parse_xid_lines(syslog)] == [("PCI:0000:b3:00", 79)]
+    assert parse_xid_lines("our GPU 0000:b3:00.0 has fallen off the bus again, see NVSentinel#155") == []

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from fwdoctor.kernlog import SYSLOG_NEWLINE, parse_legacy_notices, parse_xid_lines
+from fwdoctor.kernlog import SYSLOG_NEWLINE, parse_fallen_off_bus, parse_legacy_notices, parse_xid_lines
 from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines
 
@@ -110,6 +110,12 @@ def _xids(frag: Fragment, shown: list[tuple[int, list[str]]]) -> set[int]:
                 at.append(i + 1)
             elif "Xid" in piece:
                 unread.append(i + 1)
+    # The probe-time "fallen off the bus" message spans three NVRM: lines: read over them all.
+    fallen = [e for e in parse_fallen_off_bus("\n".join(p for _, pieces in shown for p in pieces)) if e not in events]
+    if fallen:
+        events += fallen
+        at += [i + 1 for i, pieces in shown if any("fallen off the bus" in p for p in pieces)]
+        at.sort()
     if unread:
         frag.notes.append(f"line {unread[0]}: a Xid line not in the kernel's own form ('NVRM: Xid (PCI:...): N, ...'): not read")
     if events:
