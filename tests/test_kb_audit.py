@@ -95,7 +95,8 @@ def arch_lists(body: list[str]) -> dict[str, str]:
     previous = ""
     for raw in body:
         line = raw.split("#", 1)[0] if not raw.lstrip().startswith("#") else ""
-        case = re.match(r"\s*(\d+\.\d+(?:\s*\|\s*\d+\.\d+)*)\)", line)
+        # The 1.9-1.12 builder scripts match globs ("11.[356])", "10.*)"): kept as the label.
+        case = re.match(r"\s*(\d+\.(?:\d+|\[\d+\]|\*)(?:\s*\|\s*\d+\.\d+)*)\)", line)
         if case:
             label = case.group(1)
         assign = ASSIGN.search(line)
@@ -134,6 +135,14 @@ ARCH_ROWS = {
     ("torch-build_cuda-2.11-cycle.txt", "12.8"): ["2.11.0+cu128"],
     ("torch-build_cuda-2.11-cycle.txt", "12.9"): ["2.11.0+cu129"],
     ("torch-release-2.12-cu129.txt", "12.9"): ["2.12.1+cu129"],
+    ("torch-builder-release-1.9.txt", "10.*"): ["1.9.0+cu102", "1.9.1+cu102"],
+    ("torch-builder-release-1.9.txt", "11.[123]"): ["1.9.0+cu111", "1.9.1+cu111"],
+    ("torch-builder-release-1.10.txt", "10.*"): ["1.10.0+cu102", "1.10.1+cu102"],
+    ("torch-builder-release-1.10.txt", "11.[123]"): ["1.10.0+cu111", "1.10.1+cu111"],
+    ("torch-builder-release-1.11.txt", "10.*"): ["1.11.0+cu102"],
+    ("torch-builder-release-1.11.txt", "11.[1235]"): ["1.11.0+cu113"],
+    ("torch-builder-release-1.12.txt", "10.*"): ["1.12.0+cu102", "1.12.1+cu102"],
+    ("torch-builder-release-1.12.txt", "11.[356]"): ["1.12.0+cu113", "1.12.1+cu113", "1.12.0+cu116", "1.12.1+cu116"],
 }
 
 
@@ -326,6 +335,7 @@ AUDITED = {
     "torch-build_cuda-2.6-cycle.txt", "torch-build_cuda-2.7-cycle.txt", "torch-build_cuda-2.8.txt",
     "torch-build_cuda-2.11-cycle.txt", "torch-release-2.12-cu129.txt", "torch-nccl-cu118.txt",
     *MATRICES, "cudnn-wheels-sass.txt",
+    *(f"torch-builder-release-1.{n}.txt" for n in (9, 10, 11, 12)),
 }
 
 
@@ -524,7 +534,12 @@ def test_an_arch_list_edited_away_from_its_wheel_fails_the_audit(tmp_path):
 _OLD = "read from RELEASE.md's matrix and pytorch/builder's scripts (S-RELMD, S-BUILDER), cited but not excerpted in tests/data/kb-sources"
 _PR = "read from pytorch/pytorch#164471's tables (S-PT164471), cited but not excerpted; no wheel of this variant was measured"
 _LATE = "a non-default variant (download.pytorch.org only): its list is from the release matrix (S-RELMD/S-PYPIMETA), not excerpted; only the PyPI default wheels were measured"
+# Before release/1.9 the builder script was an if/elif chain on $CUDA_VERSION that the parser above does not read.
+_PRE19 = "read from pytorch/builder's main-branch manywheel/build.sh of the release's era (torch.yaml S-BLD2018/S-BLD2020/S-BLD2021, commits cited), not excerpted"
 NOT_AUDITED = {
+    **dict.fromkeys(["1.0.0+cu90", "1.0.1+cu90", "1.1.0+cu90", "1.1.0+cu100", "1.2.0+cu92", "1.2.0+cu100", "1.4.0+cu92",
+                     "1.4.0+cu101", "1.5.0+cu92", "1.5.0+cu101", "1.5.0+cu102", "1.5.1+cu92", "1.5.1+cu101", "1.5.1+cu102",
+                     "1.8.1+cu101"], _PRE19),
     **dict.fromkeys(["1.13.0+cu116", "1.13.0+cu117", "1.13.1+cu116", "1.13.1+cu117", "2.0.0+cu117", "2.0.0+cu118",
                      "2.0.1+cu117", "2.0.1+cu118", "2.1.0+cu118", "2.1.0+cu121", "2.1.1+cu118", "2.1.1+cu121",
                      "2.1.2+cu118", "2.1.2+cu121", "2.2.0+cu118", "2.2.0+cu121", "2.2.1+cu118", "2.2.1+cu121",

@@ -66,6 +66,12 @@ def test_every_torch_cuda_variant_says_where_its_arch_list_was_read(kb):
 # +PTX claims no wheel confirmed. A new one must be added here on purpose (or measured):
 # every CUDA 13 wheel measured so far carries no PTX (torch.yaml's S-PYPIWHEELS).
 SCRIPT_ONLY_PTX = {"2.8.0+cu129", "2.9.0+cu130", "2.9.1+cu130", "2.10.0+cu130"}
+# torch 1.0-1.5: pytorch/builder's script of that era said "5.0+PTX" (1.0-1.2) and "3.7+PTX" (1.4-1.5)
+# and handed the list to torch's own CMake, which emitted the PTX; no wheel of that era was read
+# (torch.yaml's note above 1.0). Added on purpose: dropping it would turn an unread PTX into a
+# "no kernels" error for every GPU newer than the SASS list.
+SCRIPT_ONLY_PTX |= {"1.0.0+cu90", "1.0.1+cu90", "1.1.0+cu90", "1.1.0+cu100", "1.2.0+cu92", "1.2.0+cu100",
+                    "1.4.0+cu92", "1.4.0+cu101", *(f"1.5.{n}+{c}" for n in (0, 1) for c in ("cu92", "cu101", "cu102"))}
 
 
 def test_ptx_claims_from_a_script_alone_are_the_known_ones(kb):

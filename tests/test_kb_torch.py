@@ -29,19 +29,94 @@ def test_every_row_has_known_sources_and_unique_torch_variant_pairs(kb):
             assert key in kb.sources or key in local, (v.local_version, key)
 
 
-def test_the_matrix_covers_1_13_through_2_14_with_patch_releases(kb):
+def test_the_matrix_covers_1_0_through_2_14_with_patch_releases(kb):
     versions = kb.torch.versions()
-    for wanted in ("1.13.0", "1.13.1", "2.0.1", "2.4.1", "2.7.1", "2.9.0", "2.9.1", "2.12.1", "2.14.0", "2.14.1"):
+    for wanted in ("1.0.0", "1.2.0", "1.5.1", "1.7.1", "1.8.1", "1.10.1", "1.12.0", "1.12.1", "1.13.0", "1.13.1", "2.0.1", "2.4.1", "2.7.1", "2.9.0", "2.9.1", "2.12.1", "2.14.0", "2.14.1"):
         assert wanted in versions
     minors = {f"{Version(v).major}.{Version(v).minor}" for v in versions}
-    assert {f"2.{n}" for n in range(0, 15)} | {"1.13"} <= minors
+    assert {f"2.{n}" for n in range(0, 15)} | {f"1.{n}" for n in range(0, 14) if n != 3} <= minors
 
 
-def test_every_release_has_exactly_one_pypi_default_and_a_cpu_wheel(kb):
+# Releases whose previous-versions.md block (S-PREVVER1X) has no untagged pip line: the PyPI build is
+# not stated, so none is marked (a plain "1.12.1" then reads as unknown rather than as a guess).
+NO_PYPI_DEFAULT = {"1.0.0", "1.0.1", "1.1.0", "1.9.0", "1.9.1", "1.10.0", "1.10.1", "1.11.0", "1.12.0", "1.12.1"}
+
+
+def test_every_release_has_one_pypi_default_where_a_source_states_it_and_a_cpu_wheel(kb):
     for version in kb.torch.versions():
         rows = kb.torch.variants_of(version)
-        assert sum(v.pypi_default for v in rows) == 1, version
+        assert sum(v.pypi_default for v in rows) == (0 if version in NO_PYPI_DEFAULT else 1), version
         assert any(v.variant == "cpu" and v.cuda is None and v.arch_list is None for v in rows), version
+    assert kb.torch.variant_for("1.12.1") is None
+
+
+# The "Linux and Windows" pip lines of previous-versions.md (S-PREVVER1X), per patch release.
+PREVIOUS_VERSIONS = {
+    "1.0.0": ["cpu", "cu100", "cu80", "cu90"], "1.0.1": ["cpu", "cu100", "cu90"], "1.1.0": ["cpu", "cu100", "cu90"],
+    "1.2.0": ["cpu", "cu100", "cu92"], "1.4.0": ["cpu", "cu101", "cu92"],
+    **dict.fromkeys(["1.5.0", "1.5.1", "1.6.0"], ["cpu", "cu101", "cu102", "cu92"]),
+    **dict.fromkeys(["1.7.0", "1.7.1"], ["cpu", "cu101", "cu102", "cu110", "cu92"]),
+    "1.8.0": ["cpu", "cu102", "cu111"], "1.8.1": ["cpu", "cu101", "cu102", "cu111"],
+    **dict.fromkeys(["1.9.0", "1.9.1", "1.10.0", "1.10.1"], ["cpu", "cu102", "cu111"]),
+    "1.11.0": ["cpu", "cu102", "cu113"],
+    **dict.fromkeys(["1.12.0", "1.12.1"], ["cpu", "cu102", "cu113", "cu116"]),
+}
+
+
+def test_releases_1_0_to_1_12_list_the_variants_previous_versions_md_gives():
+    kb = KB.load()
+    old = [v for v in kb.torch.versions() if Version(v) < Version("1.13")]
+    assert old == sorted(PREVIOUS_VERSIONS, key=Version)  # no 1.3.x, no 1.10.2, no 1.8.2 (LTS index)
+    for version, variants in PREVIOUS_VERSIONS.items():
+        assert [v.variant for v in kb.torch.variants_of(version)] == variants, version
+
+
+def test_old_releases_carry_their_companions_and_pypi_default():
+    kb = KB.load()
+    row = kb.torch.variant_for("1.12.1+cu116")
+    assert (row.cuda, row.torchvision, row.torchaudio) == ("11.6", "0.13.1", "0.12.1")
+    assert row.index_url == "https://download.pytorch.org/whl/cu116"
+    assert kb.torch.variant_for("1.7.1+cu92").torchvision == "0.8.2"
+    assert kb.torch.variant_for("1.10.1+cu102").torchvision == "0.11.2"
+    # "the default CUDA version for this release is 10.0" (S-REL120); 10.1 for 1.4; 10.2 for 1.5-1.8.
+    assert [kb.torch.variant_for(v).variant for v in ("1.2.0", "1.4.0", "1.5.1", "1.6.0", "1.7.1", "1.8.0")] == [
+        "cu100", "cu101", "cu102", "cu102", "cu102", "cu102"]
+
+
+def test_kepler_sm_35_has_sass_until_1_2_and_none_from_1_4():
+    # S-BLD2018: "3.5;5.0+PTX" (+6.0;7.0 for 9.0); S-BLD2020 and later: 3.5 became 3.7.
+    kb = KB.load()
+    for version in ("1.0.1+cu90", "1.1.0+cu100", "1.2.0+cu92", "1.2.0+cu100"):
+        assert "3.5" in kb.torch.variant_for(version).arch_list, version
+    for v in kb.torch.variants():
+        if v.arch_list and Version(v.torch) >= Version("1.4"):
+            assert not arch.runs_on(list(v.arch_list), "3.5"), v.local_version
+            assert arch.runs_on(list(v.arch_list), "3.7") or Version(v.torch) >= Version("2.1"), v.local_version
+
+
+def test_1_9_to_1_12_cuda_10_2_wheels_stop_at_volta_and_cuda_11_wheels_reach_ampere():
+    # pytorch/builder release/1.9-1.12 (S-BLDR19..S-BLDR112); S-WPFS3 measured the 1.10.1 cu102 list.
+    kb = KB.load()
+    for version in ("1.9.0+cu102", "1.10.1+cu102", "1.11.0+cu102", "1.12.1+cu102"):
+        arch_list = list(kb.torch.variant_for(version).arch_list)
+        assert arch_list == ["3.7", "5.0", "6.0", "7.0"], version
+        assert not arch.runs_on(arch_list, "8.0"), version
+    for version in ("1.9.1+cu111", "1.10.0+cu111", "1.11.0+cu113", "1.12.1+cu113", "1.12.1+cu116"):
+        assert arch.runs_on(list(kb.torch.variant_for(version).arch_list), "8.6"), version
+
+
+@pytest.mark.parametrize("version", ["1.0.0+cu100", "1.0.0+cu80", "1.6.0+cu102", "1.7.1+cu110", "1.8.0+cu111", "1.8.1+cu102"])
+def test_old_variants_whose_build_script_is_ambiguous_stay_unknown(version):
+    # torch.yaml's note above 1.0: the builder script changed around these releases.
+    assert KB.load().torch.variant_for(version).arch_list is None
+
+
+def test_old_releases_without_python_tags_are_never_recommended(kb):
+    assert all(not v.pythons for v in kb.torch.variants() if Version(v.torch) < Version("1.13"))
+    assert kb.torch.newest_for_cuda("10.2") is None
+    assert kb.torch.newest_for_cuda("11.3") is None
+    assert kb.torch.newest_matching(lambda v: v.cuda == "10.2") is None
+    assert kb.torch.newest("cu102") is None
 
 
 def test_cuda_variants_name_their_cuda_version_and_index(kb):
@@ -177,8 +252,9 @@ def _broken_kb(tmp_path: Path, edit) -> KB:
         (lambda d: d["releases"][0]["variants"][0].pop("source"), "source"),
         (lambda d: d["releases"][0]["variants"][0].update(source="S-NOPE"), "unknown source key"),
         (lambda d: d["releases"][0].update(pypi_default="cu999"), "is not one of the variants"),
-        (lambda d: d["releases"][0]["patches"][0].update(version="2.0.0"), "is not a 1.13.N release"),
-        (lambda d: d["releases"][1].update(torch="1.13"), "listed twice"),
+        (lambda d: d["releases"][0]["patches"][0].update(version="2.0.0"), "is not a 1.0.N release"),
+        (lambda d: d["releases"][1].update(torch="1.0"), "listed twice"),
+        (lambda d: d["releases"][0]["variants"][1].update(variant="cu9"), "expected cpu or cuNNN"),
         (lambda d: d["releases"][0].update(pythons=["three"]), "CPython minor"),
     ],
 )

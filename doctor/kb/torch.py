@@ -21,7 +21,8 @@ from fwdoctor import arch
 from fwdoctor.kb import Ctx
 from fwdoctor.versions import parse_version
 
-_VARIANT = re.compile(r"^(cpu|cu\d{3})$")
+# cu80-cu92 (torch 1.0-1.7) have two digits, cu100 on three.
+_VARIANT = re.compile(r"^(cpu|cu\d{2,3})$")
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ class TorchKB:
         `driver-too-old-for-torch`: "install torch X for cuYYY instead"."""
         ceiling = Version(max_cuda)
         best: TorchVariant | None = None
-        for v in self._variants:
+        for v in self._recommendable():
             if v.cuda is None or Version(v.cuda) > ceiling:
                 continue
             if python is not None and python not in v.pythons:
@@ -128,15 +129,21 @@ class TorchKB:
 
     def newest_matching(self, accept: Callable[[TorchVariant], bool], python: str | None = None) -> TorchVariant | None:
         """The newest wheel `accept` likes (ties: highest CUDA), optionally for `python`."""
-        found = [v for v in self._variants if accept(v) and (python is None or python in v.pythons)]
+        found = [v for v in self._recommendable() if accept(v) and (python is None or python in v.pythons)]
         if not found:
             return None
         return max(found, key=lambda v: (Version(v.torch), Version(v.cuda or "0")))
 
     def newest(self, variant: str = "cpu", python: str | None = None) -> TorchVariant | None:
         """The newest release that has `variant` (default: the CPU wheel)."""
-        found = [v for v in self._variants if v.variant == variant and (python is None or python in v.pythons)]
+        found = [v for v in self._recommendable() if v.variant == variant and (python is None or python in v.pythons)]
         return found[-1] if found else None
+
+    def _recommendable(self) -> list[TorchVariant]:
+        # A wheel whose Python tags no source gave (the 1.0-1.12 rows) is known to have
+        # existed, which is enough to judge a host that runs it, but not to tell anyone to
+        # install it: the newest_* answers skip it, as select_torch does.
+        return [v for v in self._variants if v.pythons]
 
 
 # --------------------------------------------------------------------------- loading
