@@ -3,8 +3,8 @@ torch` and the wheels `check`'s findings (and so `fix`) recommend.
 
 The answer is the newest release (within an optional SpecifierSet) that has a wheel
 - for the target Python (X.Y in the row's `pythons`),
-- whose CUDA the driver runs (driver >= kb.cuda.driver_floor(cuda): CUDA minor-version
-  compatibility, S-COMPAT), and
+- whose CUDA the driver runs (driver >= kb.cuda.run_floor(cuda): CUDA minor-version
+  compatibility, S-COMPAT; before CUDA 11 the toolkit's own driver, Table 3), and
 - with kernels for every GPU (fwdoctor.arch.runs_on over the row's arch list: the same rule
   `check` applies for gpu-arch-unsupported-by-torch).
 Within that release the PyPI default wheel wins when it fits (a plain `pip install torch`),
@@ -144,7 +144,7 @@ def reasons_against(kb: KB, variant: TorchVariant, target: Target) -> list[str]:
     if target.driver is None and target.gpus:
         why.append("no NVIDIA driver: CUDA wheels cannot run")
     elif target.driver is not None:
-        floor = kb.cuda.driver_floor(variant.cuda)
+        floor = kb.cuda.run_floor(variant.cuda)  # 10.x and older: the toolkit's own driver
         if floor is None:
             why.append(f"no driver data for CUDA {variant.cuda} in the KB")
         elif Version(target.driver) < Version(floor):
@@ -217,7 +217,9 @@ def select_torch(kb: KB, target: Target, check_driver: bool = True, cuda_only: b
         if refusal is not None:
             return refusal
     spec = _spec(target.torch_spec)
-    rows = [v for v in kb.torch.variants() if spec.contains(Version(v.torch), prereleases=True)]
+    # Wheels without recorded Python tags (torch 1.0-1.12) can never be chosen (reasons_against);
+    # they are listed as rejected only when --torch asks for a release, not in every answer.
+    rows = [v for v in kb.torch.variants() if spec.contains(Version(v.torch), prereleases=True) and (v.pythons or target.torch_spec)]
     if not rows:
         return Selection(target, None, reason=f"no torch release in the KB matches --torch {target.torch_spec!r}")
     by_release: dict[str, list[Any]] = {}

@@ -202,3 +202,27 @@ def test_paddle_gpu_from_its_real_version_file_is_judged_against_the_driver(cli,
     assert {"layer": "Paddle", "text": "2.6.2 (CUDA 11.8, cuDNN 8.6.0; paddlepaddle-gpu 2.6.2)"} in report["summary"]
     # CUDA 11.8 runs on 515.76 (11.x floor 450.80.02): no driver finding, unlike jax[cuda13] on this root.
     assert not {"driver-too-old-for-framework", "framework-cpu-build-on-gpu-host"} & finding_ids(report)
+
+
+@pytest.mark.parametrize("driver, flagged", [("396.44", True), ("410.48", False), ("418.87.01", False)])
+def test_tensorflow_built_for_cuda_10_0_needs_the_10_0_toolkits_driver(test_kb, driver, flagged):
+    # Before CUDA 11 there is no minor-version compatibility (issue 26): a TensorFlow built
+    # for CUDA 10.0 (1.13-2.0) needs Table 3's 10.0 driver, 410.48; it was "not checked".
+    tf = _item("tensorflow", "1.14.0", {"tensorflow-gpu": "1.14.0"}, True, "10.0")
+    report = judge(_facts([tf], {}, **{"driver.version": driver}), test_kb, RULES, only={"driver-too-old-for-framework"})
+    assert not report.not_checked, report.not_checked
+    if flagged:
+        (finding,) = report.findings
+        assert "TensorFlow 1.14.0 needs CUDA 10.0, which needs NVIDIA driver >= 410.48; this host has 396.44" in finding.message
+    else:
+        assert report.findings == []
+
+
+def test_tensorflow_for_cuda_10_0_on_a_windows_driver_is_held_to_the_windows_column(test_kb):
+    # 410.48 is Table 3's Linux 10.0 driver; a Windows host needs 411.31.
+    tf = _item("tensorflow", "1.14.0", {"tensorflow-gpu": "1.14.0"}, True, "10.0")
+    windows = {"platform.windows_build": {"version": "10.0.17763", "build": 17763}}
+    (finding,) = judge(_facts([tf], {}, **{"driver.version": "411.00", **windows}), test_kb, RULES, only={"driver-too-old-for-framework"}).findings
+    assert "needs NVIDIA driver >= 411.31; this host has 411.00" in finding.message
+    assert judge(_facts([tf], {}, **{"driver.version": "411.31", **windows}), test_kb, RULES, only={"driver-too-old-for-framework"}).findings == []
+    assert judge(_facts([tf], {}, **{"driver.version": "411.00"}), test_kb, RULES, only={"driver-too-old-for-framework"}).findings == []

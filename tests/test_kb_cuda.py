@@ -100,7 +100,8 @@ def test_toolkit_driver_follows_table_3(cuda, cuda_version, driver):
     assert cuda.toolkit_driver(cuda_version) == driver
 
 
-@pytest.mark.parametrize("cuda_version", ["13.4", "13.5", "9.2", "12.7"])
+# 9.2 was here until issue 26 added Table 3's rows back to 7.5; 7.0 and 6.5 have none.
+@pytest.mark.parametrize("cuda_version", ["13.4", "13.5", "7.0", "6.5", "12.7"])
 def test_toolkit_driver_is_none_where_table_3_has_no_row(cuda, cuda_version):
     assert cuda.toolkit_driver(cuda_version) is None
 
@@ -124,7 +125,80 @@ def test_newest_cuda_for_driver_uses_table_3_and_minor_version_compatibility(cud
 
 
 def test_newest_cuda_for_a_driver_older_than_every_row_is_none(cuda):
-    assert cuda.newest_cuda_for_driver("390.157") is None
+    # 390.157 ran CUDA 9.1 (390.46) once issue 26 added the rows before 10.0; 7.5's 352.31
+    # is now the oldest row.
+    assert cuda.newest_cuda_for_driver("340.108") is None
+    assert cuda.newest_cuda_for_driver("390.157") == "9.1"
+
+
+# ----------------------------------------------------------------------------- before CUDA 11
+# Release notes Table 3 rows back to 7.5, Linux and Windows columns (issue 26): S-COMPAT's
+# Table 2 for 10.x, copies of the release notes' table (S-RNWIN110, S-RNWIN116) for the rest.
+TABLE_3_OLD = [
+    # (release as Table 3 names it, the KB's key, Linux, Windows)
+    ("CUDA 7.5 (7.5.16)", "7.5", "352.31", "353.66"),
+    ("CUDA 8.0 (8.0.44)", "8.0", "367.48", "369.30"),
+    ("CUDA 8.0 (8.0.61 GA2)", "8.0.61", "375.26", "376.51"),
+    ("CUDA 9.0 (9.0.76)", "9.0", "384.81", "385.54"),
+    ("CUDA 9.1 (9.1.85)", "9.1", "390.46", "391.29"),
+    ("CUDA 9.2 (9.2.88)", "9.2", "396.26", "397.44"),
+    ("CUDA 9.2 (9.2.148 Update 1)", "9.2.148", "396.37", "398.26"),
+    ("CUDA 10.0.130", "10.0", "410.48", "411.31"),
+    ("CUDA 10.1 (10.1.105 general release, and updates)", "10.1", "418.39", "418.96"),
+    ("CUDA 10.2.89", "10.2", "440.33", "441.22"),
+]
+
+
+@pytest.mark.parametrize("name, key, linux, windows", TABLE_3_OLD)
+def test_rows_before_cuda_11_have_table_3_s_linux_and_windows_drivers(cuda, name, key, linux, windows):
+    assert cuda.toolkit_driver(key) == linux, name
+    assert cuda.toolkit_driver(key, windows=True) == windows, name
+
+
+@pytest.mark.parametrize("name, key, linux, windows", TABLE_3_OLD)
+def test_every_old_row_cites_the_pages_its_numbers_were_read_in(name, key, linux, windows):
+    """10.x: NVIDIA's own S-COMPAT Table 2 (both columns); 7.5-9.2: the two copies of the
+    release notes' table (secondary, so confidence S)."""
+    row = next(r for r in RAW["toolkit_drivers"] if r["cuda"] == key)
+    cited = {row["source"]} if isinstance(row["source"], str) else set(row["source"])
+    if Version(key) >= Version("10.0"):
+        assert "S-COMPAT" in cited and row["confidence"] == "C", name
+    else:
+        assert {"S-RNWIN110", "S-RNWIN116"} <= cited and row["confidence"] == "S", name
+    assert (row["driver"], row["windows_driver"]) == (linux, windows), name
+
+
+@pytest.mark.parametrize(
+    "cuda_version, floor",
+    [
+        ("10.2", "440.33"), ("10.2.89", "440.33"), ("10.1.243", "418.39"), ("10.0.130", "410.48"),
+        ("9.2", "396.26"), ("9.2.148", "396.37"), ("9.0.176", "384.81"), ("8.0.61", "375.26"), ("8.0.44", "367.48"), ("7.5", "352.31"),
+        # 11.x on: unchanged, the major's minor-version-compatibility floor
+        ("11.8", "450.80.02"), ("11.0.2", "450.80.02"), ("12.4.131", "525.60.13"), ("13.0", "580.65.06"),
+    ],
+)
+def test_run_floor_is_the_toolkit_driver_before_cuda_11_and_the_minor_compat_floor_after(cuda, cuda_version, floor):
+    assert cuda.run_floor(cuda_version) == floor
+    if Version(cuda_version) >= Version("11"):
+        assert cuda.run_floor(cuda_version) == cuda.driver_floor(cuda_version)
+
+
+@pytest.mark.parametrize("cuda_version, floor", [("10.2", "441.22"), ("9.2.148", "398.26"), ("8.0", "369.30"), ("11.8", None), ("12.4", None)])
+def test_run_floor_on_windows_reads_the_windows_column_and_has_no_11_plus_floor(cuda, cuda_version, floor):
+    assert cuda.run_floor(cuda_version, windows=True) == floor
+
+
+@pytest.mark.parametrize("cuda_version", ["7.0", "6.5", "14.0"])
+def test_run_floor_is_none_without_a_row(cuda, cuda_version):
+    assert cuda.run_floor(cuda_version) is None
+
+
+def test_windows_column_is_null_where_no_source_was_found(cuda):
+    # 11.6 Update 1 on: no copy of Table 3's Windows column was found (issue 26).
+    assert cuda.toolkit_driver("11.6.1", windows=True) is None
+    assert cuda.toolkit_driver("13.0", windows=True) is None
+    assert cuda.toolkit_driver("11.6.0", windows=True) == "511.23"
+    assert cuda.toolkit_driver("11.0", windows=True) == "451.48"
 
 
 # ----------------------------------------------------------------------------- architectures
@@ -182,7 +256,7 @@ def test_runfile_digest_is_the_hex_of_the_nixpkgs_sri_digest(cuda):
 
 
 # ----------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("call", ["driver_floor", "toolkit_driver", "host_gcc_max"])
+@pytest.mark.parametrize("call", ["driver_floor", "run_floor", "toolkit_driver", "host_gcc_max"])
 def test_a_query_with_garbage_names_the_input(cuda, call):
     with pytest.raises(ValueError, match="'garbage'"):
         getattr(cuda, call)("garbage")
@@ -193,6 +267,8 @@ def test_a_query_with_garbage_names_the_input(cuda, call):
 def test_queries_answer_or_raise_valueerror_for_any_text(cuda, text):
     for query, answers in (
         (lambda: cuda.driver_floor(text), (str, type(None))),
+        (lambda: cuda.run_floor(text), (str, type(None))),
+        (lambda: cuda.run_floor(text, windows=True), (str, type(None))),
         (lambda: cuda.toolkit_driver(text), (str, type(None))),
         (lambda: cuda.newest_cuda_for_driver(text), (str, type(None))),
         (lambda: cuda.nvcc_supports(text, "8.6"), (bool, type(None))),
@@ -240,6 +316,8 @@ def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
         (lambda d: d["minor_compat"][1].update(min_driver="400.1"), r"minor_compat: CUDA 12\.x floor 400\.1 is not above"),
         (lambda d: d["toolkit_drivers"][10].update(driver="300.1"), r"toolkit_drivers: CUDA .* needs driver 300\.1, lower than"),
         (lambda d: d["toolkit_drivers"][1].update(release="Beta"), r"toolkit_drivers\[1\]\.release"),
+        (lambda d: d["toolkit_drivers"][12].update(windows_driver="400.1"), r"toolkit_drivers: CUDA .* needs Windows driver 400\.1, lower than"),
+        (lambda d: d["toolkit_drivers"][12].update(windows_driver="win"), r"toolkit_drivers\[12\]\.windows_driver: not a version"),
         (lambda d: d["host_gcc"][5].update(gcc_max=3), r"host_gcc: CUDA .* gcc_max 3 is below"),
         (lambda d: d.update(extras=[]), r"unknown section\(s\) extras"),
         (lambda d: d["minor_compat"][0].update(latest_minor="12.0"), r"minor_compat\[0\]\.latest_minor: 12\.0 is not a CUDA 11\.x"),

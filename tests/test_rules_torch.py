@@ -56,8 +56,38 @@ def test_a_cpu_build_or_no_driver_is_not_this_rules_business(kb):
 
 
 def test_a_cuda_version_without_a_floor_is_not_checked(kb):
-    findings, skipped = run(rules.driver_too_old_for_torch, kb, facts(torch__cuda="10.2", driver__version="440.33.01"))
+    # 10.2 was the example until issue 26 (a 10.x wheel's floor is its toolkit's driver);
+    # the test KB has no Table 3 row for 9.2.
+    findings, skipped = run(rules.driver_too_old_for_torch, kb, facts(torch__cuda="9.2", driver__version="396.26"))
     assert findings == [] and "no driver floor" in skipped.reason
+
+
+def test_a_cuda_10_2_wheel_needs_the_10_2_toolkits_driver_without_minor_version_compatibility(kb):
+    # Before CUDA 11 there is no minor-version compatibility: cu102 needs Table 3's 440.33.
+    f = facts(torch__version="1.7.1+cu102", torch__cuda="10.2", driver__version="418.87.01")
+    (finding,), _ = run(rules.driver_too_old_for_torch, kb, f)
+    assert finding.severity.value == "error" and finding.evidence["driver_floor"] == "440.33"
+    assert "needs NVIDIA driver >= 440.33 (the CUDA 10.2 toolkit's driver; CUDA 10 has no minor-version compatibility)" in finding.message
+    assert "418.87.01" in finding.message
+
+
+@pytest.mark.parametrize("driver", ["440.33", "440.33.01", "450.80.02"])
+def test_a_cuda_10_2_wheel_runs_on_the_10_2_toolkits_driver_or_newer(kb, driver):
+    f = facts(torch__version="1.7.1+cu102", torch__cuda="10.2", driver__version=driver)
+    assert run(rules.driver_too_old_for_torch, kb, f) == ([], None)
+
+
+def test_a_cuda_10_1_wheel_on_a_10_0_driver_fails_though_the_major_matches(kb):
+    f = facts(torch__version="1.4.0", torch__cuda="10.1", driver__version="410.104")
+    (finding,), _ = run(rules.driver_too_old_for_torch, kb, f)
+    assert "needs NVIDIA driver >= 418.39" in finding.message
+
+
+def test_11_x_answers_are_unchanged_by_the_pre_11_floors(kb):
+    f = facts(torch__version="1.7.1+cu110", torch__cuda="11.0", driver__version="450.51.05")
+    (finding,), _ = run(rules.driver_too_old_for_torch, kb, f)
+    assert "needs NVIDIA driver >= 450.80.02 (CUDA 11.x minor-version compatibility)" in finding.message
+    assert run(rules.driver_too_old_for_torch, kb, facts(torch__cuda="11.8", driver__version="450.80.02")) == ([], None)
 
 
 def test_an_unknown_driver_is_not_checked_with_the_reason(kb):
@@ -140,3 +170,35 @@ def test_no_torch_in_a_jax_or_tensorflow_environment_is_not_reported(kb):
     empty = facts(torch__installed=False, frameworks__installed=[])
     (finding,), _ = run(rules.torch_not_installed, kb, empty)
     assert finding.id == "torch-not-installed"
+
+
+WINDOWS = {"version": "10.0.19045", "build": 19045}
+
+
+@pytest.mark.parametrize("driver, flagged", [("441.12", True), ("441.22", False), ("451.48", False)])
+def test_a_windows_driver_is_held_to_table_3s_windows_column_for_cuda_10_2(kb, driver, flagged):
+    # 441.12 is above the Linux 440.33 but below the Windows 441.22 the 10.2 toolkit ships.
+    f = facts(torch__version="1.7.1+cu102", torch__cuda="10.2", driver__version=driver, platform__windows_build=WINDOWS)
+    findings, skipped = run(rules.driver_too_old_for_torch, kb, f)
+    assert skipped is None
+    if flagged:
+        (finding,) = findings
+        assert "needs NVIDIA driver >= 441.22 (the CUDA 10.2 toolkit's Windows driver; CUDA 10 has no minor-version compatibility)" in finding.message
+    else:
+        assert findings == []
+
+
+def test_the_same_driver_number_on_linux_meets_the_linux_column(kb):
+    f = facts(torch__version="1.7.1+cu102", torch__cuda="10.2", driver__version="441.12")
+    assert run(rules.driver_too_old_for_torch, kb, f) == ([], None)
+
+
+def test_wsl_2_reports_the_windows_driver_and_11_x_keeps_the_linux_floor(kb):
+    wsl2 = {"version": 2, "text": "5.15.90.1-microsoft-standard-WSL2"}
+    f = facts(torch__version="1.7.1+cu102", torch__cuda="10.2", driver__version="441.12", platform__wsl=wsl2)
+    (finding,), _ = run(rules.driver_too_old_for_torch, kb, f)
+    assert "441.22" in finding.message
+    # No Windows floor for 11.x in the KB: the Linux one (a Windows driver is numbered above it).
+    f = facts(torch__version="2.9.1+cu128", torch__cuda="12.8", driver__version="515.76", platform__windows_build=WINDOWS)
+    (finding,), _ = run(rules.driver_too_old_for_torch, kb, f)
+    assert "needs NVIDIA driver >= 525.60.13 (CUDA 12.x minor-version compatibility)" in finding.message

@@ -56,11 +56,15 @@ class MinorCompat:
 
 @dataclass(frozen=True)
 class ToolkitDriver:
-    cuda: str  # release version: "12.4.1" (Update 1); 10.x rows per minor ("10.2")
-    release: str  # "GA", "Update N", "RC"
-    driver: str
+    cuda: str  # release version: "12.4.1" (Update 1); before 11.0 per minor ("10.2") or build ("9.2.148")
+    release: str  # "GA", "Update N", "RC", "GA2" (8.0.61)
+    driver: str  # Table 3's Linux x86_64 column
     confidence: str
     source: tuple[str, ...]
+    # Table 3's Windows x86_64 column; None where no source for it was found (11.6 Update 1
+    # on). Windows drivers are numbered apart from Linux ones (10.2: 441.22 vs 440.33), so a
+    # Windows host's driver is compared with this column, never with `driver`.
+    windows_driver: str | None = None
 
 
 @dataclass(frozen=True)
@@ -197,7 +201,9 @@ class CudaKB:
         # A small third part is an update number ("12.4.1" = 12.4 Update 1); a large one is
         # a component build ("12.4.131" from nvcc) or a date ("11.8.20220929"), which says
         # only the minor: answer with that minor's GA row, the lowest driver of the minor.
-        if patch is not None and patch < 10:
+        # The two releases before 11.0 that Table 3 names by build ("8.0.61" GA2, "9.2.148"
+        # Update 1, what old torch wheels report as torch.version.cuda) are rows of their own.
+        if patch is not None:
             exact = Version(f"{major}.{minor}.{patch}")
             for row in self.toolkit_drivers:
                 if Version(row.cuda) == exact:
@@ -208,11 +214,37 @@ class CudaKB:
                 return row
         return None
 
-    def toolkit_driver(self, cuda: str) -> str | None:
-        """Table 3: the driver for full compatibility with that toolkit release; None when
-        the KB has no row (13.4 ships no driver; 13.5 has no published row)."""
+    def toolkit_driver(self, cuda: str, windows: bool = False) -> str | None:
+        """Table 3: the driver for full compatibility with that toolkit release (Linux; with
+        `windows`, the Windows column); None when the KB has no row (13.4 ships no driver;
+        13.5 has no published row) or no Windows number for it."""
         row = self.toolkit_driver_row(cuda)
-        return row.driver if row else None
+        if row is None:
+            return None
+        return row.windows_driver if windows else row.driver
+
+    def run_floor(self, cuda: str, windows: bool = False) -> str | None:
+        """The lowest driver that runs programs built with `cuda` (a torch wheel's
+        torch.version.cuda, a framework's CUDA): for 11.x and later the major's
+        minor-version-compatibility floor (driver_floor, unchanged); for a major older than
+        every minor_compat row (10.x and before) that minor's GA toolkit driver, because
+        before CUDA 11 there was no minor-version compatibility: "If you are using a new
+        CUDA 10.x minor release, then the minimum required driver version is the same as the
+        driver that's packaged as part of that toolkit release" (S-COMPAT, "Minor Version
+        Compatibility"; the drivers from release notes Table 3, S-RN132). "10.2" -> 440.33,
+        "9.2.1" (Update 1) -> 396.37. `windows`: Table 3's Windows column for those old
+        majors; None for 11+ (the KB holds no Windows minor-version floors). None when the KB
+        has no row."""
+        major, _, _ = cuda_parts(cuda)
+        if self.minor_compat_row(cuda) is not None:
+            return None if windows else self.driver_floor(cuda)
+        if not self.minor_compat or major >= min(r.cuda_major for r in self.minor_compat):
+            return None  # a major past the KB (14.x) or a gap: no GA-driver guess for it
+        return self.toolkit_driver(cuda, windows=windows)
+
+    def has_minor_compat(self, cuda: str) -> bool:
+        """Whether `cuda`'s major runs on older drivers of the same major (11.x and later)."""
+        return self.minor_compat_row(cuda) is not None
 
     def newest_cuda_for_driver(self, driver: str) -> str | None:
         """The highest CUDA major.minor whose programs `driver` runs: by Table 3, or by
@@ -352,16 +384,22 @@ def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
         cuda = _cuda_field(rc, row, "cuda")
         _unique(rc, seen, Version(cuda), i, "toolkit release")
         release = rc.field(row, "release", str)
-        if not re.fullmatch(r"GA|RC|Update \d+", release):
-            raise rc.at("release").error(f"expected GA, RC or 'Update N', got {release!r}")
+        if not re.fullmatch(r"GA2?|RC|Update \d+", release):
+            raise rc.at("release").error(f"expected GA, GA2, RC or 'Update N', got {release!r}")
         if release == "GA":
             _unique(rc, ga_seen, major_minor(cuda), i, "GA row for CUDA")
-        drivers.append(ToolkitDriver(cuda, release, rc.version(row, "driver"), _confidence(rc, row), rc.source(row)))
-    # Table 3 never asks less of the driver for a newer release: a decrease is a typo.
+        windows = rc.version(row, "windows_driver", optional=True)
+        drivers.append(ToolkitDriver(cuda, release, rc.version(row, "driver"), _confidence(rc, row), rc.source(row), windows))
+    # Table 3 never asks less of the driver for a newer release: a decrease is a typo. The
+    # Windows column is checked the same way across the rows that have it.
     ordered = sorted(drivers, key=lambda r: Version(r.cuda))
     for a, b in zip(ordered, ordered[1:]):
         if Version(b.driver) < Version(a.driver):
             raise tctx.error(f"CUDA {b.cuda} needs driver {b.driver}, lower than {a.driver} for the older CUDA {a.cuda}")
+    with_windows = [r for r in ordered if r.windows_driver is not None]
+    for a, b in zip(with_windows, with_windows[1:]):
+        if Version(b.windows_driver) < Version(a.windows_driver):
+            raise tctx.error(f"CUDA {b.cuda} needs Windows driver {b.windows_driver}, lower than {a.windows_driver} for the older CUDA {a.cuda}")
 
     archs: list[Architecture] = []
     seen = {}

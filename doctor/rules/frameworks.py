@@ -19,7 +19,7 @@ from fwdoctor import arch
 from fwdoctor.kb.frameworks import TITLES
 from fwdoctor.model import Facts, FixRef
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
-from fwdoctor.rules.torch import driver_runs
+from fwdoctor.rules.torch import WINDOWS_KEYS, driver_runs, run_floor, windows_driver
 from fwdoctor.versions import major_minor, parse_version
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def _major(cuda: str | None) -> str | None:
 
 
 # --------------------------------------------------------------------------- rules
-@rule("driver-too-old-for-framework", needs=("frameworks.installed", "driver.version"), optional=("python.version", "python.executable", "frameworks.deep"))
+@rule("driver-too-old-for-framework", needs=("frameworks.installed", "driver.version"), optional=("python.version", "python.executable", "frameworks.deep", *WINDOWS_KEYS))
 def driver_too_old_for_framework(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     """What it does
         For each GPU build of JAX, TensorFlow or PaddlePaddle in the environment, compares
@@ -184,17 +184,18 @@ def driver_too_old_for_framework(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     if driver is None:
         return None
     hits, unknown = [], []
+    windows = windows_driver(facts)  # a Windows driver meets Table 3's Windows column
     for item in installed(facts):
         cuda = framework_cuda(kb, item)
         if cuda is None:
             continue
-        runs = driver_runs(kb, driver, cuda)
+        runs = driver_runs(kb, driver, cuda, windows)
         if runs is None:
             unknown.append(f"{label(item)}: no driver floor in the KB for CUDA {cuda}")
             continue
         if runs:
             continue
-        floor = kb.cuda.driver_floor(cuda)
+        floor = run_floor(kb, cuda, windows)
         best = newest_runnable(kb, facts, item["framework"], driver)
         if best is not None:
             release, build = best

@@ -32,11 +32,34 @@ def _pip(facts: Facts) -> str:
     return f"{sh(python)} -m pip" if python else "python3 -m pip"
 
 
-def driver_runs(kb: KB, driver: str, cuda: str | None) -> bool | None:
-    """Can `driver` run a wheel built for `cuda`? None when the KB has no floor for it."""
+# Facts that say the driver version is a Windows driver's: a Windows build (`ver`,
+# systeminfo, collect_env) or WSL 2, where nvidia-smi shows the Windows host's driver.
+WINDOWS_KEYS = ("platform.windows_build", "platform.wsl")
+
+
+def windows_driver(facts: Facts) -> bool:
+    """Whether driver.version is numbered as a Windows driver (10.2: 441.22, not 440.33)."""
+    build, wsl = facts.get("platform.windows_build"), facts.get("platform.wsl")
+    return isinstance(build, dict) or (isinstance(wsl, dict) and wsl.get("version") == 2)
+
+
+def run_floor(kb: KB, cuda: str, windows: bool = False) -> str | None:
+    """kb.cuda.run_floor, with Table 3's Windows column for a Windows driver where the KB has
+    it (CUDA 10.x and older). Elsewhere (11.x on) the Linux minor-version floor, as before:
+    the KB holds no Windows minor-version floors, and NVIDIA's are above the Linux ones
+    (12.x: 528.33 vs 525.60.13), so this can miss a too-old Windows driver but not flag one
+    that runs the build."""
+    return (kb.cuda.run_floor(cuda, windows=True) if windows else None) or kb.cuda.run_floor(cuda)
+
+
+def driver_runs(kb: KB, driver: str, cuda: str | None, windows: bool = False) -> bool | None:
+    """Can `driver` run a wheel built for `cuda`? None when the KB has no floor for it.
+    The floor is kb.cuda.run_floor: the major's minor-version-compatibility floor for 11.x
+    on, that minor's own toolkit driver for 10.x and older (no minor-version compatibility);
+    `windows`: `driver` is a Windows driver (run_floor above)."""
     if cuda is None:
         return True
-    floor = kb.cuda.driver_floor(cuda)
+    floor = run_floor(kb, cuda, windows)
     have = parse_version(driver)
     if floor is None or have is None:
         return None
@@ -91,7 +114,7 @@ def torch_arch_list(facts: Facts, kb: KB) -> tuple[list[str], str]:
 
 
 # --------------------------------------------------------------------------- rules
-@rule("driver-too-old-for-torch", needs=("torch.cuda", "driver.version"), optional=("torch.version", "torch.deep", "python.version", "python.executable"))
+@rule("driver-too-old-for-torch", needs=("torch.cuda", "driver.version"), optional=("torch.version", "torch.deep", "python.version", "python.executable", *WINDOWS_KEYS))
 def driver_too_old_for_torch(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares the NVIDIA driver version (/proc/driver/nvidia/version) with the lowest
@@ -99,6 +122,10 @@ def driver_too_old_for_torch(facts: Facts, kb: KB) -> Hit | None:
         (torch/version.py `cuda`). Within one CUDA major a driver at or above that major's
         floor runs every newer minor by minor-version compatibility (11.x: 450.80.02,
         12.x: 525.60.13, 13.x: 580.65.06); below the floor nothing of that major runs.
+        Before CUDA 11 there was no minor-version compatibility: a CUDA 10.2 build needs
+        the 10.2 toolkit's driver (440.33), a 9.2 one 396.26 (release notes Table 3); a
+        Windows driver (a report from Windows or WSL 2) is held to Table 3's Windows column
+        (10.2: 441.22).
 
     Why is this bad?
         torch imports, but CUDA never initialises: `torch.cuda.is_available()` is False
@@ -123,14 +150,19 @@ def driver_too_old_for_torch(facts: Facts, kb: KB) -> Hit | None:
     driver = facts["driver.version"]
     if cuda is None or driver is None:
         return None  # a CPU build needs no driver; no driver at all is driver-missing/no-gpu
-    runs = driver_runs(kb, driver, cuda)
+    windows = windows_driver(facts)
+    runs = driver_runs(kb, driver, cuda, windows)
     if runs is None:
         raise NotCheckable(f"no driver floor in the KB for CUDA {cuda} (or driver {driver!r} is not a version)")
     if runs:
         return None
-    floor = kb.cuda.driver_floor(cuda)
+    floor = run_floor(kb, cuda, windows)
     cuda_v = parse_version(cuda)
     major = cuda_v.major if cuda_v is not None else cuda
+    # 11.x on: any driver of the major at the floor; 10.x and older: no minor-version
+    # compatibility, so the floor is the toolkit's own driver (release notes Table 3).
+    column = " Windows" if windows and kb.cuda.run_floor(cuda, windows=True) else ""
+    why = f"CUDA {major}.x minor-version compatibility" if kb.cuda.has_minor_compat(cuda) else f"the CUDA {cuda} toolkit's{column} driver; CUDA {major} has no minor-version compatibility"
     version = facts.get("torch.version") or "?"
     evidence: dict[str, Any] = {"torch.version": version, "torch.cuda": cuda, "driver.version": driver, "driver_floor": floor}
     deep = facts.get("torch.deep")
@@ -143,7 +175,7 @@ def driver_too_old_for_torch(facts: Facts, kb: KB) -> Hit | None:
     else:
         fix = FixRef(note=f"upgrade the NVIDIA driver to >= {floor}; no official torch wheel in the KB runs on driver {driver}")
     return Hit(
-        f"torch {version} is built for CUDA {cuda}, which needs NVIDIA driver >= {floor} (CUDA {major}.x minor-version compatibility); this host has {driver}",
+        f"torch {version} is built for CUDA {cuda}, which needs NVIDIA driver >= {floor} ({why}); this host has {driver}",
         evidence=evidence,
         fix=fix,
     )
