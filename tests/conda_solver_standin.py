@@ -101,4 +101,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Leave without interpreter finalization: py-rattler's native runtime threads can crash
+    # while Python tears down (a CI run got SIGSEGV after the whole answer was printed, and
+    # conda-lock then discarded it). The answer is written; nothing else is left to do.
+    os._exit(code)
