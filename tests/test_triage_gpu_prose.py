@@ -3,9 +3,10 @@
 (fwdoctor.rules.torch.gpu_below_every_wheel_of_release): a Kepler GPU under any torch the KB
 lists has no kernel whichever CUDA wheel was installed.
 
-The prose lines are quoted from public reports: pytorch/pytorch#14681 (GT 740M, a
-development-part report of tests/data/triage-field), pytorch/pytorch#30376 ("no kernel image"
-on a CC 3.5 card), tensorflow/tensorflow#60269 (RTX 2060 on Windows)."""
+Two prose lines are quoted from public reports: pytorch/pytorch#14681 ("GPU is GeForce GT 740M
+| 3.0", a development-part report of tests/data/triage-field) and tensorflow/tensorflow#60269
+("My GPUs are NVIDIA GeForce RTX 2060 and Intel® UHD Graphics 630."); the others are written for
+the spelling or the trap each tests (pytorch/pytorch#30376 is the "CC 3.5 dropped in 1.3" source)."""
 
 from __future__ import annotations
 
