@@ -202,3 +202,14 @@ def test_wsl_2_reports_the_windows_driver_and_11_x_keeps_the_linux_floor(kb):
     f = facts(torch__version="2.9.1+cu128", torch__cuda="12.8", driver__version="515.76", platform__windows_build=WINDOWS)
     (finding,), _ = run(rules.driver_too_old_for_torch, kb, f)
     assert "needs NVIDIA driver >= 525.60.13 (CUDA 12.x minor-version compatibility)" in finding.message
+
+
+def test_a_live_wsl_2_host_shows_the_windows_driver_too(kb):
+    # driver.wsl is the live probe's (probes/driver.py): inside WSL 2, NVML and nvidia-smi give
+    # the Windows host's driver, numbered as Windows drivers are.
+    wsl2 = {"version": 2, "kernel": "5.15.153.1-microsoft-standard-WSL2", "windows_build": None}
+    f = facts(torch__version="1.7.1+cu102", torch__cuda="10.2", driver__version="441.12", driver__wsl=wsl2)
+    (finding,), _ = run(rules.driver_too_old_for_torch, kb, f)
+    assert "needs NVIDIA driver >= 441.22 (the CUDA 10.2 toolkit's Windows driver" in finding.message
+    f = facts(torch__version="1.7.1+cu102", torch__cuda="10.2", driver__version="441.12", driver__wsl={**wsl2, "version": 1})
+    assert run(rules.driver_too_old_for_torch, kb, f) == ([], None)  # WSL 1 has no GPU: not a Windows driver's number here

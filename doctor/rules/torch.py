@@ -33,14 +33,16 @@ def _pip(facts: Facts) -> str:
 
 
 # Facts that say the driver version is a Windows driver's: a Windows build (`ver`,
-# systeminfo, collect_env) or WSL 2, where nvidia-smi shows the Windows host's driver.
-WINDOWS_KEYS = ("platform.windows_build", "platform.wsl")
+# systeminfo, collect_env, in a report) or WSL 2 (a report's platform.wsl, a live host's
+# driver.wsl), where nvidia-smi and NVML show the Windows host's driver.
+WINDOWS_KEYS = ("platform.windows_build", "platform.wsl", "driver.wsl")
 
 
 def windows_driver(facts: Facts) -> bool:
     """Whether driver.version is numbered as a Windows driver (10.2: 441.22, not 440.33)."""
-    build, wsl = facts.get("platform.windows_build"), facts.get("platform.wsl")
-    return isinstance(build, dict) or (isinstance(wsl, dict) and wsl.get("version") == 2)
+    if isinstance(facts.get("platform.windows_build"), dict):
+        return True
+    return any(isinstance(wsl, dict) and wsl.get("version") == 2 for wsl in (facts.get("platform.wsl"), facts.get("driver.wsl")))
 
 
 def run_floor(kb: KB, cuda: str, windows: bool = False) -> str | None:
