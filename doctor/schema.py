@@ -27,7 +27,7 @@ def stamp(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def utf8_text(value: Any) -> Any:
-    """`value` with every string valid UTF-8. A file name that is not UTF-8 (a folder
+    r"""`value` with every string valid UTF-8. A file name that is not UTF-8 (a folder
     `cuda-\xff` in an inspected root) reaches Python as lone surrogates (surrogateescape),
     which json.dumps writes as "\udcff": JSON many parsers reject. Such bytes are written
     as the text `\xff` instead, visibly and losslessly for a reader."""
