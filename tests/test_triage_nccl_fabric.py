@@ -13,6 +13,7 @@ import pytest
 from fwdoctor.rules.fabric import socket_ifname_matches
 from fwdoctor.triage import nccl_debug, triage
 from fwdoctor.triage.text import Lines
+from triage_helpers import facts_of
 
 ROOTS = Path(__file__).parent / "roots"
 
@@ -303,3 +304,125 @@ def test_nccl_net_ib_with_its_verbs_nodes_is_left_alone(use_test_kb):
     no_device = Facts([*(facts.fact(k) for k in ("nccl.env", "fabric.rdma_nodes")), Fact("fabric.ib_devices", [], source="test")])
     (hit,) = judge(no_device, None, [nccl_net_plugin_failed]).findings
     assert "no RDMA device in /sys/class/infiniband" in hit.message
+
+
+# --- batch 25: launcher prefixes, NCCL 2.27's unset address, IOMMU cures, the NCCL a run loaded ---
+
+# https://github.com/NVIDIA/nccl/issues/1837 (NCCL 2.27.7, NCCL_SOCKET_IFNAME naming an interface the host lacks;
+# the launcher writes "[trainer3]:" in front of NCCL's own prefix)
+IFNAME_ETH2 = """\
+[trainer3]:twshared1016:1958:1958 [3] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2
+[trainer3]:twshared1016:1958:1958 [3] NCCL INFO NCCL_SOCKET_IFNAME set to eth2
+...
+[trainer0|0]:ncclInternalError: Internal check failed.
+[trainer0|0]:Last error:
+[trainer0|0]:ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)
+"""
+# https://github.com/aws/aws-ofi-nccl/issues/889 (a CloudWatch log: a timestamp and a bar in front of NCCL's prefix)
+CLOUDWATCH = "  | 2025-05-16T16:39:51.208-07:00 | ip-10-36-29-253:79:79 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n"
+
+
+def test_nccls_line_is_read_behind_a_launchers_rank_tag_or_a_log_timestamp():
+    (frag,) = nccl_debug.find(Lines.of(IFNAME_ETH2))
+    assert {f.key: f.value for f in frag.facts} == {"nccl.env": {"NCCL_SOCKET_IFNAME": "eth2"}}
+    (frag,) = nccl_debug.find(Lines.of(CLOUDWATCH))
+    assert {f.key: f.value for f in frag.facts} == {"nccl.env": {"NCCL_SOCKET_IFNAME": "eth0"}}
+
+
+def test_an_unset_bootstrap_address_beside_the_ifname_the_report_sets_is_the_missing_interface(cli, use_test_kb, tmp_path):
+    hit = triaged(cli, tmp_path, IFNAME_ETH2)["nccl-socket-interface-missing"]
+    assert hit["severity"] == "error" and "NCCL_SOCKET_IFNAME=eth2 (the report sets it)" in hit["message"]
+    # pasted as a markdown quote with Windows line ends
+    mangled = "".join("> " + line for line in IFNAME_ETH2.splitlines(keepends=True)).replace("\n", "\r\n")
+    assert "NCCL_SOCKET_IFNAME=eth2" in triaged(cli, tmp_path, mangled)["nccl-socket-interface-missing"]["message"]
+    # the words alone (no NCCL_SOCKET_IFNAME in the report) have other causes: not named
+    alone = IFNAME_ETH2.splitlines(keepends=True)[-1]
+    assert "nccl-socket-interface-missing" not in triaged(cli, tmp_path, alone)
+
+
+# https://github.com/NVIDIA/nccl/issues/120 (AMD Ryzen 7 1700X; sjeaugey: iommu=soft; the reporter: "Everything goes well now")
+IOMMU_SOFT = """\
+# single/all_gather_test is always stuck
+
+sjeaugey · comment · 2017-11-30
+Oh, you are using an AMD CPU. Then I suggest you review this post and see if it fixes your problem :
+https://github.com/pytorch/pytorch/issues/1637#issuecomment-338268158
+(basically adding iommu=soft to the kernel command line)
+
+starsblinking · comment · 2017-12-01
+@sjeaugey Thanks very much! Everything goes well now. I just thought that CPU virtualization in BIOS settings is right IOMMU but actually not.  I didn't find IOMMU settings in BIOS settings when PC boot. `sudo vim /etc/default/grub` and `sudo update-grub` do work. 
+"""
+# https://github.com/NVIDIA/nccl/issues/257 (GTX 1080 Ti, AllReduce hangs)
+INTEL_IOMMU_OFF = """\
+# AllReduce hangs
+@sjeaugey @cliffwoolley Booting the kernel with `intel_iommu=off` resolved all our problems. No need for `NCCL_P2P_DISABLE` now. Worked like a charm!
+"""
+# https://github.com/NVIDIA/nccl-tests/issues/117 (RTX 4090 hang; IOMMU flags tried, none helped)
+IOMMU_TRIED = """\
+# NCCL all_reduce_perf test hangs with multiple RTX 4090 GPUs, works fine when I swap in 2080tis
+I've tried various different settings in the grub boot file
+
+iommu=off
+amd_iommu=off
+"""
+
+
+def test_a_hang_that_an_iommu_boot_flag_cured_is_an_iommu_warning(cli, use_test_kb, tmp_path):
+    for text in (IOMMU_SOFT, INTEL_IOMMU_OFF):
+        hit = triaged(cli, tmp_path, text)["iommu-translation"]
+        assert hit["severity"] == "warning" and "IOMMU stops translating" in hit["message"]
+        assert any("iommu=pt" in c for c in hit["fix"]["commands"])
+    assert "iommu-translation" not in triaged(cli, tmp_path, IOMMU_TRIED)
+    assert "iommu-translation" not in triaged(cli, tmp_path, IOMMU_SOFT.replace("do work", "don't work").replace("goes well", "hangs still"))
+
+
+# https://github.com/tinygrad/open-gpu-kernel-modules/issues/29 (nccl-tests on RTX 5090 with NCCL 2.25.1; its
+# "ncclMaxSharedMem ... exceeds" lines left out, so only the banner and the device list speak)
+RTX5090_2251 = """\
+#  Rank  7 Group  0 Pid 259034 on       test device  7 [0000:e1:00] NVIDIA GeForce RTX 5090
+test:259034:259034 [0] NCCL INFO Bootstrap: Using ens29f0:10.30.9.23<0>
+test:259034:259034 [0] NCCL INFO cudaDriverVersion 12080
+test:259034:259034 [0] NCCL INFO NCCL version 2.25.1+cuda12.8
+"""
+# https://github.com/tinygrad/open-gpu-kernel-modules/issues/35 (RTX 5090 D with NCCL 2.26.2)
+RTX5090D_2262 = """\
+#  Rank  1 Group  0 Pid  28273 on lam-MU72-SU0-00 device  1 [0000:ca:00] NVIDIA GeForce RTX 5090 D
+lam-MU72-SU0-00:28273:28273 [1] NCCL INFO cudaDriverVersion 12080
+lam-MU72-SU0-00:28273:28273 [0] NCCL INFO NCCL version 2.26.2+cuda12.8
+"""
+# https://github.com/mila-iqia/milabench/issues/183 (torch's error names NCCL 2.14.3) and, constructed, an H100 from
+# https://github.com/NVIDIA/nccl-tests/issues/252's device list (the milabench thread names the GPU only in prose)
+H100_2143 = """\
+#  Rank  0 Group  0 Pid 203082 on    kolyoz1 device  0 [0x42] NVIDIA H100 80GB HBM3
+opt-1_3b.0 [stderr] DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, internal error, NCCL version 2.14.3
+"""
+
+
+def test_nccls_banner_and_nccl_tests_device_list_are_read():
+    facts = facts_of(nccl_debug.find, RTX5090_2251)
+    assert facts["nccl.loaded"]["version"] == "2.25.1" and facts["nccl.loaded"]["cuda"] == "12.8"
+    assert [g["name"] for g in facts["gpus.list"]] == ["NVIDIA GeForce RTX 5090"]
+    assert facts_of(nccl_debug.find, H100_2143)["nccl.loaded"]["versions"] == [{"version": "2.14.3", "cuda": None, "line": 2}]
+    assert "nccl.loaded" not in facts_of(nccl_debug.find, "RuntimeError: ... NCCL version 21.0.3\n")  # torch's misprinted code
+
+
+def test_an_nccl_older_than_the_gpus_architecture_is_an_error(cli, use_test_kb, tmp_path):
+    hit = triaged(cli, tmp_path, RTX5090_2251)["nccl-gpu-unsupported"]
+    assert hit["severity"] == "error" and "older than NCCL 2.26.2" in hit["message"] and "RTX 5090" in hit["message"]
+    assert "older than NCCL 2.15.1" in triaged(cli, tmp_path, H100_2143)["nccl-gpu-unsupported"]["message"]
+    assert "nccl-gpu-unsupported" not in triaged(cli, tmp_path, RTX5090D_2262)
+
+
+# constructed: nvcc's "release 10.2" (the CUDA 10.2 system of https://github.com/NVIDIA/nccl-tests/issues/6, where
+# "my nccl depends on a different CUDA version (11.0)") before the banner of an NCCL built for CUDA 11.0, as
+# https://github.com/NVIDIA/nccl/issues/525's title prints it
+NVCC_102 = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 10.2, V10.2.89\n"
+BANNER_110 = "Kubeflow - NCCL version 2.9.6+cuda11.0 -- NCCL WARN Call to posix_fallocate failed : No space left on device\n"
+
+
+def test_an_nccl_built_for_another_cuda_major_than_its_loader_is_a_mismatch(cli, use_test_kb, tmp_path):
+    hit = triaged(cli, tmp_path, NVCC_102 + BANNER_110)["nccl-cuda-mismatch"]
+    assert hit["severity"] == "error" and "built for CUDA 11.0" in hit["message"] and "CUDA 10" in hit["message"]
+    assert "nccl-cuda-mismatch" not in triaged(cli, tmp_path, BANNER_110)  # nothing to compare with
+    # torch speaks for the process where the report shows it: torch 1.7.1+cu110 loads an NCCL for CUDA 11
+    assert "nccl-cuda-mismatch" not in triaged(cli, tmp_path, NVCC_102 + "torch==1.7.1+cu110\n" + BANNER_110)

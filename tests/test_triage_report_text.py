@@ -202,3 +202,53 @@ def test_nvidia_container_cli_driver_not_loaded_is_a_missing_driver(test_kb):
     # cedricxie/apollo_perception_ros#20: NVML_ERROR_DRIVER_NOT_LOADED on the host
     text = ("stderr: nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown.\n")
     assert "driver-missing" in ids(text, test_kb)
+
+
+# issue 26, batch 25 (containers): Docker asked for a runtime named nvidia it was never given.
+# sair-lab/AirSLAM#113, NVIDIA/deepops#78 and NVIDIA/nvidia-container-toolkit#665 (a development
+# report of the field corpus), as pasted and as pastes mangle them.
+UNKNOWN_RUNTIME = [
+    "docker: Error response from daemon: unknown or invalid runtime name: nvidia.\n",
+    "docker: Error response from daemon: Unknown runtime specified nvidia.\nSee 'docker run --help'.\n",
+    "`docker: Error response from daemon: unknown or invalid runtime name: nvidia.`\n",
+    "> docker: Error response from daemon: unknown or invalid runtime name: nvidia.\r\n",
+    "\x1b[31mdocker: Error response from daemon: unknown or invalid runtime name: nvidia.\x1b[0m\n",
+    "2024-08-27T20:48:40.123Z docker: Error response from daemon: unknown or invalid runtime name: nvidia.\n",
+    "Error response from daemon: Unknown or Invalid runtime name: NVIDIA\n",
+    "docker: Error response from daemon: unknown or invalid runtime\nname: nvidia.\n",
+]
+
+
+@pytest.mark.parametrize("text", UNKNOWN_RUNTIME)
+def test_an_unknown_nvidia_runtime_is_docker_without_the_nvidia_runtime(text, test_kb):
+    (finding,) = [f for f in run(text, test_kb).report.findings if f.id == "container-gpu-runtime-missing"]
+    assert "no runtime named nvidia" in finding.message
+    assert any("nvidia-ctk runtime configure" in c for c in finding.fix.commands)
+
+
+@pytest.mark.parametrize("text", [
+    # another runtime Docker does not know is not the NVIDIA one
+    "docker: Error response from daemon: unknown or invalid runtime name: runsc.\n",
+    # a runtime that merely starts with the word
+    "docker: Error response from daemon: unknown or invalid runtime name: nvidia-experimental.\n",
+])
+def test_another_unknown_runtime_is_not_the_nvidia_runtime(text, test_kb):
+    assert "container-gpu-runtime-missing" not in ids(text, test_kb)
+
+
+# torch's DataLoader worker prints this from its SIGBUS handler (torch/csrc/DataLoader.cpp):
+# msr-fiddle/pipedream#28, horovod/horovod#1081, pangeo-data/pangeo-docker-images#258 (a
+# development report of the field corpus), as pasted and as pastes mangle them.
+@pytest.mark.parametrize("text", [
+    "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n",
+    "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient \n",
+    "> ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\r\n",
+    "\x1b[1;31mERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\x1b[0m\n",
+    "ERROR: Unexpected bus error encountered in\nworker. This might be caused by insufficient shared memory (shm).\n",
+])
+def test_a_dataloader_workers_bus_error_is_a_small_dev_shm(text, test_kb):
+    assert "shm-too-small" in ids(text, test_kb)
+
+
+def test_a_bus_error_elsewhere_is_not_a_small_dev_shm(test_kb):
+    assert "shm-too-small" not in ids("Bus error (core dumped)\n", test_kb)

@@ -107,3 +107,101 @@ def test_tensorflow_gpu_asked_on_native_windows(cli, tmp_path):
     # tensorflow/tensorflow#60241 (windows-wsl/tf212-win11-tensorflow-gpu-212-not-available.md, development part)
     text = "### Tensorflow Version\n\ntf2.12.0\n\n### OS Platform and Distribution\n\nWin11\n\n### Current Behaviour?\n\n```shell\nNo version 2.12.0 of the tensorflow-gpu was found.\n```\n"
     assert findings(cli, tmp_path, text).get("framework-cpu-build-on-gpu-host") == "warning"
+
+
+@pytest.mark.parametrize(
+    ("text", "build"),
+    [
+        # microsoft/WSL2-Linux-Kernel#126 (windows-wsl/b25-wsl2-kernel-win10-2004-19041-no-gpu-compute.md, development part)
+        ("Since the NVIDIA GPU integration for WSL is now available and build 19041 (Windows 10 2004) is listed as a minimum requirement, I have attempted to install WSL 2\n", 19041),
+        # pytorch/pytorch#39734, quoted and with CRLF
+        ("> On Windows 10 2004, `import torch` will result in a FileNotFoundError.\r\n", 19041),
+        # yuk7/ArchWSL#248's issue form
+        (" - Windows build number: [10.0.22000.194] (Type `ver` at a Command Prompt)\r\n", 22000),
+        # tensorflow/tensorflow#58729: winver's words, a full-width colon
+        ("Edition: Windows 11 Home ; Version: 22H2; OS build：22621.819; Experience: Windows Feature Experience Pack\n", 22621),
+        ("Version 21H2 (OS Build 19044.1288)\n", 19044),
+        # an old release beside the one upgraded to: the newer is kept
+        ("I upgraded from Windows 10 1909 to 21H2 and now WSL2 sees the GPU\n", 19044),
+    ],
+)
+def test_windows_release_or_build_in_prose_is_read(text, build):
+    assert facts_of(text)["platform.windows_build"]["build"] == build
+
+
+@pytest.mark.parametrize("text", ["Docker version 20.10.6, build 370c289\n", "Build cuda_12.5.r12.5/compiler.34177558_0\n",
+                                  "win10 x64\n", "Windows 10 with CUDA 11.8 1903 MiB free\n"])
+def test_no_windows_build_in_other_numbers(text):
+    assert "platform.windows_build" not in facts_of(text)
+
+
+def test_windows_release_in_prose_judges_wsl(cli, tmp_path):
+    # microsoft/WSL2-Linux-Kernel#126: Windows 10 2004 (build 19041) has no GPU compute in WSL 2
+    text = ("Since the NVIDIA GPU integration for WSL is now available and build 19041 (Windows 10 2004) is listed as a minimum requirement, "
+            "I have attempted to install WSL 2 by following instructions available [here](https://docs.microsoft.com/en-us/windows/wsl/install-win10).\n")
+    assert findings(cli, tmp_path, text).get("wsl-gpu-unsupported") == "error"
+    # `ver` outranks a sentence; and native Windows 10 2004 without WSL is not judged (pytorch/pytorch#39734)
+    assert "wsl-gpu-unsupported" not in findings(cli, tmp_path, "Microsoft Windows [Version 10.0.22631.2861]\n" + text)
+    assert "wsl-gpu-unsupported" not in findings(cli, tmp_path, "On Windows 10 2004, `import torch` will result in a FileNotFoundError.\n")
+
+
+def test_cudarc_cannot_find_libcuda_on_wsl2(cli, tmp_path):
+    # cudarc's panic (tracel-ai/burn#2209), in a report from WSL2 (chelsea0x3b/cudarc#296: adding
+    # /usr/lib/wsl/lib to LD_LIBRARY_PATH fixes it)
+    panic = ("thread 'main' panicked at /home/mbuehler/.cargo/registry/src/index.crates.io-6f17d22bba15001f/cudarc-0.11.5/src/driver/sys/mod.rs:61:9:\r\n"
+             "Unable to find cuda lib under the names [\"cuda\", \"nvcuda\"]. Please open GitHub issue.\r\n")
+    assert findings(cli, tmp_path, "I was running mistral.rs on a WSL machine when I ran into this error:\n```\n" + panic + "```\n").get("wsl-libcuda-not-linked") == "warning"
+    # on a Linux host nothing says why: no finding
+    assert "wsl-libcuda-not-linked" not in findings(cli, tmp_path, "(base) ichigo@ichigo:~$ cargo run\n" + panic)
+    # its nvrtc twin on native Windows is cudarc's own list of DLL names (chelsea0x3b/cudarc#246): no error
+    nvrtc = ("PS C:\\Users\\Brandon\\Desktop\\cuda_fun> cargo run\n"
+             "Unable to find nvrtc lib under the names [\"nvrtc\", \"nvrtc64\", \"nvrtc64_12\", \"nvrtc64_125\", \"nvrtc64_125_0\", \"nvrtc64_120_5\", \"nvrtc64_10\"]. Please open GitHub issue.\n")
+    assert "error" not in findings(cli, tmp_path, nvrtc).values()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # kohya-ss/sd-scripts#1597 (windows-wsl/kohya-win11-torch24-fbgemm-libomp140-missing.md, development part):
+        # a German Windows, the message wrapped by the logger, CRLF
+        ("PS P:\\AI\\kohya_ss> .\\gui.bat\r\n02:54:18-197331 ERROR    Could not load torch: [WinError 126] Das angegebene Modul wurde nicht gefunden. Error loading\r\n"
+         "                         \"P:\\AI\\kohya_ss\\venv\\lib\\site-packages\\torch\\lib\\fbgemm.dll\" or one of its dependencies.\r\n"),
+        # Acly/krita-ai-diffusion#1017 (development part)
+        ("Error during server startup: OSError: [WinError 126] The specified module could not be found. Error loading "
+         "\"C:\\Users\\Beep\\AppData\\Roaming\\krita\\ai_diffusion\\server\\python\\lib\\site-packages\\torch\\lib\\c10.dll\" or one of its dependencies. [1]\n"),
+        # pytorch/pytorch#39734 (development part), Python 3.8's wording in a markdown quote
+        "> Error message:\n> `FileNotFoundError: Could not find module '...\\c10.dll' (or one of its dependencies)`\n",
+        # torch's own warning (AUTOMATIC1111/stable-diffusion-webui#11302) and TensorFlow's self-check (tensorflow/tensorflow#38262)
+        "Microsoft Visual C++ Redistributable is not installed, this may lead to the DLL load failure.\n\tIt can be downloaded at https://aka.ms/vs/16/release/vc_redist.x64.exe\n",
+        ("ImportError: Could not find the DLL(s) 'msvcp140.dll or msvcp140_1.dll'. TensorFlow requires that these DLLs be installed in a directory that is "
+         "named in your %PATH% environment variable. You may install these DLLs by downloading \"Microsoft C++ Redistributable for Visual Studio 2015, 2017 and 2019\"\n"),
+    ],
+)
+def test_windows_msvc_runtime_missing(cli, tmp_path, text):
+    assert findings(cli, tmp_path, text).get("windows-msvc-runtime-missing") == "error"
+
+
+def test_a_cuda_dll_that_fails_to_load_is_not_the_msvc_runtime(cli, tmp_path):
+    # AUTOMATIC1111/stable-diffusion-webui#10829: torch's caffe2_nvrtc.dll needs the driver's nvcuda.dll and CUDA's nvrtc
+    text = ("OSError: [WinError 126] The specified module could not be found. Error loading "
+            "\"C:\\seait.v0.1.4\\seait.v0.1.4\\stable-diffusion-webui\\venv\\lib\\site-packages\\torch\\lib\\caffe2_nvrtc.dll\" or one of its dependencies.\n")
+    assert "windows-msvc-runtime-missing" not in findings(cli, tmp_path, text)
+
+
+def test_windows_nvidia_smi_pasted_indented_lists_its_gpus():
+    # microsoft/WSL#9134: Windows' nvidia-smi (TCC/WDDM column, driver 517.48) pasted two blanks in
+    text = ("```\n  Wed Nov  9 21:31:58 2022\n"
+            "  +-----------------------------------------------------------------------------+\n"
+            "  | NVIDIA-SMI 517.48       Driver Version: 517.48       CUDA Version: 11.7     |\n"
+            "  |-------------------------------+----------------------+----------------------+\n"
+            "  | GPU  Name            TCC/WDDM | Bus-Id        Disp.A | Volatile Uncorr. ECC |\n"
+            "  | Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n"
+            "  |===============================+======================+======================|\n"
+            "  |   0  NVIDIA GeForce ... WDDM  | 00000000:0A:00.0  On |                  N/A |\n"
+            "  |  0%   31C    P8    16W / 250W |    576MiB / 11264MiB |      0%      Default |\n"
+            "  +-------------------------------+----------------------+----------------------+\n"
+            "  |   1  NVIDIA GeForce ... WDDM  | 00000000:43:00.0  On |                  N/A |\n"
+            "  |  0%   29C    P8    17W / 250W |   2152MiB / 11264MiB |      0%      Default |\n```\n")
+    facts = facts_of(text)
+    assert facts["driver.version"] == "517.48"
+    assert [g["bus_id"] for g in facts["gpus.list"]] == ["00000000:0A:00.0", "00000000:43:00.0"]

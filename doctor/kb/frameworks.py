@@ -85,6 +85,19 @@ class PlatformLimit:
     source: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class TestedBuild:
+    """The CUDA and cuDNN (major.minor) a release's (major.minor) prebuilt GPU wheels were
+    built with, where the release needs them installed on the system (TensorFlow before 2.14:
+    `tested_builds`)."""
+
+    framework: str
+    version: str  # "2.2"
+    cuda: str  # "10.1"
+    cudnn: str | None
+    source: tuple[str, ...]
+
+
 # x86 CPU features a `cpu_features` row may name: the SIMD flags probes/platform.py keeps.
 CPU_FEATURES: tuple[str, ...] = ("avx", "avx2", "fma", "avx512f")
 
@@ -101,8 +114,10 @@ class CpuFeature:
 
 
 class FrameworksKB:
-    def __init__(self, releases: Iterable[FrameworkRelease], platforms: Iterable[PlatformLimit] = (), cpu_features: Iterable[CpuFeature] = ()) -> None:
+    def __init__(self, releases: Iterable[FrameworkRelease], platforms: Iterable[PlatformLimit] = (), cpu_features: Iterable[CpuFeature] = (),
+                 tested: Iterable[TestedBuild] = ()) -> None:
         self._releases = sorted(releases, key=lambda r: (r.framework, Version(r.version)))
+        self._tested = {(t.framework, t.version): t for t in tested}
         self._platforms = {(p.framework, p.platform): p for p in platforms}
         self._cpu = {(c.framework, c.feature): c for c in cpu_features}
 
@@ -124,6 +139,17 @@ class FrameworksKB:
             return Version(str(version)) >= Version(row.since)
         except ValueError:
             return True
+
+    def tested_build(self, framework: str, version: str | None) -> TestedBuild | None:
+        """The `tested_builds` row of `version`'s major.minor (2.2.0rc4 -> 2.2); None: no row
+        (a release that brings its own CUDA, or one the KB does not know) or no version."""
+        if not version:
+            return None
+        try:
+            release = Version(str(version)).release
+        except ValueError:
+            return None
+        return self._tested.get((framework, ".".join(str(n) for n in release[:2])))
 
     def gpu_last(self, framework: str, platform: str) -> PlatformLimit | None:
         """The last release of `framework` with GPU support on `platform`, where the KB has a
@@ -163,6 +189,7 @@ def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
     out: list[FrameworkRelease] = []
     limits: list[PlatformLimit] = []
     features: list[CpuFeature] = []
+    tested: list[TestedBuild] = []
     for framework in FRAMEWORKS:
         fctx = ctx.at(framework)
         section = fctx.mapping(data.get(framework))
@@ -186,6 +213,14 @@ def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
                 raise c.error(f"{feature} listed twice")
             named.add(feature)
             features.append(CpuFeature(framework, feature, c.version(row, "since", optional=True), c.source(row)))
+        tctx = fctx.at("tested_builds")
+        for i, row in enumerate(tctx.rows(section.get("tested_builds") or [])):
+            c = tctx.at(i)
+            version, cuda = c.version(row, "version"), c.version(row, "cuda")
+            assert version is not None and cuda is not None
+            if (framework, version) in {(t.framework, t.version) for t in tested}:
+                raise c.error(f"{version} listed twice")
+            tested.append(TestedBuild(framework, version, cuda, c.version(row, "cudnn", optional=True), c.source(row)))
         rctx = fctx.at("releases")
         seen: set[tuple[str, str]] = set()
         for i, row in enumerate(rctx.rows(section.get("releases"))):
@@ -212,7 +247,7 @@ def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
                 raise c.error(f"{package} {version} listed twice")
             seen.add((package, version))
             out.append(FrameworkRelease(framework, version, builds, pythons, companion, keys))
-    return FrameworksKB(out, limits, features)
+    return FrameworksKB(out, limits, features, tested)
 
 
 def _pythons(ctx: Ctx, row: Mapping[str, Any]) -> tuple[str, ...]:

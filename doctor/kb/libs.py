@@ -89,12 +89,23 @@ class NcclBug:
 
 
 @dataclass(frozen=True)
+class NcclArchRow:
+    """The first NCCL release that runs on GPUs of compute capability `cc`."""
+    cc: Version
+    name: str
+    min_nccl: Version
+    source: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class LibsKB:
     cudnn_cuda: tuple[CudnnCudaRow, ...]
     pip_packages: tuple[PipPackage, ...]
     version_codes: Mapping[str, VersionCode]  # the rows, equal to fwdoctor.libraries' formulas
     nccl_bugs: tuple[NcclBug, ...]
     cudnn_arch: tuple[CudnnArchRow, ...] = ()
+    nccl_arch: tuple[NcclArchRow, ...] = ()
 
     # ------------------------------------------------------------------ cuDNN <-> CUDA
     def cudnn_cuda_majors(self, cudnn_version: str) -> tuple[int, ...]:
@@ -176,6 +187,15 @@ class LibsKB:
         except InvalidVersion:
             return []
         return [bug for bug in self.nccl_bugs if bug.affected.contains(parsed, prereleases=True)]
+
+    def nccl_arch_row(self, cc: str) -> NcclArchRow | None:
+        """The row of compute capability `cc` ("9.0"), or None: no data for that arch (the
+        rule says "not checked", never a pass)."""
+        try:
+            wanted = Version(cc)
+        except InvalidVersion:
+            return None
+        return next((row for row in self.nccl_arch if row.cc == wanted), None)
 
 
 def _upper_bound(row: CudnnArchRow) -> Version:
@@ -316,4 +336,14 @@ def from_yaml(data: Any, ctx: Ctx) -> LibsKB:
             raise at.error(f"fixed version {fixed} is inside affected {affected}")
         bugs.append(NcclBug(bug_id, at.field(row, "summary", str), affected, fixed, at.source(row), str(row.get("note", ""))))
 
-    return LibsKB(tuple(cudnn_rows), tuple(packages), codes, tuple(bugs), tuple(arch_rows))
+    nccl_arch = []
+    rows_ctx = ctx.at("nccl_arch")
+    for i, row in enumerate(rows_ctx.rows(data.get("nccl_arch") or [])):
+        at = rows_ctx.at(i)
+        cc = Version(at.version(row, "cc") or "")
+        if any(r.cc == cc for r in nccl_arch):
+            raise at.error(f"a second row for compute capability {cc}")
+        nccl_arch.append(NcclArchRow(cc, at.field(row, "name", str), Version(at.version(row, "min_nccl") or ""), at.source(row),
+                                     str(row.get("note", ""))))
+
+    return LibsKB(tuple(cudnn_rows), tuple(packages), codes, tuple(bugs), tuple(arch_rows), tuple(nccl_arch))

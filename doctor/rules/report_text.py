@@ -71,8 +71,9 @@ def container_gpu_access_lost(facts: Facts, kb: KB) -> Hit | None:
 def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads Docker's refusal to start a container with `--gpus` ("could not select device
-        driver "" with capabilities: [[gpu]]") and nvidia-container-cli's "load library failed:
-        libnvidia-ml.so.1" in a report.
+        driver "" with capabilities: [[gpu]]") or with `--runtime=nvidia` ("unknown or invalid
+        runtime name: nvidia", older Docker: "Unknown runtime specified nvidia") and
+        nvidia-container-cli's "load library failed: libnvidia-ml.so.1" in a report.
 
     Why is this bad?
         `--gpus` (and compose's `capabilities: [gpu]`) needs the NVIDIA Container Toolkit
@@ -92,6 +93,19 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
     """
     no_driver = _errors(facts, "docker-no-gpu-device-driver")
     no_nvml = _errors(facts, "nvidia-container-cli-no-nvml")
+    # --runtime=nvidia (compose `runtime: nvidia`, default-runtime) names a runtime dockerd was
+    # never given: the toolkit's runtime is not in the config the running daemon loaded.
+    no_runtime = _errors(facts, "docker-unknown-runtime-nvidia")
+    if no_runtime and not no_driver:
+        return Hit(
+            f"Docker has no runtime named nvidia (the NVIDIA Container Toolkit's runtime is not registered with this daemon): {_line(no_runtime[0])}",
+            evidence={"report.errors": no_runtime + no_nvml},
+            fix=FixRef(commands=("sudo apt-get install -y nvidia-container-toolkit   # from NVIDIA's repository; dnf/zypper alike",
+                                 "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
+                                 "docker info | grep -i runtimes   # must list nvidia"),
+                       note="the daemon reads /etc/docker/daemon.json only when it starts: restart it after an edit; "
+                            "Docker Desktop keeps its own daemon config (Settings > Docker Engine); or drop --runtime=nvidia and use --gpus all"),
+        )
     if no_driver:
         return Hit(
             f"Docker has no device driver for GPUs (the NVIDIA Container Toolkit is not installed or not registered): {_line(no_driver[0])}",
@@ -116,7 +130,8 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
         Reads ldconfig's "/usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link" and an `ls -l`
         of /usr/lib/wsl/lib that shows libcuda.so.1 as a plain file, in a report from WSL2;
         and a program's "libcuda.so: cannot open shared object file" (or cuda-python's
-        "Failed to dlopen libcuda.so") in a report that says it runs on WSL2.
+        "Failed to dlopen libcuda.so", cudarc's "Unable to find cuda lib under the names")
+        in a report that says it runs on WSL2.
 
     Why is this bad?
         The Windows NVIDIA driver ships libcuda.so, libcuda.so.1 and libcuda.so.1.1 into WSL2's
@@ -135,7 +150,7 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     """
     said = _errors(facts, "wsl-ldconfig-not-symlink", "wsl-libcuda-plain-file")
     # A program that could not open plain libcuda.so, in a report that says it runs on WSL2.
-    unversioned = [e for e in _errors(facts, "libcuda-unversioned-cannot-open") if e.get("wsl")]
+    unversioned = [e for e in _errors(facts, "libcuda-unversioned-cannot-open", "cudarc-libcuda-not-found") if e.get("wsl")]
     if unversioned and not said:
         return Hit(
             f"on WSL2 ({unversioned[0]['wsl']}) a program could not open the unversioned libcuda.so, which only "

@@ -12,6 +12,7 @@ WSL 2 host wsl-gpu-unsupported is "not checked" unless the GPU answers.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, FixRef
@@ -122,6 +123,70 @@ def _windows_cuda_wheel(kb: KB, release: str) -> FixRef:
     return FixRef(commands=(f"python -m pip install --force-reinstall {' '.join(best.pip_args())}",), note=note)
 
 
+# A CUDA library's DLL (cudnn64_8.dll, cublas64_11.dll, caffe2_nvrtc.dll, torch_cuda.dll) may
+# instead lack the driver's nvcuda.dll or another CUDA DLL: not judged as the C++ runtime.
+_CUDA_DLL = re.compile(r"cud|nvrtc|cublas|cufft|curand|cusparse|cusolver|nccl|nvjitlink|cupti|nvtoolsext|zlibwapi", re.IGNORECASE)
+_VC_REDIST = "https://aka.ms/vs/17/release/vc_redist.x64.exe"
+
+
+def _report_errors(facts: Facts, *kinds: str) -> list[dict[str, Any]]:
+    return [e for e in facts.get("report.errors") or [] if e.get("kind") in kinds]
+
+
+@rule("windows-msvc-runtime-missing", needs=("report.errors",))
+def windows_msvc_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads, in a report from native Windows, torch's "[WinError 126] ... Error loading
+        "...\\torch\\lib\\c10.dll" or one of its dependencies" (WinError 1114 too), Python's
+        "Could not find module '...\\c10.dll' (or one of its dependencies)", torch's own warning
+        "Microsoft Visual C++ Redistributable is not installed", and TensorFlow's "Could not find
+        the DLL(s) 'msvcp140_1.dll'" (rows of doctor/kb/errors.yaml). A CUDA library's DLL
+        (cudnn64_8.dll, caffe2_nvrtc.dll) that fails to load is left to the CUDA checks: what it
+        lacks may be the driver's nvcuda.dll. Judged from a report's text only: no probe of
+        this Linux doctor reads a Windows host.
+
+    Why is this bad?
+        torch's and TensorFlow's Windows DLLs are built with Microsoft's compiler and need its
+        C++ runtime (msvcp140.dll, vcruntime140.dll, vcruntime140_1.dll), which a fresh Windows,
+        or python.org's and the Microsoft Store's Python, does not bring: `import torch` fails
+        before anything runs (pytorch/pytorch#39734: c10.dll needs msvcp140.dll;
+        Acly/krita-ai-diffusion#1017). torch 2.4.0's fbgemm.dll also needs the LLVM OpenMP
+        runtime libomp140.x86_64.dll, which comes with Visual Studio's C++ build tools, not the
+        redistributable (pytorch/pytorch#131662, fixed in torch 2.4.1).
+
+    Example
+            OSError: [WinError 126] The specified module could not be found. Error loading "C:\\...\\site-packages\\torch\\lib\\c10.dll" or one of its dependencies.
+
+        on a Windows without the Visual C++ runtime: invalid. The same import after installing
+        vc_redist.x64.exe: valid.
+
+    Fix
+        Install the latest Microsoft Visual C++ Redistributable for x64 (vc_redist.x64.exe, or
+        `winget install Microsoft.VCRedist.2015+.x64`) and open a new shell. For torch 2.4.0's
+        fbgemm.dll, upgrade torch to 2.4.1 or later, or add Visual Studio's "MSVC v143 C++
+        x64/x86 build tools", which bring libomp140.x86_64.dll.
+    """
+    said = _report_errors(facts, "torch-vc-redist-not-installed", "tf-msvc-dlls-not-found")
+    loads = [e for e in _report_errors(facts, "windows-dll-dependency-missing", "windows-dll-module-not-found")
+             if not _CUDA_DLL.search(re.split(r"[\\/]", str(e.get("path") or ""))[-1])]
+    if not said and not loads:
+        return None
+    first = (said or loads)[0]
+    dll = re.split(r"[\\/]", str(first.get("path") or ""))[-1]
+    what = f"Windows could not load {dll} or a DLL it needs" if dll else "a Microsoft Visual C++ runtime DLL is missing"
+    commands = ["where msvcp140.dll vcruntime140_1.dll   # in cmd: is the Visual C++ runtime on the DLL search path?",
+                "winget install Microsoft.VCRedist.2015+.x64   # or run " + _VC_REDIST + ", then open a new shell"]
+    if dll.lower() == "fbgemm.dll":
+        commands.append("python -m pip install --upgrade \"torch>=2.4.1\"   # torch 2.4.0's fbgemm.dll also needs libomp140.x86_64.dll")
+    return Hit(
+        f"{what} (report line {first['line']}: \"{first['text']}\"): torch's and TensorFlow's Windows DLLs need the Microsoft Visual C++ runtime "
+        "(msvcp140.dll, vcruntime140_1.dll), which is not installed or not found",
+        evidence={"report.errors": said + loads},
+        fix=FixRef(commands=tuple(commands),
+                   note=f"install the latest Microsoft Visual C++ Redistributable (x64): {_VC_REDIST}"),
+    )
+
+
 # ----------------------------------------------------------------------------- live host / --root
 _LINUX_DRIVER_FIX = FixRef(commands=("sudo apt-get remove --purge '^nvidia-.*' '^libnvidia-.*' cuda-drivers   # inside WSL; keep the toolkit",
                                      "wsl --shutdown   # in PowerShell, then start the distribution again",
@@ -220,4 +285,4 @@ def wsl_linux_driver_installed_here(facts: Facts, kb: KB) -> Hit | None:
 
 
 RULES: tuple[Rule, ...] = (wsl_gpu_unsupported_here, wsl_linux_driver_installed_here)
-REPORT_RULES: tuple[Rule, ...] = (wsl_gpu_unsupported, wsl_linux_driver_installed, torch_cpu_build_gpu_expected)
+REPORT_RULES: tuple[Rule, ...] = (wsl_gpu_unsupported, wsl_linux_driver_installed, torch_cpu_build_gpu_expected, windows_msvc_runtime_missing)

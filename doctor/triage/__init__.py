@@ -78,6 +78,9 @@ UNSHOWN = {
     "conda.torch_build": "which pytorch build conda installed (`conda list pytorch`: its build string says cpu or cuda)",
     "gpus.xid_events": "the kernel log's NVIDIA lines (`sudo dmesg -T | grep NVRM`)",
     "driver.legacy_notices": "the kernel log's NVIDIA lines (`sudo dmesg -T | grep NVRM`)",
+    "report.tf_version": "the TensorFlow version (the issue form's \"TensorFlow version\", or `python -c 'import tensorflow as tf; print(tf.__version__)'`)",
+    "report.cuda_stated": "the installed CUDA (the issue form's \"CUDA/cuDNN version\", or `nvcc -V`)",
+    "report.tf_installed_from": "how TensorFlow was installed (the issue form's \"TensorFlow installed from\": pip's binary, source, conda)",
     "report.errors": "",
 }
 

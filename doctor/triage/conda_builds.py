@@ -34,23 +34,71 @@ from fwdoctor.triage.text import Lines, command
 PACKAGES = {"jaxlib": "jax", "tensorflow": "tensorflow", "tensorflow-base": "tensorflow", "tensorflow-cpu": "tensorflow"}
 _VERSION = re.compile(r"\d{1,4}(?:\.\d{1,6}){0,3}(?:[a-z]{1,5}\d{0,4})?")
 _CPU = re.compile(r"(?:^|_)cpu(?:_|$)")
+# Anaconda's defaults channel builds tensorflow and tensorflow-base in three variants told apart
+# by the build string: "gpu_py38h...", and the CPU-only "mkl_py38h..." and "eigen_py38h..."
+# (`conda search tensorflow=2.1` in AnacondaRecipes/tensorflow_recipes#26; "The packages for CPU
+# only", eigen_ and mkl_, in AnacondaRecipes/tensorflow_recipes#24). The solver takes a CPU one
+# where no gpu_ build fits ("conda update downgrades TensorFlow from GPU to MKL",
+# ContinuumIO/anaconda-issues#13063; tensorflow-gpu 2.3 on Windows, ContinuumIO/anaconda-issues#12194).
+_DEFAULTS_TF_CPU = re.compile(r"(?:mkl|eigen)_py\d")
 _MAX_WORD = 200
 
 
 def _row(text: str) -> tuple[str, str, str] | None:
-    """(name, version, build) of a `conda list` row (also collect_env's "[conda] ..." rows)
-    or a plan row, else None."""
+    """(name, version, build) of a package row, else None:
+
+        jaxlib      0.4.23   cpu_py311h6cc994a_0   conda-forge            conda list, micromamba list
+        [conda] pytorch   1.9.0   py3.8_cpu_0   pytorch                 collect_env
+        jaxlib      conda-forge/linux-64::jaxlib-0.4.23-cpu_py311h6cc994a_0   conda's plan
+        pytorch     pytorch::pytorch-1.12.1-py3.9_cuda11.3_0 --> conda-forge::pytorch-1.12.1-cpu_py39h...
+        tensorflow   1.12.0-mkl_py36h4f00353_0 --> 1.14.0-mkl_py36hb88db5b_0
+        tensorflow:  1.8.0-hb11d968_0  --> 1.7.0-0                          conda's plan, a package replaced
+        tensorflow-base: 1.7.0-py36hdbcaa40_2                                conda 4.4's plan
+        + jaxlib    0.4.23   cpu_py311h6cc994a_0   conda-forge   45MB     mamba's plan (+ added)
+        pytorch-1.12.1   |   py3.8_cpu_0   133.8 MB  pytorch            conda's download table
+        pytorch     2.5.1    cpu_mkl_py312_h...   38.9 MiB  conda  ...  pixi list
+
+    A row mamba's plan removes ("- jaxlib ...") is not installed and is not read."""
+    if "|" in text:
+        return _download_row(text)
     words = text.split()
-    if words[:1] == ["[conda]"]:
+    if words[:1] in (["[conda]"], ["+"]):
         words = words[1:]
     if any(len(word) > _MAX_WORD for word in words[:3]):
         return None
+    if 4 <= len(words) <= 5 and words[-2] == "-->":
+        words = [words[0], words[-1]]  # conda's UPDATED/SUPERSEDED/DOWNGRADED rows: old --> new
+    if len(words) == 2 and words[0].endswith(":"):  # conda 4.4's plan: "tensorflow-base: 1.7.0-py36hdbcaa40_2"
+        parts = words[1].rsplit("-", 1)
+        return (words[0][:-1], parts[0], parts[1]) if len(parts) == 2 and words[0][:-1] and parts[1] else None
+    if len(words) == 2 and "-" in words[1] and "::" not in words[1]:  # "tensorflow 1.12.0-mkl_py36h4f00353_0 --> ..."
+        parts = words[1].rsplit("-", 1)
+        return (words[0], parts[0], parts[1]) if parts[0] and parts[1] else None
     if len(words) == 2 and "::" in words[1]:
         parts = words[1].rpartition("::")[2].rsplit("-", 2)
         return (parts[0], parts[1], parts[2]) if len(parts) == 3 and parts[0] == words[0] else None
     if 3 <= len(words) <= 4:
         return words[0], words[1], words[2]
+    # mamba's and pixi's rows go on with a size ("45MB", "38.9 MiB") or mamba's "Cached"
+    if 5 <= len(words) <= 7 and _SIZE.search(" ".join(words[3:])):
+        return words[0], words[1], words[2]
     return None
+
+
+# a download size with its unit ("45MB", "133.8 MB", "38.9 MiB"), or mamba's "Cached"
+_SIZE = re.compile(r"(?<!\S)(?:\d{1,6}(?:\.\d{1,3})? ?[KMG]i?B|Cached)(?!\S)")
+
+
+def _download_row(text: str) -> tuple[str, str, str] | None:
+    """conda's "The following packages will be downloaded:" table: "name-version | build  size
+    unit  channel" (a header row "package | build" has no version)."""
+    left, _, right = text.partition("|")
+    name = left.split()
+    build = right.split()
+    if len(name) != 1 or not build or len(name[0]) > _MAX_WORD or len(build[0]) > _MAX_WORD:
+        return None
+    parts = name[0].rsplit("-", 1)
+    return (parts[0], parts[1], build[0]) if len(parts) == 2 and parts[0] and parts[1] else None
 
 
 # "pytorch=1.9.0=py3.8_cpu_0": a conda spec with its build (a word, not a row)
@@ -63,6 +111,29 @@ def find(lines: Lines) -> list[Fragment]:
     return _frameworks(lines) + _pytorch(lines)
 
 
+def in_search_listing(norm: tuple[str, ...], i: int, row: tuple[str, str, str]) -> bool:
+    """Whether row i stands in a `conda search` listing, which looks like `conda list` but names
+    what a channel offers, every build of a package one per line ("pytorch 1.10.0 py3.8_cpu_0",
+    then "pytorch 1.10.0 py3.8_cuda10.2_cudnn7.6.5_0": pytorch/pytorch#67642): a neighbouring
+    row of the same package with another build. An environment lists a package once."""
+    for j in (i - 1, i + 1):
+        other = _row(norm[j]) if 0 <= j < len(norm) and norm[j] else None
+        if other is not None and other[0].lower() == row[0].lower() and other[1:] != row[1:]:
+            return True
+    return False
+
+
+def _channel(text: str, build: str) -> str | None:
+    """The channel after the build in a row: the first word there that is no size ("133.8",
+    "MB", "45MB") and not mamba's "Cached"."""
+    words = text.replace("|", " ").split()
+    at = words.index(build) + 1 if build in words else len(words)
+    return next((w for w in words[at:] if not (w[:1].isdigit() or _UNIT.fullmatch(w) or w == "Cached")), None)
+
+
+_UNIT = re.compile(r"[KMG]i?B")
+
+
 def _pytorch(lines: Lines) -> list[Fragment]:
     """conda.torch_build (a CPU build only) and report.gpu_expected (a CUDA package asked of conda)."""
     out: list[Fragment] = []
@@ -72,8 +143,8 @@ def _pytorch(lines: Lines) -> list[Fragment]:
         if cpu is None:
             row = _row(text)
             spec = _SPEC.search(text) if "pytorch=" in text else None
-            if row is not None and row[0] == "pytorch" and _VERSION.fullmatch(row[1]):
-                version, build, channel = row[1], row[2], (text.split()[3:4] or [None])[0]
+            if row is not None and row[0] == "pytorch" and _VERSION.fullmatch(row[1]) and not in_search_listing(lines.norm, i, row):
+                version, build, channel = row[1], row[2], _channel(text, row[2])
             elif spec is not None:
                 version, build, channel = spec.group("version"), spec.group("build"), None
             else:
@@ -132,7 +203,8 @@ def _frameworks(lines: Lines) -> list[Fragment]:
         if row is None or row[0].lower() not in PACKAGES:
             continue
         name, version, build = row[0].lower(), row[1], row[2]
-        if not _VERSION.fullmatch(version) or build == "pypi_0" or not _CPU.search(build):
+        cpu = _CPU.search(build) or (PACKAGES[name] == "tensorflow" and _DEFAULTS_TF_CPU.match(build))
+        if not _VERSION.fullmatch(version) or build == "pypi_0" or not cpu or in_search_listing(lines.norm, i, row):
             continue
         found.setdefault(PACKAGES[name], (i + 1, _cpu_build(PACKAGES[name], name, version, build)))
     if not found:

@@ -249,7 +249,64 @@ def nvcc_home_path_list(hit: Hit) -> bool:
     return True
 
 
+# A CUDA build of jaxlib named anywhere in the report: conda's spec or `conda list` row
+# ("jaxlib=*=*cuda*", "jaxlib   0.4.34   cuda120py312h...") or pip's old CUDA wheels
+# ("jaxlib==0.4.26+cuda12.cudnn89", "jaxlib 0.4.13+cuda11.cudnn86").
+_CUDA_JAXLIB = re.compile(r"\bjaxlib[ =]{1,30}[\w.*+=-]{0,40}(?:[*+]| {1,30})cuda", re.IGNORECASE)
+# JAX's own lines when its CUDA plugin is installed but could not be used: the import or the
+# initialize() raised, or the backend failed to start.
+_CUDA_PLUGIN_FAILED = re.compile(r"Jax plugin configuration error|CUDA backend failed to initialize|Unable to initialize backend 'cuda'")
+
+
+def jax_no_cuda_build_shown(hit: Hit) -> bool:
+    """The match ("a CUDA-enabled jaxlib is not installed") stands as "no CUDA build is
+    installed" unless the report shows one that failed to load: a CUDA build of jaxlib named
+    (conda-forge's cuda builds that did not load, conda-forge/jax-feedstock#162), or JAX's own
+    plugin or backend failure (then a plugin is installed but broken, not missing). JAX prints
+    the warning whenever an NVIDIA device node exists and no CUDA backend registered."""
+    for line in hit.norm:
+        found = _CUDA_JAXLIB.search(line) or _CUDA_PLUGIN_FAILED.search(line)
+        if found:
+            return False
+    return True
+
+
+# The exception a failing plugin import/initialize() ends in, within the next lines.
+_PLUGIN_WINDOW = 30
+_EXCEPTION_LINE = re.compile(r"^\s{0,8}(?:[A-Za-z_][\w.]{0,80}\.)?(?P<exc>[A-Za-z_]\w{0,60}(?:Error|Exception|Warning))\b:? ?(?P<msg>.{0,300})")
+_JAX_API_MISSING = re.compile(r"module '(?:jax|jaxlib)[\w.]{0,80}' has no attribute|cannot import name '\w{1,100}' from '(?:jax|jaxlib)[\w.]{0,80}'")
+
+
+def jax_plugin_api_skew(hit: Hit) -> bool:
+    """The match ("Jax plugin configuration error") stands when the CUDA plugin failed on
+    jax/jaxlib's own API, i.e. the plugin and jaxlib are of different releases: the exception
+    below is an AttributeError/ImportError naming a jax or jaxlib module ("module
+    'jaxlib.xla_client' has no attribute 'register_custom_type_id_handler'", "cannot import name
+    'triton' from 'jax._src.lib'"), or, where the paste ends before the exception, the plugin's
+    last frame calls into jaxlib's xla_client. Another exception (a TypeError from a third-party
+    custom-call registration, an AssertionError of the plugin's CUDA version check) does not
+    say which side is wrong, and the match does not stand."""
+    calls_xla_client = False
+    for j in range(hit.i + 1, min(len(hit.norm), hit.i + 1 + _PLUGIN_WINDOW)):
+        line = hit.norm[j]
+        if "xla_client." in line and "File " not in line:
+            calls_xla_client = True
+        if line.lstrip().startswith(("File ", "Traceback")) or "Error" not in line and "Exception" not in line:
+            continue
+        exc = _EXCEPTION_LINE.match(line)
+        if exc is None:
+            continue
+        if exc.group("exc") in ("AttributeError", "ImportError", "ModuleNotFoundError") and _JAX_API_MISSING.search(line):
+            hit.data["exception"] = line.strip()[:300]
+            hit.end = j + 1
+            return True
+        return False
+    return calls_xla_client
+
+
 HOOKS: dict[str, Callable[[Hit], bool]] = {
+    "jax_no_cuda_build_shown": jax_no_cuda_build_shown,
+    "jax_plugin_api_skew": jax_plugin_api_skew,
     "driver_cuda_from_found": driver_cuda_from_found,
     "torch_gpu_and_arch_list": torch_gpu_and_arch_list,
     "cudnn_library": cudnn_library,

@@ -41,6 +41,8 @@ FIELDS = {
     "what jax/jaxlib version are you using?": "jax_version",
     "which accelerator are you using?": "accelerator",  # "accelerator(s)", its "(s)" dropped with the hints
     "additional system info": "jax_system",
+    "tensorflow installed from": "tf_from",  # "(source or binary)"
+    "installed using virtualenv? pip? conda?": "installer",
 }
 _HINT = re.compile(r"\([^()]{0,120}\)")
 _MAX_KEY = 120  # the longest field name is 45 characters; a longer "heading" is prose
@@ -99,6 +101,21 @@ def find(lines: Lines) -> list[Fragment]:
     expected = _gpu_expected(values)
     if expected:
         frag.add("report.gpu_expected", expected[1], expected[0])
+    # The TensorFlow release and the CUDA the person says is installed (issue 26: a release
+    # before 2.14 needs the system CUDA it was built for; fwdoctor.triage.rules compares them).
+    if "tf_version" in values and is_value(values["tf_version"][1]):
+        version = first_version(values["tf_version"][1])
+        if version:
+            frag.add("report.tf_version", version, values["tf_version"][0])
+    # Whose build it is: the tested configurations are those of Google's PyPI wheels, not a
+    # source build, conda's packages (which bring their own cudatoolkit) or nvidia-tensorflow.
+    how = [values[role] for role in ("tf_from", "installer") if role in values and is_value(values[role][1])]
+    if how:
+        frag.add("report.tf_installed_from", "; ".join(v for _, v in how), how[0][0])
+    if "cuda" in values:
+        stated = stated_cuda(values["cuda"][1])
+        if stated:
+            frag.add("report.cuda_stated", stated, values["cuda"][0])
     # Whose issue form it is: the program a "CUDA driver version is insufficient" in it comes from.
     for role, framework in (("tf_version", "tensorflow"), ("jax_version", "jax")):
         if role in values and first_version(values[role][1]):
@@ -112,6 +129,25 @@ def find(lines: Lines) -> list[Fragment]:
             frag.add("frameworks.installed", [tensorflow_on_windows(version)], tf[0], os_answer[0])
             frag.notes.append(f"line {tf[0]}: TensorFlow {version} on native Windows ({os_answer[1]})")
     return [frag] if frag.facts else []
+
+
+_CUDA_NAMED = re.compile(r"\bcuda\D{0,12}?(\d{1,2}\.\d{1,2})", re.IGNORECASE)
+_CUDNN_FIRST = re.compile(r"^\W{0,4}cudnn", re.IGNORECASE)
+
+
+def stated_cuda(answer: str) -> str | None:
+    """The CUDA major.minor a "CUDA/cuDNN version" answer names: the version after the word
+    CUDA where it says so ("CUDA 10.1, cuDNN 7.6", "cudnn 7.6 / cuda 10.1"), else the first
+    version unless the answer starts with cuDNN ("10.2.89-5", "11.0 / 8.0" -> 11.0 and 11.0)."""
+    if not is_value(answer):
+        return None
+    named = _CUDA_NAMED.search(answer)
+    if named:
+        return named.group(1)
+    if _CUDNN_FIRST.match(answer):
+        return None
+    version = first_version(answer)
+    return ".".join(version.split(".")[:2]) if version else None
 
 
 def _gpu_expected(values: dict[str, tuple[int, str]]) -> tuple[int, str] | None:

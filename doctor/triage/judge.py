@@ -37,7 +37,8 @@ def run(text: str, kb: KB) -> Triage:
     # report_text's ids have no regular rule (no probe observes them yet): the text alone judges them
     for item in (*REPORT_RULES, *report_rules.RULES):
         blocked = [n for n in report.not_checked if n.rule == item.id]
-        if item.id in fired or (item.id in regular and not blocked):
+        # a row's own error text is judged even where the regular rule passed on partial facts
+        if item.id in fired or (item.id in regular and not blocked and item not in report_rules.TEXT_RULES):
             continue
         found, _ = item.evaluate(facts, kb)
         if found:

@@ -15,14 +15,17 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from packaging.version import InvalidVersion, Version
+
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules import fabric
 from fwdoctor.rules.base import Hit, Rule, rule, sh
+from fwdoctor.versions import major as major_of
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
 
-KINDS = frozenset({"nccl-socket-family-unsupported", "nccl-no-socket-interface", "nccl-no-net-plugin", "nccl-nvls-cuda-failure",
+KINDS = frozenset({"nccl-socket-family-unsupported", "nccl-no-socket-interface", "nccl-socket-address-unset", "nccl-no-net-plugin", "nccl-nvls-cuda-failure",
                    "cuda-system-not-ready", "fabricmanager-not-running-said", "nccl-named-symbol-not-found",
                    "nccl-shm-open-denied"})
 
@@ -49,12 +52,17 @@ def _env(facts: Facts) -> dict[str, str]:
 def socket_interface_missing(facts: Facts, kb: KB) -> Hit | None:
     """NCCL's "Bootstrap : no socket interface found" (before 2.4.8 "NET/Socket : no
     interface found") or "Socket creation failed : Address family not supported by
-    protocol" (see nccl-socket-interface-missing)."""
+    protocol" (see nccl-socket-interface-missing); NCCL 2.27's "connecting to address  with
+    family 59936 is neither AF_INET(2) nor AF_INET6(10)" (an address never set) only where
+    the report also shows NCCL_SOCKET_IFNAME set: that pair is NVIDIA/nccl#1837's, while
+    the words alone have other causes."""
+    ifname = _env(facts).get("NCCL_SOCKET_IFNAME")
     said = _errors(facts, "nccl-no-socket-interface", "nccl-socket-family-unsupported")
+    if ifname:
+        said += _errors(facts, "nccl-socket-address-unset")
     if not said:
         return None
     error = said[0]
-    ifname = _env(facts).get("NCCL_SOCKET_IFNAME")
     if ifname:
         why = f"NCCL_SOCKET_IFNAME={ifname} (the report sets it) matches no interface with an IP address on this node"
     elif error["kind"] == "nccl-socket-family-unsupported":
@@ -200,6 +208,110 @@ def p2p_disable_cures_hang(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+@rule("iommu-translation", needs=("report.iommu_change_cures_hang",))
+def iommu_change_cures_hang(facts: Facts, kb: KB) -> Hit | None:
+    """A report whose NCCL job hangs and runs once the IOMMU stops translating (iommu=soft or
+    pt, intel_iommu=off, VT-d off; fwdoctor.triage.p2p_prose): NCCL's troubleshooting guide
+    ties that to the IOMMU remapping peer-to-peer traffic; a warning naming the passthrough
+    boot flag rather than the IOMMU off (see iommu-translation)."""
+    said = facts.get("report.iommu_change_cures_hang")
+    if not said:
+        return None
+    return Hit(
+        f"NCCL hangs and runs once the IOMMU stops translating ({said}): the IOMMU remaps GPU peer-to-peer traffic, "
+        "which NCCL's troubleshooting guide says can hang or slow P2P and GPUDirect RDMA",
+        evidence={"report.iommu_change_cures_hang": said},
+        fix=FixRef(commands=("cat /proc/cmdline   # intel_iommu=on / amd_iommu=on without iommu=pt",
+                             "sudo sed -i 's/^GRUB_CMDLINE_LINUX=\"/&iommu=pt /' /etc/default/grub && sudo update-grub   # then reboot"),
+                   note="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#iommu: "
+                        "passthrough (iommu=pt) keeps the IOMMU for VMs and lets P2P through on bare metal"),
+        severity=Severity.WARNING,
+    )
+
+
+def _loaded(facts: Facts) -> list[dict[str, Any]]:
+    value = facts.get("nccl.loaded")
+    return [v for v in value.get("versions") or [] if isinstance(v, dict)] if isinstance(value, dict) else []
+
+
+def nccl_older_than_gpu(facts: Facts, kb: KB) -> Hit | None:
+    """The NCCL a report shows loaded (its "NCCL version 2.x.y" banner, nccl.loaded) is older
+    than the first release for a GPU's architecture (libs.yaml nccl_arch, from NVIDIA/nccl's
+    release notes): NCCL 2.14.3 on an H100 (2.15.1 added sm90), 2.25.1 on an RTX 5090 (2.26.2
+    fixed sm_120's shared memory). Read by fwdoctor.triage.rules' nccl-gpu-unsupported where
+    NCCL's own "ncclMaxSharedMem ... exceeds" is not in the report. An arch without a row is
+    not judged."""
+    for entry in _loaded(facts):
+        try:
+            loaded = Version(entry["version"])
+        except (InvalidVersion, KeyError, TypeError):
+            continue
+        for gpu in facts.get("gpus.list") or []:
+            cc = kb.gpus.cc_for_gpu(gpu)
+            row = kb.libs.nccl_arch_row(cc) if cc else None
+            if row is None or loaded >= row.min_nccl:
+                continue
+            torch_behind = _torch_lacks_arch(facts, kb, cc)
+            return Hit(
+                f"NCCL {entry['version']} (report line {entry['line']}) is older than NCCL {row.min_nccl}, the first release for "
+                f"{row.name} GPUs (compute capability {cc}); GPU {gpu.get('index')} is {gpu.get('name')}: collectives on it fail or hang",
+                evidence={"nccl.loaded": entry, "gpu": gpu, "cc": cc, "min_nccl": str(row.min_nccl), "kb_source": list(row.source)},
+                fix=FixRef(commands=(f"python -m pip install -U 'nvidia-nccl-cu12>={row.min_nccl}'   # or the torch / container image that ships it",
+                                     "NCCL_DEBUG=INFO <the job> 2>&1 | grep 'NCCL version'   # the NCCL the run loads, after the change"),
+                           note="NCCL release notes: https://docs.nvidia.com/deeplearning/nccl/release-notes/"),
+                # torch itself has no kernels for this arch (its build's CUDA or arch list): its
+                # own NCCL is old for the same reason, and the torch finding's fix (a newer
+                # torch) brings a newer NCCL; this one only adds to it
+                severity=Severity.WARNING if torch_behind else None,
+            )
+    return None
+
+
+def _torch_lacks_arch(facts: Facts, kb: KB, cc: str) -> bool:
+    """torch (as the report shows it) cannot run on compute capability `cc`: torch says so
+    ("sm_120 is not compatible with the current PyTorch installation", "no kernel image"), or
+    its CUDA cannot build for it."""
+    if _errors(facts, "sm-incompatible", "no-kernel-image", "torch-gpu-too-old"):
+        return True
+    torch_cuda = facts.get("torch.cuda")
+    return isinstance(torch_cuda, str) and kb.cuda.nvcc_supports(torch_cuda, cc) is False
+
+
+@rule("nccl-cuda-mismatch", needs=("nccl.loaded",), optional=("torch.cuda", "torch.version", "cuda.toolkits"))
+def loaded_nccl_cuda_mismatch(facts: Facts, kb: KB) -> Hit | None:
+    """The NCCL a report shows loaded says the CUDA it was built for ("NCCL version
+    2.9.9+cuda11.3"); that major is not the CUDA of what loads it: torch's (torch.cuda), or,
+    where the report shows no torch, its one CUDA toolkit (nccl-tests and programs built
+    with nvcc). NCCL is built per CUDA major; the wrong one fails with "unhandled cuda error"
+    (see nccl-cuda-mismatch; the regular rule compares installs, which a report rarely lists)."""
+    built = next((e for e in _loaded(facts) if e.get("cuda")), None)
+    if built is None:
+        return None
+    nccl_major = major_of(str(built["cuda"]))
+    torch_cuda = facts.get("torch.cuda")
+    if isinstance(torch_cuda, str) and major_of(torch_cuda) is not None:
+        ref, who = major_of(torch_cuda), f"torch, built for CUDA {torch_cuda}"
+    elif facts.known("torch.version") or facts.known("torch.cuda"):
+        return None  # torch is there (a CPU build, or its CUDA unknown): no toolkit speaks for it
+    else:
+        majors = {major_of(str(t.get("version"))) for t in facts.get("cuda.toolkits") or [] if isinstance(t, dict)}
+        majors.discard(None)
+        if len(majors) != 1:
+            return None
+        ref = majors.pop()
+        who = f"the CUDA {ref} toolkit the report shows (nvcc), which builds the program that loads it"
+    if nccl_major is None or nccl_major == ref:
+        return None
+    return Hit(
+        f"NCCL {built['version']} was built for CUDA {built['cuda']} (report line {built['line']}), but it is loaded by {who}: "
+        "NCCL is built per CUDA major, and the wrong one fails at init or at the first collective (\"unhandled cuda error\")",
+        evidence={"nccl.loaded": built, "cuda_major_expected": ref},
+        fix=FixRef(commands=(f"apt list --installed 2>/dev/null | grep -i nccl; pip list 2>/dev/null | grep -i nccl   # which NCCL builds are installed",
+                             f"sudo apt-get install libnccl2=<version>+cuda{ref}.<minor> libnccl-dev=<version>+cuda{ref}.<minor>   # an NCCL for CUDA {ref}"),
+                   note="NCCL's packages and wheels are per CUDA major (libnccl2 X+cudaA.B, nvidia-nccl-cuNN)"),
+    )
+
+
 @rule("nccl-kernels-missing", needs=("report.errors",))
 def kernels_missing(facts: Facts, kb: KB) -> Hit | None:
     """What it does
@@ -256,4 +368,4 @@ def shm_open_denied(facts: Facts, kb: KB) -> Hit | None:
 
 
 RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed, fabricmanager_not_running, socket_virtual_interfaces,
-                           p2p_disable_cures_hang, kernels_missing, shm_open_denied)
+                           p2p_disable_cures_hang, iommu_change_cures_hang, loaded_nccl_cuda_mismatch, kernels_missing, shm_open_denied)

@@ -113,7 +113,9 @@ def _table(lines: Lines, i: int) -> tuple[Fragment, int]:
 
 
 def _row(text: str) -> tuple[int, str, str] | None:
-    """(index, name, bus id) of a GPU row of the table, else None."""
+    """(index, name, bus id) of a GPU row of the table, else None. A table pasted indented
+    (microsoft/WSL#9134 pastes Windows' nvidia-smi two blanks in) is read as well."""
+    text = text.lstrip(" \t")
     if not text.startswith("|"):
         return None
     cells = text.split("|", 3)

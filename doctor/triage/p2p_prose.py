@@ -9,6 +9,19 @@ Both must be in the report: a line naming NCCL_P2P_DISABLE with a word of it hel
 stuck, deadlock). NCCL's answer to that pair is PCIe ACS (or the IOMMU) redirecting
 peer-to-peer traffic (NVIDIA/nccl#631, #199; NCCL's troubleshooting guide), which
 `sudo lspci -vvv` settles; an `env` line that merely sets the variable says nothing.
+
+A report whose NCCL job hangs and runs once the IOMMU stops translating ->
+report.iommu_change_cures_hang:
+
+    Booting the kernel with `intel_iommu=off` resolved all our problems.    (NVIDIA/nccl#257)
+    (basically adding iommu=soft to the kernel command line) ... Everything goes well now.
+    I didn't find IOMMU settings in BIOS ... `sudo update-grub` do work.    (NVIDIA/nccl#120)
+
+A line naming an IOMMU switch (iommu=soft|pt|off, intel_iommu=off, amd_iommu=off, VT-d,
+"IOMMU") with a word of it working (resolved, solved, fixed, goes well, works now, do work)
+that no "not"/"n't" just before negates, and a word of the hang anywhere. NCCL's troubleshooting guide
+(section "IOMMU") ties such hangs to an IOMMU translating peer-to-peer traffic, and NVIDIA's
+answers on those threads cure them with iommu=soft/pt or the IOMMU off.
 """
 
 from __future__ import annotations
@@ -23,7 +36,37 @@ _CURED = re.compile(r"\b(?:works?|worked|working|fix(?:ed|es)?|solv(?:ed|es)|res
 _HANG = re.compile(r"\b(?:hangs?|hanging|hung|freez(?:e|es|ing)|froze|frozen|stuck|deadlock(?:s|ed)?)\b", re.IGNORECASE)
 
 
+_IOMMU = re.compile(r"\b(?:(?:intel_|amd_)?iommu\s?=\s?(?:soft|pt|off|0)\b|VT-?d\b|IOMMU\b)", re.IGNORECASE)
+_IOMMU_CURED = re.compile(r"\b(?:resolv(?:ed|es)|solv(?:ed|es)|fix(?:ed|es)|goes well|works now|now works|it works|do(?:es)? work|worked|helped)\b",
+                          re.IGNORECASE)
+_NEGATED = re.compile(r"n't\b|\bnot\b|\bno longer\b|\bnever\b", re.IGNORECASE)
+_NEGATION_REACH = 16  # "doesn't work", "did not help": the negation stands just before the word
+
+
+def _cured(text: str) -> bool:
+    """A word of it working on the line, not negated just before it."""
+    return any(not _NEGATED.search(text[max(0, m.start() - _NEGATION_REACH): m.start()]) for m in _IOMMU_CURED.finditer(text))
+
+
 def find(lines: Lines) -> list[Fragment]:
+    return [*_p2p_disable(lines), *_iommu_change(lines)]
+
+
+def _iommu_change(lines: Lines) -> list[Fragment]:
+    cured = next((i for i, t in enumerate(lines.norm) if _IOMMU.search(t) and _cured(t)), None)
+    if cured is None:
+        return []
+    hang = next((i for i, t in enumerate(lines.norm) if _HANG.search(t)), None)
+    if hang is None:
+        return []
+    start, end = min(cured, hang) + 1, max(cured, hang) + 1
+    frag = Fragment("prose", start, end)
+    frag.add("report.iommu_change_cures_hang", f"report line {hang + 1}: {_HANG.search(lines.norm[hang]).group(0)!r}; "
+                                               f"line {cured + 1}: {_IOMMU.search(lines.norm[cured]).group(0)!r} helped")
+    return [frag]
+
+
+def _p2p_disable(lines: Lines) -> list[Fragment]:
     cured = next((i for i, t in enumerate(lines.norm) if "NCCL_P2P_DISABLE" in t and _P2P.search(t) and _CURED.search(t)), None)
     if cured is None:
         return []

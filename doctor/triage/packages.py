@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from fwdoctor.triage.base import Fragment, cuda_from_local
+from fwdoctor.triage.conda_builds import in_search_listing
 from fwdoctor.triage.text import Lines
 
 _FREEZE = re.compile(r"^\s*(?:\[pip3?\]\s*)?(torch)\s*==\s*(\d[\w.+-]*)\s*$", re.IGNORECASE)
@@ -50,6 +51,8 @@ def find(lines: Lines) -> list[Fragment]:
         conda = _CONDA.match(text)
         if conda and not _pip(text):
             version, build, channel = conda.group(2), conda.group(3), conda.group(4)
+            if in_search_listing(lines.norm, i, (conda.group(1), version, build)):
+                continue  # `conda search`: the builds a channel offers, not the one installed
             frag = Fragment("conda list", i + 1, i + 1)
             frag.add("torch.installed", True)
             frag.add("torch.version", version)

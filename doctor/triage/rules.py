@@ -174,8 +174,9 @@ def framework_cpu_build_gpu_expected(facts: Facts, kb: KB) -> Iterable[Hit] | No
                                    "python -m pip install paddlepaddle-gpu   # the build for your CUDA: https://www.paddlepaddle.org.cn/install/quick"),
                          note="keep only the GPU package: with both installed, whichever was installed last provides `paddle`")
         elif item["framework"] == "jax":
-            fix = FixRef(commands=("conda install -c conda-forge 'jaxlib=*=*cuda*' jax",),
-                         note="conda picks the CPU jaxlib where its solver sees no GPU; ask for the CUDA build explicitly")
+            fix = FixRef(commands=("python -m pip install -U 'jax[cuda12]'   # pip: plain jax/jaxlib have no GPU support; the extra brings jax-cuda12-plugin",
+                                   "conda install -c conda-forge 'jaxlib=*=*cuda*' jax   # conda"),
+                         note="pip's jax needs its CUDA plugin (the [cuda12] extra); conda picks the CPU jaxlib where its solver sees no GPU, so ask for the CUDA build explicitly")
         else:
             fix = FixRef(commands=("conda install -c conda-forge 'tensorflow=*=*cuda*'",), note="ask conda for the CUDA build explicitly")
         hits.append(Hit(
@@ -544,6 +545,73 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+def _major_minor(version: str) -> tuple[int, int] | None:
+    parts = re.match(r"(\d{1,2})\.(\d{1,2})", str(version))
+    return (int(parts.group(1)), int(parts.group(2))) if parts else None
+
+
+# Builds whose CUDA is not the tested configuration's: a source build, conda's packages (their
+# own cudatoolkit in the env), NVIDIA's nvidia-tensorflow wheels and NGC/docker images.
+_NOT_PYPI_BUILD = re.compile(r"source|conda|nvidia|docker|ngc|container", re.IGNORECASE)
+
+
+@rule("cuda-lib-not-found", needs=("report.tf_version", "report.cuda_stated"),
+      optional=("cuda.toolkits", "driver.cuda_version", "report.tf_installed_from"))
+def tf_built_for_other_cuda(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Compares the TensorFlow release a report names (the issue form's "TensorFlow version")
+        with the CUDA it says is installed (nvcc -V, else the form's "CUDA/cuDNN version"), for
+        releases before 2.14, which load the system's CUDA: each opens the sonames of the CUDA it
+        was built with (frameworks.yaml `tested_builds`, TensorFlow's "Tested build
+        configurations").
+
+    Why is this bad?
+        Before CUDA 11 the runtime's soname carries the minor (libcudart.so.10.1), so TensorFlow
+        2.2 (CUDA 10.1) finds nothing to load on a host with only CUDA 10.2, and no release of
+        another CUDA major serves it: "Could not load dynamic library", then the GPU is skipped.
+
+    Example
+        tensorflow-gpu 2.2.0rc4 with Arch's CUDA 10.2.89 (tensorflow/tensorflow#39132): invalid.
+        TensorFlow 2.1 with CUDA 10.1: valid.
+
+    Fix
+        Install the CUDA (and cuDNN) the release was built with beside the other one and put its
+        lib64 on the loader path, or install the TensorFlow release built for the installed CUDA.
+    """
+    tf = str(facts["report.tf_version"])
+    if _NOT_PYPI_BUILD.search(str(facts.get("report.tf_installed_from") or "")):
+        return None
+    build = kb.frameworks.tested_build("tensorflow", tf)
+    if build is None:
+        return None
+    toolkits = [t for t in facts.get("cuda.toolkits") or [] if isinstance(t, dict) and t.get("version")]
+    if len({str(t["version"]) for t in toolkits}) == 1:
+        have, where = str(toolkits[0]["version"]), facts.source("cuda.toolkits")
+    elif not toolkits:
+        have, where = str(facts["report.cuda_stated"]), facts.source("report.cuda_stated")
+        # The form's answer is often nvidia-smi's header, the driver's CUDA, not a toolkit's.
+        if facts.get("driver.cuda_version") and _major_minor(str(facts.get("driver.cuda_version"))) == _major_minor(have):
+            return None
+    else:
+        return None  # several toolkits: which one the loader finds is not shown
+    if kb.cuda.toolkit_driver_row(have) is None:  # not a CUDA release (a cuDNN version: "8.1")
+        return None
+    built, shown = _major_minor(build.cuda), _major_minor(have)
+    if built is None or shown is None or built == shown:
+        return None
+    if built[0] == shown[0] and built[0] >= 11:
+        return None  # CUDA 11 and later keep one soname per major (libcudart.so.11.0)
+    runtime = f"libcudart.so.{build.cuda}" if built[0] < 11 else f"libcudart.so.{built[0]}.0"
+    return Hit(
+        f"TensorFlow {tf} is built for CUDA {build.cuda} (it opens {runtime}); the report shows CUDA {have} ({where}), "
+        f"whose libraries it does not load",
+        evidence={"report.tf_version": tf, "built_for": build.cuda, "cudnn": build.cudnn, "cuda": have},
+        fix=FixRef(commands=(f"ldconfig -p | grep {sh('libcudart.so')}   # which CUDA runtimes the loader finds",),
+                   note=f"install CUDA {build.cuda} (and cuDNN {build.cudnn or '?'}) beside CUDA {have} and put its lib64 on LD_LIBRARY_PATH, "
+                        f"or install a TensorFlow release built for CUDA {have} (tensorflow.org/install/source#gpu)"),
+    )
+
+
 @rule("nccl-ib-connect-failed", needs=("report.errors",))
 def nccl_ib_connect_failed(facts: Facts, kb: KB) -> Hit | None:
     """What it does
@@ -592,12 +660,15 @@ def nccl_ib_connect_failed(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-@rule("nccl-gpu-unsupported", needs=("report.errors",))
+@rule("nccl-gpu-unsupported", optional=("report.errors", "nccl.loaded", "gpus.list"))
 def nccl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads NCCL's own "ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856": the
         NCCL that was loaded asks more shared memory per block than the GPU gives, i.e. it
-        predates the GPU's architecture (NCCL 2.25.1 on a GeForce RTX 5090, sm_120).
+        predates the GPU's architecture (NCCL 2.25.1 on a GeForce RTX 5090, sm_120). Where
+        that line is absent, the NCCL version the report shows loaded ("NCCL version
+        2.14.3") against the first release for each GPU's arch (libs.yaml nccl_arch,
+        fwdoctor.triage.nccl_fabric.nccl_older_than_gpu).
 
     Why is this bad?
         Every collective on that GPU fails or hangs ("Without it, there's no chance to get
@@ -615,7 +686,8 @@ def nccl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
     """
     said = _errors(facts, "nccl-maxsharedmem-exceeds")
     if not said:
-        return None
+        # NCCL's banner older than the GPU's first release (libs.yaml nccl_arch)
+        return nccl_fabric.nccl_older_than_gpu(facts, kb)
     error = said[0]
     return Hit(
         f"the NCCL loaded asks {error['needed']} bytes of shared memory per block, more than this GPU gives ({error['limit']}): "
@@ -656,11 +728,14 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       "dlopen-failed", "nccl-ibv-modify-qp-failed", "paddle-cuda-error-35",
                       # its facts (a CPU-only Paddle, a GPU asked for) feed framework_cpu_build_gpu_expected
                       "paddle-cpu-build-asked-for-gpu", "nccl-maxsharedmem-exceeds",
+                      "jax-cpu-jaxlib-on-gpu-host",  # a JAX with no CUDA plugin (issue 26): its facts feed the same rule
                       # fwdoctor.rules.visibility's report-side rules read these (CUDA_VISIBLE_DEVICES, a container without GPUs)
                       *visibility.REPORT_KINDS,
                       # fwdoctor.rules.platform's report-side rules read these (issue 26: no AVX, old glibc, Rosetta)
                       "jaxlib-cpu-lacks-avx", "illegal-instruction", "glibc-version-not-found", "x86-python-on-apple-silicon",
                       "execstack-refused",
+                      # fwdoctor.rules.windows' report-side rule reads these (windows-msvc-runtime-missing: which DLL)
+                      "windows-dll-dependency-missing", "windows-dll-module-not-found", "torch-vc-redist-not-installed", "tf-msvc-dlls-not-found",
                       # image_driver_libs_said reads it (container-image-ships-driver-libs)
                       "nvidia-container-cli-lib-exists"})
 
@@ -700,5 +775,16 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
                            framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
-                           framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
-                           *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES, *_from_rows())
+                           framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, tf_built_for_other_cuda, nccl_ib_connect_failed, nccl_gpu_unsupported,
+                           *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES)
+
+# Finding ids whose regular rule sees only part of what the error text speaks of, so that
+# fwdoctor.triage.judge runs the rows' rule even where the regular one was checked on the
+# report's facts and passed: JAX's print_environment_info lists jax and jaxlib but no CUDA
+# plugin (issue 26: jax 0.4.35 = jaxlib 0.4.35 shown, while the plugin's own traceback shows it
+# is of another release). Elsewhere a fact shown beats the text (a big /dev/shm shown wins over
+# NCCL's shared-memory error, tests/test_triage_readers_env.py).
+_TEXT_OVER_FACTS = frozenset({"framework-packages-mismatched"})
+_ROW_RULES = _from_rows()
+TEXT_RULES: tuple[Rule, ...] = tuple(r for r in _ROW_RULES if r.id in _TEXT_OVER_FACTS)
+RULES = (*RULES, *_ROW_RULES)

@@ -24,6 +24,12 @@ MAX_PARSED_LINE = 4096
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _QUOTE = re.compile(r"^\s*(?:>(?!>)\s?)+")  # "> " quote markers, but not Python's ">>> "
+# A terminal's colours in a log copied from a CI job or `script`: ECMA-48 control sequences
+# (ESC [ parameters intermediates final, "\x1b[32m+ pytorch\x1b[0m" in mamba's plan).
+_ANSI = re.compile(r"\x1b\[[0-?]{0,32}[ -/]{0,8}[@-~]")
+# GitHub Actions' (and Azure Pipelines') raw log stamps every line "2024-09-03T12:34:56.1234567Z ";
+# only that form (seven digits, Z): dmesg's --time-format iso stamp is the kernel log reader's.
+_CI_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z ")
 # A shell prompt in front of a command: "$ ", "# ", "(venv) $ ", "user@host:~/x$ ",
 # "PS C:\\> ", "C:\\Users\\me> ", ">>> " (Python). Group 1 is the command.
 _PROMPT = re.compile(
@@ -33,9 +39,12 @@ _PROMPT = re.compile(
 
 
 def normalize(line: str) -> str:
-    """NFKC (full-width "：（）１" -> ":()1", NBSP -> space), tabs -> spaces, no quote marker,
-    no trailing blanks."""
+    """NFKC (full-width "：（）１" -> ":()1", NBSP -> space), tabs -> spaces, no terminal
+    colours, no CI log stamp, no quote marker, no trailing blanks."""
     text = unicodedata.normalize("NFKC", line).replace("\t", "    ").replace("\r", "")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    text = _CI_STAMP.sub("", text, count=1)
     text = _QUOTE.sub("", text, count=1)
     return text.rstrip()
 

@@ -54,6 +54,26 @@ _WSL2_KERNEL = re.compile(r"-microsoft-standard(?:-WSL2)?\b", re.IGNORECASE)
 _WSL_LIST_HEAD = re.compile(r"^\s*NAME\s+STATE\s+VERSION\s*$")
 _WSL_STATES = frozenset({"Running", "Stopped", "Installing", "Converting", "Uninstalling"})
 
+# Windows as people write it: a release ("Windows 10 2004", "Win10 version 21H1", "Windows 11
+# Pro 23H2"), a build in a sentence ("build 19041 (Windows 10 2004)", winver's "Version 21H2 (OS
+# Build 19044.1288)") or a WSL issue form's "Windows build number: [10.0.22000.194]". Each
+# release's build: Microsoft's release information (learn.microsoft.com/windows/release-health/
+# release-information and .../windows11-release-information). A bare "Windows 11" is build
+# 22000 or later. Read as prose (below `ver` and systeminfo); of several, the newest is kept,
+# since a report that names an old release beside a newer one is mostly telling its upgrade.
+_RELEASE_BUILDS = {
+    "10": {"1507": 10240, "1511": 10586, "1607": 14393, "1703": 15063, "1709": 16299, "1803": 17134, "1809": 17763,
+           "1903": 18362, "1909": 18363, "2004": 19041, "20H2": 19042, "21H1": 19043, "21H2": 19044, "22H2": 19045},
+    "11": {"21H2": 22000, "22H2": 22621, "23H2": 22631, "24H2": 26100, "25H2": 26200},
+}
+_RELEASE = re.compile(
+    r"\bWin(?:dows)?[ _-]?(?P<major>10|11)\b(?P<gap>[^.\n]{0,30}?)\b(?P<release>1[5-9]0[1-9]|2004|2[0-5]H[12])\b", re.IGNORECASE)
+_BARE_H_RELEASE = re.compile(r"(?<![\w.-])(2[0-5]H[12])\b", re.IGNORECASE)
+_WINDOWS_11 = re.compile(r"\bWin(?:dows)?[ _-]?11\b", re.IGNORECASE)
+_BUILD_SAID = re.compile(
+    r"\b(?:OS\s?build|build(?:\s?number)?)\W{0,6}(?:Microsoft Windows \[Version\s?)?(?:10\.0\.)?(?P<build>1\d{4}|2\d{4})(?![\d])", re.IGNORECASE)
+_WINDOWS_ON_LINE = re.compile(r"\bWin(?:dows)?\b|\bWin1[01]\b|\bOS\s?build\b|\bWSL", re.IGNORECASE)
+
 # WSL named anywhere (as fwdoctor.triage.errors' hook wsl_named reads it): the name, Microsoft's
 # long form, its driver folder, the WSL 2 kernel's release.
 _WSL_NAMED = re.compile(r"\bWSL ?2?\b|Windows Subsystem for Linux|/usr/lib/wsl/|microsoft-standard", re.IGNORECASE)
@@ -81,10 +101,12 @@ def find(lines: Lines) -> list[Fragment]:
     out: list[Fragment] = []
     wsl_list = False
     named = False
+    said: list[tuple[int, int, str]] = []  # (build, line, text): Windows named in prose
     for i, text in enumerate(lines.norm):
         if not text:
             continue
         number = i + 1
+        said.extend((build, number, what) for build, what in _windows_said(text))
         if not named and (m := _WSL_NAMED.search(text)):
             named = True
             frag = Fragment("windows", number, number)
@@ -122,7 +144,30 @@ def find(lines: Lines) -> list[Fragment]:
             frag = _wheel(number, m)
             if frag:
                 out.append(frag)
+    if said:
+        build, number, what = max(said, key=lambda b: (b[0], -b[1]))
+        frag = Fragment("prose", number, number)
+        frag.add("platform.windows_build", {"version": f"10.0.{build}", "build": build, "text": what})
+        out.append(frag)
     return out
+
+
+def _windows_said(text: str) -> list[tuple[int, str]]:
+    """The Windows builds a line names in prose: (build, the words that name it)."""
+    found: list[tuple[int, str]] = []
+    for m in _RELEASE.finditer(text):
+        build = _RELEASE_BUILDS[m.group("major")].get(m.group("release").upper())
+        if build is not None and not re.search(r"\d", m.group("gap")):  # "Windows 10 with CUDA 11.8 1903" is not a release
+            found.append((build, m.group(0)))
+    if not found and _WINDOWS_11.search(text):
+        found.append((_RELEASE_BUILDS["11"]["21H2"], _WINDOWS_11.search(text).group(0)))
+    if _WINDOWS_ON_LINE.search(text):
+        found.extend((int(m.group("build")), m.group(0)) for m in _BUILD_SAID.finditer(text))
+        # "upgraded from Windows 10 1909 to 21H2": a bare H release beside the named one, read as
+        # Windows 10's (the older of the two it may be)
+        found.extend((_RELEASE_BUILDS["10"][m.group(1).upper()], m.group(0)) for m in _BARE_H_RELEASE.finditer(text)
+                     if m.group(1).upper() in _RELEASE_BUILDS["10"])
+    return found
 
 
 def _wsl_list_row(text: str) -> int | None:
