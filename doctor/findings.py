@@ -77,6 +77,8 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     # What an image or the NVIDIA container toolkit itself gets wrong (rules/driver.py, rules/report_text.py).
     FindingKind("container-image-ships-driver-libs", "FWD147", E, "driver", "a container image ships the NVIDIA driver's own libraries (libcuda, libnvidia-ml), which the runtime mounts from the host"),
     FindingKind("container-toolkit-known-bug", "FWD148", E, "driver", "nvidia-container-cli failed on the container's device cgroup (a toolkit release with a known regression, or rootless without no-cgroups)"),
+    # A container given its GPUs without the compute driver capability (rules/visibility.py).
+    FindingKind("container-driver-capabilities-lack-compute", "FWD149", E, "driver", "a container's NVIDIA driver capabilities leave out compute: nvidia-smi works, but no libcuda is mounted and CUDA finds no GPU"),
     # WSL and the Windows under it, judged from a report's text (rules/windows.py).
     FindingKind("wsl-gpu-unsupported", "FWD150", E, "driver", "this WSL has no GPU access (WSL 1, or a Windows build before Windows 10 21H2)"),
     FindingKind("wsl-linux-driver-installed", "FWD151", E, "driver", "a Linux NVIDIA driver is installed inside WSL, over the Windows driver's libraries"),
@@ -107,6 +109,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("conda-cuda-libs-mismatch", "FWD524", E, "torch", "conda's cuDNN/NCCL/CUDA libraries do not match conda pytorch's CUDA"),
     FindingKind("conda-mkl-breaks-pytorch", "FWD542", E, "torch", "mkl >= 2024.1 under conda's pytorch (undefined iJIT_NotifyEvent)"),
     FindingKind("conda-cuda-pin-conflict", "FWD525", E, "python", "conda cannot solve: a build needs another CUDA (cudatoolkit, __cuda) than the env pins or the driver gives"),
+    FindingKind("conda-cuda-build-without-cuda", "FWD526", E, "python", "a conda build labelled CUDA (cuda120py..., cuda12py...) has no working CUDA in it"),
     # What prebuilt binaries ask of the machine (rules/platform.py): the CPU's AVX, the glibc, the Python's architecture.
     FindingKind("cpu-lacks-avx", "FWD543", E, "python", "the CPU lacks AVX, which prebuilt TensorFlow/jaxlib/Paddle binaries use"),
     FindingKind("glibc-too-old", "FWD544", E, "python", "the system glibc is older than an installed wheel or binary needs"),
@@ -127,6 +130,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("framework-libs-shadowed", "FWD909", E, "frameworks", "LD_LIBRARY_PATH loads a cuDNN/NCCL a framework does not accept"),
     FindingKind("framework-loaded-lib-mismatch", "FWD910", E, "frameworks", "a framework loaded an older or incompatible cuDNN/CUDA than it was built with"),
     FindingKind("ptxas-newer-than-driver", "FWD911", W, "frameworks", "the ptxas XLA runs is newer than the driver's CUDA"),
+    FindingKind("xla-libdevice-missing", "FWD912", E, "frameworks", "XLA finds no libdevice (nvvm/libdevice/libdevice.10.bc) for a JAX/TensorFlow GPU build"),
     FindingKind("shm-too-small", "FWD701", W, "runtime", "/dev/shm too small for NCCL"),
     FindingKind("probe-failed", "FWD702", W, "runtime", "a probe could not finish"),
     # NCCL at run time (its transports), not its installed files: rules/fabric.py.
@@ -142,6 +146,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-socket-virtual-interfaces", "FWD713", W, "runtime", "NCCL's socket transport uses container bridge or veth interfaces beside the real one"),
     FindingKind("nccl-kernels-missing", "FWD714", E, "runtime", "the NCCL loaded was built without kernels for a GPU's architecture"),
     FindingKind("shm-not-writable", "FWD715", E, "runtime", "/dev/shm does not let every user create files (NCCL's SHM segments)"),
+    FindingKind("rdma-memlock-too-low", "FWD716", E, "runtime", "the locked-memory limit (ulimit -l) is too low for RDMA (InfiniBand/RoCE/EFA) memory registration"),
     # How old the knowledge is (rules/knowledge.py): what the KB has no row for is not judged.
     FindingKind("newer-than-kb", "FWD707", I, "runtime", "a torch, CUDA minor or driver newer than the knowledge base"),
     # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.

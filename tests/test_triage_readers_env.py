@@ -289,7 +289,9 @@ def test_conda_plans_cpu_jaxlib_is_a_cpu_build_and_the_form_expects_a_gpu(cli, t
 def test_conda_builds_leave_cuda_and_pip_builds_to_other_readers():
     # https://github.com/jax-ml/jax/issues/189 (conda-forge's CUDA jaxlib is asked for as `jaxlib=*=*cuda*`)
     assert facts_of(conda_builds.find, "jaxlib                    0.4.34                   pypi_0    pypi\n") == {}
-    assert facts_of(conda_builds.find, "  jaxlib             conda-forge/linux-64::jaxlib-0.3.10-cuda112py310h1234567_200\n") == {}
+    # a CUDA build is no CPU-only framework; its row is kept only as conda.packages (conda-cuda-build-without-cuda reads it)
+    assert facts_of(conda_builds.find, "  jaxlib             conda-forge/linux-64::jaxlib-0.3.10-cuda112py310h1234567_200\n") == {
+        "conda.packages": {"jaxlib": {"version": "0.3.10", "build": "cuda112py310h1234567_200", "channel": "conda-forge", "fn": None, "line": 1}}}
     assert facts_of(conda_builds.find, "numpy                     1.26.4          py311h64a7726_0    conda-forge\n") == {}
 
 

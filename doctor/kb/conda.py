@@ -3,6 +3,8 @@ a release was compiled for, which are not the pip wheels' (torch.yaml).
 
     kb.conda.pytorch_build("2.10.0", "12.9") -> CondaTorchBuild(arch_list=("5.0", ..., "12.0+PTX"), ...)
     kb.conda.pytorch_build("2.10.0", "12.8") -> None (no such row: "not confirmed")
+    kb.conda.broken_cuda_build("tensorflow-base", "2.15.0", "cuda120py311h43b5e44_1", "conda-forge")
+        -> BrokenCudaBuild(...)  (a published build labelled CUDA with no working CUDA in it)
 
 A KB folder without conda.yaml (one a user made before conda stacks) has
 no rows: every question answers None, never a guess.
@@ -10,6 +12,7 @@ no rows: every question answers None, never a guess.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -27,9 +30,61 @@ class CondaTorchBuild:
     source: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class BrokenCudaBuild:
+    """Builds of conda `package` `version` whose build string says CUDA (cuda120py311h..._1)
+    and whose build number is in `build_numbers`, from `channel`: published without working
+    CUDA (conda.yaml cuda_label_broken). `fixed_build_number` is the first build that works."""
+
+    package: str  # "tensorflow-base"
+    version: str  # "2.15.0"
+    build_numbers: tuple[int, ...]
+    channel: str  # "conda-forge"
+    framework: str  # "tensorflow", "jax": the rows of one framework are one problem
+    content: str  # what the build does instead ("built with TF_NEED_CUDA=0: ...")
+    fixed_build_number: int
+    source: tuple[str, ...]
+
+
+# conda-forge's CUDA build strings: cuda120py311h5cbd639_1, cuda126_mkl_py312_h30b5a27_300,
+# cuda12py312h..._0; the build number is what follows the last "_".
+_CUDA_LABEL = re.compile(r"^cuda(\d{2,3})(?=[_p])")
+_BUILD_NUMBER = re.compile(r"_(\d{1,6})$")
+
+
+def cuda_label(build: str) -> str | None:
+    """"12.0" for cuda120py311h..._1, "12" for cuda12py312h..._0, "11.8" for cuda118_...;
+    None when the build string does not start with a CUDA label."""
+    match = _CUDA_LABEL.match(build)
+    if not match:
+        return None
+    digits = match.group(1)
+    return digits if len(digits) == 2 else f"{digits[:2]}.{digits[2]}"
+
+
+def build_number(build: str) -> int | None:
+    match = _BUILD_NUMBER.search(build)
+    return int(match.group(1)) if match else None
+
+
 class CondaKB:
-    def __init__(self, builds: Iterable[CondaTorchBuild] = ()) -> None:
+    def __init__(self, builds: Iterable[CondaTorchBuild] = (), broken: Iterable[BrokenCudaBuild] = ()) -> None:
         self._builds = {(b.torch, b.cuda): b for b in builds}
+        self._broken = tuple(broken)
+
+    def broken_cuda_build(self, package: str, version: str, build: str, channel: str | None) -> BrokenCudaBuild | None:
+        """The cuda_label_broken row this record is, or None. A channel that is not the row's
+        (a mirror's name, a local channel) is not matched; an unknown one (None) is."""
+        if cuda_label(build) is None:
+            return None
+        number = build_number(build)
+        for row in self._broken:
+            if row.package == package and row.version == version and number in row.build_numbers and channel in (None, row.channel):
+                return row
+        return None
+
+    def broken_cuda_builds(self) -> list[BrokenCudaBuild]:
+        return list(self._broken)
 
     def pytorch_build(self, torch: str, cuda: str) -> CondaTorchBuild | None:
         return self._builds.get((torch, cuda))
@@ -56,4 +111,31 @@ def from_yaml(data: Any, ctx: Ctx) -> CondaKB:
         if arch_list is None:
             raise rctx.error("missing field 'arch_list' (a row without one says nothing)")
         builds.append(CondaTorchBuild(torch, cuda, arch_list, rctx.source(row)))
-    return CondaKB(builds)
+    return CondaKB(builds, _broken(data, ctx))
+
+
+def _broken(data: Any, ctx: Ctx) -> list[BrokenCudaBuild]:
+    """cuda_label_broken: optional (a --kb folder made before it has no rows)."""
+    if data.get("cuda_label_broken") is None:
+        return []
+    rows_ctx = ctx.at("cuda_label_broken")
+    out: list[BrokenCudaBuild] = []
+    seen: set[tuple[str, str, str]] = set()
+    for i, row in enumerate(rows_ctx.rows(data.get("cuda_label_broken"))):
+        rctx = rows_ctx.at(i)
+        package = rctx.field(row, "package", str)
+        version = rctx.version(row, "version")
+        channel = rctx.field(row, "channel", str)
+        numbers = rctx.field(row, "build_numbers", list)
+        if not numbers or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
+            raise rctx.at("build_numbers").error(f"expected a list of build numbers, got {numbers!r}")
+        fixed = rctx.field(row, "fixed_build_number", int)
+        if fixed <= max(numbers):
+            raise rctx.at("fixed_build_number").error(f"{fixed} is not after the broken builds {numbers}")
+        assert version is not None
+        if (package, version, channel) in seen:
+            raise rctx.error(f"{package} {version} from {channel} listed twice")
+        seen.add((package, version, channel))
+        out.append(BrokenCudaBuild(package, version, tuple(numbers), channel, rctx.field(row, "framework", str),
+                                   rctx.field(row, "content", str), fixed, rctx.source(row)))
+    return out

@@ -179,6 +179,9 @@ class GpuKB:
     families: tuple[GpuFamily, ...] = ()
     floors: Mapping[str, DriverFloor] = field(default_factory=dict)  # by GpuModel.name
     predate_floors: frozenset[str] = frozenset()  # products in the first open-module table
+    # The locked-memory limit below which RDMA memory registration is judged too tight
+    # (runtime.rdma_memlock_min_mib; rdma-memlock-too-low); None where the KB has no row.
+    rdma_memlock_min_bytes: int | None = None
 
     def floor_for(self, cc: str, name: str | None) -> DriverFloor | None:
         """The product's own driver floor, found by its name (a PCI-derived name is the
@@ -356,9 +359,13 @@ def from_yaml(data: Any, ctx: Ctx) -> GpuKB:
     ctx.at("runtime").source(runtime)
     if shm_mib <= 0:
         raise ctx.at("runtime.shm_min_mib").error(f"expected a positive number of MiB, got {shm_mib}")
+    memlock_mib = ctx.at("runtime").field(runtime, "rdma_memlock_min_mib", int, optional=True)
+    if memlock_mib is not None and memlock_mib <= 0:
+        raise ctx.at("runtime.rdma_memlock_min_mib").error(f"expected a positive number of MiB, got {memlock_mib}")
     families = _families(data, ctx)
     names = {m.name for m in models}
-    return GpuKB(tuple(models), by_name, by_pci, shm_mib * 1024 * 1024, families, _floors(data, ctx, names), _predate(data, ctx, names))
+    return GpuKB(tuple(models), by_name, by_pci, shm_mib * 1024 * 1024, families, _floors(data, ctx, names), _predate(data, ctx, names),
+                 rdma_memlock_min_bytes=memlock_mib * 1024 * 1024 if memlock_mib is not None else None)
 
 
 def _predate(data: Any, ctx: Ctx, names: set[str]) -> frozenset[str]:

@@ -74,6 +74,8 @@ def frameworks_install(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure
         build = {"jax": _jax, "tensorflow": _tensorflow, "paddle": _paddle}[framework]
         try:
             record = build(host, present, metas, nvidia)
+            if framework == "jax":
+                record = _conda_cuda_jaxlib(record, facts.get("conda.packages"))
         except UnreadableError as exc:
             yield ProbeFailure("frameworks", f"cannot read {exc.path}: {exc.reason}")
             continue
@@ -173,6 +175,24 @@ def _in_force(requires: dict[str, str], nvidia: dict[str, str]) -> bool:
     return any(name in nvidia for name in requires)
 
 
+def _conda_cuda_jaxlib(record: dict[str, Any], conda_packages: Any) -> dict[str, Any]:
+    """A conda-forge CUDA jaxlib carries its CUDA backend inside jaxlib itself (build string
+    cuda12py312h..._201; no jax-cudaNN-plugin dist, which is how pip installs it), so a jaxlib
+    whose conda record, of the same version, has a CUDA label is a GPU build of that CUDA."""
+    if record["gpu_build"] or not isinstance(conda_packages, dict):
+        return record
+    conda = conda_packages.get("jaxlib")
+    version = record["packages"].get("jaxlib")
+    if not isinstance(conda, dict) or version is None or conda.get("version") != version:
+        return record
+    from fwdoctor.kb.conda import cuda_label  # here: only a conda env with jaxlib asks
+
+    label = cuda_label(str(conda.get("build")))
+    if label is None:
+        return record
+    return {**record, "gpu_build": True, "cuda": label.split(".")[0], "conda_build": conda.get("build")}
+
+
 def _jax(host: Host, present: dict, metas: dict, nvidia: dict[str, str]) -> dict[str, Any]:
     packages = {n: d["version"] for n, d in present.items()}
     version = packages.get("jax") or packages.get("jaxlib")
@@ -266,4 +286,100 @@ def _paddle(host: Host, present: dict, metas: dict, nvidia: dict[str, str]) -> d
     }
 
 
-PROBES = (frameworks_install,)
+# --------------------------------------------------------------------------- libdevice
+# XLA (JAX's and TensorFlow's GPU compiler) links CUDA's libdevice into kernels that call math
+# routines. It takes the first of its CUDA roots with an nvvm/libdevice folder and falls back
+# to "." ("libdevice not found at ./libdevice.10.bc"). The roots, from XLA's source:
+# xla/tsl/platform/cuda_root_path.h puts --xla_gpu_cuda_data_dir first; cuda_root_path.cc
+# (CandidateCudaRoots) then gives /usr/local/cuda, /opt/cuda and, relative to the library
+# that runs XLA, ../nvidia/cuda_nvcc and ../../nvidia/cuda_nvcc (../nvidia/cu13 for a CUDA 13
+# build), the wheel's own cuda/ copy, and ../../../.. (the conda or venv prefix). jax sets the
+# data dir itself (jax/_src/compiler.py) to jax._src.lib.cuda_path: $CUDA_ROOT, else the
+# nvidia.cu13 / nvidia.cuda_nvcc package (jax/_src/lib/__init__.py). Older releases searched
+# less (TensorFlow 2.11: the build's CUDA path and /usr/local/cuda only), so a root counted
+# here may not be searched by them: an old release can still miss a libdevice found here.
+LIBDEVICE = "nvvm/libdevice/libdevice.10.bc"
+# The libdevice copy a framework's own wheel may carry (XLA: "the copy of libdevice.10.bc that
+# we include within the Python wheel"; jaxlib's CUDA wheels had jaxlib/cuda/nvvm/libdevice).
+_XLA_BUNDLED = {"jax": ("jaxlib/cuda", "jax_plugins/xla_cuda12/cuda", "jax_plugins/xla_cuda13/cuda"), "tensorflow": ("tensorflow/cuda", "tensorflow/python/cuda")}
+_SITE = re.compile(r"^(?P<prefix>.+)/lib(?:64)?/python\d+(?:\.\d+)?/(?:site|dist)-packages/?$")
+
+
+def xla_data_dir(xla_flags: str | None) -> str | None:
+    """The --xla_gpu_cuda_data_dir=DIR of an XLA_FLAGS value (the last one wins), or None."""
+    found = None
+    for word in (xla_flags or "").split():
+        name, sep, value = word.partition("=")
+        if sep and name == "--xla_gpu_cuda_data_dir":
+            found = value.strip("'\"") or None
+    return found
+
+
+def libdevice_roots(env: dict[str, str], dirs: list[str], prefixes: list[str], frameworks: Iterable[str] = ("jax", "tensorflow")) -> list[tuple[str, str]]:
+    """(root, why) of every folder some XLA release looks in for nvvm/libdevice, XLA's order first."""
+    roots: list[tuple[str, str]] = []
+    data_dir = xla_data_dir(env.get("XLA_FLAGS"))
+    if data_dir:
+        roots.append((data_dir, "XLA_FLAGS --xla_gpu_cuda_data_dir"))
+    if env.get("CUDA_ROOT"):
+        roots.append((env["CUDA_ROOT"], "CUDA_ROOT (jax's cuda_path)"))
+    for directory in dirs:
+        for sub in ("nvidia/cu13", "nvidia/cuda_nvcc"):
+            roots.append((posixpath.join(directory, sub), "pip nvidia-cuda-nvcc/nvidia-nvvm wheel"))
+        for sub in (s for f in frameworks for s in _XLA_BUNDLED.get(f, ())):
+            roots.append((posixpath.join(directory, sub), "the framework wheel's own copy"))
+    roots += [("/usr/local/cuda", "XLA's default"), ("/opt/cuda", "XLA's default")]
+    for prefix in prefixes:
+        roots.append((prefix, "the environment's prefix (conda's cuda-nvcc/cuda-nvvm packages)"))
+    out: list[tuple[str, str]] = []
+    for root, why in roots:
+        root = posixpath.normpath(root)
+        if all(r != root for r, _ in out):
+            out.append((root, why))
+    return out
+
+
+@probe("xla-libdevice", provides=("frameworks.libdevice",))
+def xla_libdevice(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    key = "frameworks.libdevice"
+    if not facts.known("frameworks.installed"):
+        yield Fact.unknown(key, f"frameworks not known ({facts.why('frameworks.installed')})")
+        return
+    xla = [f for f in facts["frameworks.installed"] or [] if f.get("framework") in ("jax", "tensorflow") and f.get("gpu_build")]
+    if not xla:
+        yield Fact(key, None, source="no GPU build of JAX or TensorFlow")
+        return
+    dirs = import_dirs(host, facts) or []
+    if any(re.match(r"^[A-Za-z]:[\\/]", d) for d in dirs):
+        # Native Windows: XLA's roots there are the build's CUDA path (C:\Program Files\...), not modelled.
+        yield Fact.unknown(key, "a Windows interpreter: XLA's CUDA roots there are not modelled")
+        return
+    # The env's prefix: XLA's ../../../.. from PREFIX/lib/pythonX.Y/site-packages/<package>.
+    prefixes: list[str] = []
+    for directory in dirs:
+        match = _SITE.match(directory)
+        if match and match.group("prefix") not in prefixes:
+            prefixes.append(match.group("prefix"))
+    if isinstance(facts.get("conda.prefix"), str) and facts["conda.prefix"] not in prefixes:
+        prefixes.append(facts["conda.prefix"])
+    searched = []
+    for root, why in libdevice_roots(dict(host.env), dirs, prefixes, sorted({f["framework"] for f in xla})):
+        path = posixpath.join(root, LIBDEVICE)
+        searched.append({"root": root, "why": why, "libdevice": path if host.is_file(path) else None})
+    # Copies XLA does not find where they are: another toolkit's, Debian's, conda's flat lib/ one.
+    elsewhere = []
+    for root in sorted(host.glob("/usr/local", "cuda-*")) + ["/usr/lib/cuda", "/usr/lib/nvidia-cuda-toolkit"]:
+        for rel, data_dir in ((LIBDEVICE, root), ("libdevice/libdevice.10.bc", None)):
+            path = posixpath.join(root, rel)
+            if host.is_file(path) and all(s["root"] != root for s in searched):
+                elsewhere.append({"path": path, "data_dir": data_dir})
+    for prefix in prefixes:
+        path = posixpath.join(prefix, "lib", "libdevice.10.bc")
+        if host.is_file(path):
+            elsewhere.append({"path": path, "data_dir": None})
+    found = next((s["libdevice"] for s in searched if s["libdevice"]), None)
+    yield Fact(key, {"found": found, "searched": searched, "elsewhere": elsewhere, "xla_flags_data_dir": xla_data_dir(host.env.get("XLA_FLAGS"))},
+               source=f"{LIBDEVICE} under XLA's CUDA roots")
+
+
+PROBES = (frameworks_install, xla_libdevice)

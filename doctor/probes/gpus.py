@@ -5,6 +5,7 @@ Shell equivalents:
     nvidia-smi --query-gpu=index,name,... --format=csv       # gpus.list on a live host
     cat /proc/driver/nvidia/gpus/*/information               # gpus.list with --root
     echo ${CUDA_VISIBLE_DEVICES-unset}                       # gpus.visible_devices
+    echo ${NVIDIA_DRIVER_CAPABILITIES-unset}                 # gpus.driver_capabilities
 
 gpus.list comes from the best source that answers: NVML, then nvidia-smi (live host
 only, shared with probes/driver.py), then the driver's /proc files, then bare PCI ids.
@@ -143,4 +144,14 @@ def visible_devices_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFail
     yield Fact("gpus.visible_devices", value, source="$CUDA_VISIBLE_DEVICES" if value is not None else "CUDA_VISIBLE_DEVICES unset")
 
 
-PROBES: tuple[Probe, ...] = (pci_probe, gpus_probe, visible_devices_probe)
+@probe("driver_capabilities", provides=("gpus.driver_capabilities",))
+def driver_capabilities_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    """NVIDIA_DRIVER_CAPABILITIES of the inspected environment (live: the doctor's own, which
+    in a GPU container is what the runtime was given; --root: the --env-file; an image: its
+    ENV): which driver libraries the NVIDIA container runtime mounts. None when unset."""
+    value = host.env.get("NVIDIA_DRIVER_CAPABILITIES")
+    yield Fact("gpus.driver_capabilities", value,
+               source="$NVIDIA_DRIVER_CAPABILITIES" if value is not None else "NVIDIA_DRIVER_CAPABILITIES unset")
+
+
+PROBES: tuple[Probe, ...] = (pci_probe, gpus_probe, visible_devices_probe, driver_capabilities_probe)

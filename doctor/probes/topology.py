@@ -13,6 +13,7 @@ Shell equivalents:
     ls /sys/class/net                                          # net.interfaces
     stat -c %a /dev/shm; test -w /dev/shm                      # system.shm_access
     ls /dev/infiniband                                         # fabric.rdma_nodes
+    grep 'Max locked memory' /proc/self/limits; grep CapEff /proc/self/status   # system.memlock (live only)
 
 NVLink and memory-repair state come from the NVML child of probes/driver.py (its per-GPU
 "nvlink" and "health"), `nvidia-smi topo -m` is the fallback on a live host. Everything
@@ -30,6 +31,7 @@ from typing import Any, Iterable
 from fwdoctor.host import Host
 from fwdoctor.kernlog import parse_legacy_notices, parse_xid_lines  # shared with triage; importable from here as before
 from fwdoctor.model import Fact, Facts, ProbeFailure
+from fwdoctor.proclimits import parse_cap_ipc_lock, parse_memlock_limits
 from fwdoctor.probes.base import Probe, Read, probe
 from fwdoctor.versions import deb_upstream_version
 
@@ -358,5 +360,27 @@ def rdma_nodes_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
     yield Fact("fabric.rdma_nodes", sorted(host.listdir(IB_DEV)) if host.is_dir(IB_DEV) else [], source=IB_DEV)
 
 
+SELF_LIMITS = "/proc/self/limits"
+SELF_STATUS = "/proc/self/status"
+
+
+@probe("memlock-limit", provides=("system.memlock",))
+def memlock_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    """The locked-memory limit (RLIMIT_MEMLOCK, `ulimit -l`) of this process, which every
+    RDMA memory registration is counted against unless the process has CAP_IPC_LOCK (the
+    kernel's ib_umem_get). A limit belongs to a process: a root folder has none."""
+    if not host.live:
+        yield Fact.unknown("system.memlock", "the locked-memory limit belongs to a running process and a root folder has none "
+                                             "(run `fwdoctor check` on the host, or inside the container, as the job's user)")
+        return
+    limits = host.read_text(SELF_LIMITS, limit=8192)
+    memlock = parse_memlock_limits(limits) if limits else None
+    if memlock is None:
+        yield Fact.unknown("system.memlock", f"no 'Max locked memory' row in {SELF_LIMITS}")
+        return
+    memlock["ipc_lock"] = parse_cap_ipc_lock(host.read_text(SELF_STATUS, limit=16384) or "")
+    yield Fact("system.memlock", memlock, source=f"{SELF_LIMITS}, {SELF_STATUS} (CapEff)")
+
+
 PROBES: tuple[Probe, ...] = (nvlink_probe, infiniband_probe, nvswitch_probe, health_probe, nccl_env_probe, net_interfaces_probe, shm_access_probe,
-                             rdma_nodes_probe)
+                             rdma_nodes_probe, memlock_probe)

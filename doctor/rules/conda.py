@@ -1,5 +1,6 @@
 """conda environment rules: conda-cpu-pytorch-on-gpu-host, conda-pip-torch-over-conda,
-conda-libstdcxx-too-old, conda-user-site-leak, conda-cuda-libs-mismatch.
+conda-libstdcxx-too-old, conda-user-site-leak, conda-cuda-libs-mismatch,
+conda-cuda-build-without-cuda.
 
 Pure functions of the conda.* facts (probes/conda.py: the env's conda-meta records, the
 GLIBCXX versions of its libstdc++ and of pip wheels' .so files) and the cudnn/nccl installs.
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import versions
+from fwdoctor.kb.conda import cuda_label
 from fwdoctor.libraries import CUDNN, NCCL, Library
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.quoting import comment
@@ -358,4 +360,111 @@ def conda_cuda_libs_mismatch(facts: Facts, kb: KB) -> Iterable[Hit]:
                 )
 
 
-RULES: tuple[Rule, ...] = (conda_cpu_pytorch_on_gpu_host, conda_pip_over_conda, conda_libstdcxx_too_old, conda_user_site_leak, conda_cuda_libs_mismatch)
+def broken_cuda_build_fix(row: Any, prefix: str | None) -> FixRef:
+    """Install a build of the same release from the first working build number on (a conda
+    MatchSpec's key-value form: build and build_number are fields of a package record)."""
+    spec = f'{row.package}[version="{row.version}",build="cuda*",build_number=">={row.fixed_build_number}"]'
+    where = f"-p {sh(prefix)} " if prefix else ""
+    check = ("python -c 'import tensorflow as tf; print(tf.test.is_built_with_cuda())'   # True"
+             if row.framework == "tensorflow" else "python -c 'import jax; print(jax.devices())'   # a CudaDevice, not CpuDevice")
+    return FixRef(recipe=None, options={"conda_install": [spec], "prefix": prefix or "$CONDA_PREFIX"},
+                  commands=(f"conda install {where}-c conda-forge {sh(spec)}", check),
+                  note=f"install build {row.fixed_build_number} or later of {row.package} {row.version} (or a later release), then check that it sees the GPU")
+
+
+@rule("conda-cuda-build-without-cuda", needs=("conda.packages",),
+      optional=("conda.prefix", "frameworks.installed", "conda.torch_build", "torch.installed", "torch.cuda", "torch.location", "conda.pip_over_conda"))
+def conda_cuda_build_without_cuda(facts: Facts, kb: KB) -> Iterable[Hit]:
+    """What it does
+        Reads the conda env's records for a framework build whose build string says CUDA
+        (conda-forge's `cuda120py311h5cbd639_1`, `cuda120py312h9b6c45b_200`,
+        `cuda126_mkl_py312_...`) and reports the ones with no working CUDA in them: a build
+        the KB lists as published broken (kb/conda.yaml cuda_label_broken: tensorflow 2.15.0
+        builds 0 and 1, jaxlib 0.4.34 build 200), conda's tensorflow whose own build_info.py
+        says `is_cuda_build` False, and conda's pytorch labelled CUDA whose torch/version.py
+        says no CUDA.
+
+    Why is this bad?
+        The label is the only thing the user and the solver look at: `conda list` shows a
+        CUDA build, `jaxlib=*=*cuda*` or `tensorflow=*=cuda*` was satisfied, and yet nothing
+        runs on the GPU. TensorFlow's `tf.test.is_built_with_cuda()` is False and
+        `tf.config.list_physical_devices('GPU')` is empty; JAX warns "An NVIDIA GPU may be
+        present on this machine, but a CUDA-enabled jaxlib is not installed. Falling back to
+        cpu."; torch raises "Torch not compiled with CUDA enabled". Reinstalling the same
+        spec gets the same build, and the usual fixes (driver, CUDA toolkit, LD_LIBRARY_PATH)
+        change nothing. (A build labelled cpu is conda-cpu-pytorch-on-gpu-host or
+        framework-cpu-build-on-gpu-host.)
+
+    Example
+        conda-meta/tensorflow-base-2.15.0-cuda120py311h43b5e44_1.json (conda-forge): invalid,
+        built with TF_NEED_CUDA=0. tensorflow-base-2.15.0-cuda120py311h..._2.json: valid.
+        jaxlib-0.4.34-cuda120py312h9b6c45b_200.json: invalid; build 201: valid.
+
+    Fix
+        Install a build of the same release that was rebuilt with CUDA (a higher build
+        number), or a later release, and check that it sees the GPU:
+
+            conda install -p /opt/conda/envs/train -c conda-forge 'tensorflow[version="2.15.0",build="cuda*",build_number=">=2"]'
+            python -c 'import tensorflow as tf; assert tf.test.is_built_with_cuda()'
+    """
+    packages = facts["conda.packages"]
+    if not isinstance(packages, dict):
+        return
+    prefix = _prefix(facts)
+    where = f" in {prefix}" if prefix else ""
+    done: set[str] = set()
+    for name, rec in sorted(packages.items()):
+        if not isinstance(rec, dict):
+            continue
+        version, build, channel = str(rec.get("version")), str(rec.get("build")), rec.get("channel")
+        row = kb.conda.broken_cuda_build(name, version, build, channel if isinstance(channel, str) else None)
+        if row is None or row.framework in done:
+            continue
+        done.add(row.framework)
+        label = cuda_label(build)
+        yield Hit(
+            f"conda's {name} {version} {build} ({channel or 'unknown channel'}){where} is labelled CUDA {label} but is a build published without working CUDA: "
+            f"{row.content}; build {row.fixed_build_number} of {version} is the first that works",
+            evidence={"package": {"name": name, **rec}, "broken": {"package": row.package, "version": row.version, "build_numbers": list(row.build_numbers),
+                                                                     "fixed_build_number": row.fixed_build_number, "source": list(row.source)}},
+            fix=broken_cuda_build_fix(row, prefix),
+        )
+    # TensorFlow's own build_info.py (probes/frameworks.py) against conda's label
+    tf_rec = next(((n, packages[n]) for n in ("tensorflow-base", "tensorflow") if isinstance(packages.get(n), dict) and cuda_label(str(packages[n].get("build")))), None)
+    if "tensorflow" not in done and tf_rec is not None:
+        for item in facts.get("frameworks.installed") or []:
+            if isinstance(item, dict) and item.get("framework") == "tensorflow" and item.get("gpu_build") is False and item.get("build_info"):
+                name, rec = tf_rec
+                done.add("tensorflow")
+                yield Hit(
+                    f"conda's {name} {rec.get('version')} {rec.get('build')}{where} is labelled CUDA {cuda_label(str(rec.get('build')))}, "
+                    f"but its {item['build_info']} says is_cuda_build False: tf.test.is_built_with_cuda() is False and TensorFlow sees no GPU",
+                    evidence={"package": {"name": name, **rec}, "framework": item},
+                    fix=FixRef(recipe=None, options={"conda_install": [f"{name}=*=cuda*"], "prefix": prefix or "$CONDA_PREFIX"},
+                               commands=(f"conda search -c conda-forge {sh(name + '=' + str(rec.get('version')) + '=cuda*')}   # the other builds of this release",
+                                         f"conda install {'-p ' + sh(prefix) + ' ' if prefix else ''}-c conda-forge {sh(name + '=' + str(rec.get('version')) + '=cuda*_N')}   # N: a higher build number than {rec.get('build')}",
+                                         "python -c 'import tensorflow as tf; assert tf.test.is_built_with_cuda()'"),
+                               note="install another build (a higher build number) or release of the CUDA variant and check it; report the build to its feedstock"),
+                )
+                break
+    # conda's pytorch labelled CUDA whose torch/version.py (the files that import) says no CUDA
+    build = facts.get("conda.torch_build")
+    if isinstance(build, dict) and build.get("kind") == "cuda" and facts.get("torch.installed") and facts.known("torch.cuda") and facts["torch.cuda"] is None:
+        location = facts.get("torch.location")
+        if any(isinstance(o, dict) and o.get("package") == "torch" for o in facts.get("conda.pip_over_conda") or []):
+            return  # pip's torch replaced conda's files: conda-pip-torch-over-conda says so
+        if not (prefix and isinstance(location, str) and location.startswith(prefix.rstrip("/") + "/")):
+            return  # the torch that imports is not this env's
+        yield Hit(
+            f"conda's pytorch {build.get('version')} {build.get('build')}{where} is labelled CUDA {build.get('cuda')}, but its {location}/version.py says no CUDA (torch.version.cuda is None): "
+            f"\"Torch not compiled with CUDA enabled\"",
+            evidence={"conda.torch_build": build, "torch.location": location},
+            fix=FixRef(recipe=None, options={"conda_install": [f"pytorch={build.get('version')}=cuda*"], "prefix": prefix},
+                       commands=(f"conda install -p {sh(prefix)} -c conda-forge --force-reinstall {sh('pytorch=' + str(build.get('version')) + '=' + str(build.get('build')))}",
+                                 "python -c 'import torch; print(torch.version.cuda, torch.cuda.is_available())'"),
+                       note="reinstall conda's CUDA build so its files match its record, and check what torch reports"),
+        )
+
+
+RULES: tuple[Rule, ...] = (conda_cpu_pytorch_on_gpu_host, conda_pip_over_conda, conda_libstdcxx_too_old, conda_user_site_leak, conda_cuda_libs_mismatch,
+                           conda_cuda_build_without_cuda)

@@ -546,6 +546,101 @@ def nccl_net_plugin_failed(facts: Facts, kb: KB) -> Hit | None:
                           note="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-net"))
 
 
+def memlock_size(value: int | None) -> str:
+    """A locked-memory limit as `ulimit -l` prints it, with its size: "64 KiB (ulimit -l 64)"."""
+    if value is None:
+        return "unlimited"
+    kib = value // 1024
+    size = f"{kib // 1024} MiB" if kib >= 1024 and kib % 1024 == 0 else f"{kib} KiB" if value % 1024 == 0 else f"{value} bytes"
+    return f"{size} (ulimit -l {kib})"
+
+
+def memlock_fix(container: bool, hard_too_low: bool) -> FixRef:
+    """How to raise RLIMIT_MEMLOCK where the job starts: its shell, a container, a login, a daemon."""
+    commands = []
+    if not hard_too_low:
+        commands.append("ulimit -l unlimited   # in the job's shell or batch script, before the launcher (up to the hard limit: ulimit -Hl)")
+    launch = "docker run --ulimit memlock=-1:-1 --cap-add IPC_LOCK --device /dev/infiniband ...   # a container: no limit, and the right to pin"
+    commands.append(launch)
+    commands += ["printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' | sudo tee /etc/security/limits.d/rdma.conf   # new logins",
+                 "sudo systemctl edit docker   # [Service] LimitMEMLOCK=infinity: also slurmd, or any daemon that starts the job; then restart it"]
+    if container:
+        commands.insert(0, commands.pop(commands.index(launch)))
+    return FixRef(commands=tuple(commands),
+                  note="check it where the job runs: `mpirun ... bash -c 'ulimit -l'`, `srun bash -c 'ulimit -l'`; Slurm copies the submitting "
+                       "shell's limits into the job unless slurm.conf says PropagateResourceLimitsExcept=MEMLOCK "
+                       "(https://slurm.schedmd.com/faq.html#memlock); NCCL: --ulimit memlock=-1 (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/"
+                       "troubleshooting/runtime_and_mpi_issues.html)")
+
+
+@rule("rdma-memlock-too-low", needs=("fabric.ib_devices",), optional=("system.memlock", "fabric.rdma_nodes", "system.container"))
+def rdma_memlock_too_low(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Where the host has RDMA devices (/sys/class/infiniband: InfiniBand, RoCE, EFA),
+        reads this process's locked-memory limit (RLIMIT_MEMLOCK, `ulimit -l`, from
+        /proc/self/limits) and whether it holds CAP_IPC_LOCK, and compares the limit with
+        the KB's floor (gpus.yaml runtime.rdma_memlock_min_mib). A limit belongs to a
+        process: with --root it is "not checked". Reading a report, it takes UCX's "Please
+        set max locked memory (ulimit -l) to 'unlimited' (current: 64 kbytes)", the limit
+        a pasted `ulimit -a` / `ulimit -l` shows, and NCCL's "Call to ibv_create_cq failed
+        with error Cannot allocate memory" (ibv_reg_mr the same): an error where the report
+        also shows a low `ulimit -l`, else a warning, since that errno has other causes.
+
+    Why is this bad?
+        RDMA reads and writes memory the NIC was given, so every buffer is pinned
+        (ibv_reg_mr), and the kernel counts pinned pages against RLIMIT_MEMLOCK unless the
+        process has CAP_IPC_LOCK (ib_umem_get: -ENOMEM). With a small limit (64 KiB in
+        many containers and login shells, 8 MiB under Docker's daemon) NCCL fails at
+        init with "Call to ibv_create_cq failed with error Cannot allocate memory",
+        ncclSystemError, or UCX turns its InfiniBand transports off and MPI falls back to
+        TCP. The limit that counts is the job's: a launcher (mpirun, Slurm, dockerd,
+        SGE) hands its own down, so `ulimit -l` in a login shell can say unlimited while
+        the job gets 64 KiB (the Open MPI users list, 2009: "adding 'ulimit -l
+        unlimited' near the top of the SGE startup script").
+
+    Example
+            $ ulimit -l            # inside `docker run` without --ulimit
+            64                     # invalid: 64 KiB with mlx5_0 present
+            $ ulimit -l
+            unlimited              # valid
+
+    Fix
+        Lift the limit where the job starts (or give it CAP_IPC_LOCK):
+
+            ulimit -l unlimited                                # the job's shell, up to the hard limit
+            docker run --ulimit memlock=-1:-1 --cap-add IPC_LOCK ...
+            echo '* soft memlock unlimited' | sudo tee -a /etc/security/limits.d/rdma.conf
+            echo '* hard memlock unlimited' | sudo tee -a /etc/security/limits.d/rdma.conf
+            sudo systemctl edit slurmd     # [Service] LimitMEMLOCK=infinity (dockerd too)
+            # slurm.conf: PropagateResourceLimitsExcept=MEMLOCK
+    """
+    devices = [str(d.get("name")) for d in facts["fabric.ib_devices"] or [] if isinstance(d, dict)]
+    if not devices:
+        return None
+    if facts.get("fabric.rdma_nodes") == []:
+        return None  # no verbs nodes: nothing here can register memory (nccl-net-plugin-failed says so where NCCL_NET=IB)
+    if not facts.known("system.memlock"):
+        raise NotCheckable(f"system.memlock unknown: {facts.why('system.memlock')}")
+    floor = kb.gpus.rdma_memlock_min_bytes
+    if floor is None:
+        raise NotCheckable("no data: the KB has no runtime.rdma_memlock_min_mib (gpus.yaml)")
+    memlock = facts["system.memlock"] or {}
+    soft, hard = memlock.get("soft_bytes"), memlock.get("hard_bytes")
+    if soft is None or not isinstance(soft, int) or soft >= floor or memlock.get("ipc_lock") is True:
+        return None  # unlimited, high enough, or CAP_IPC_LOCK (root outside a container): the kernel does not count
+    hard_too_low = hard is not None and isinstance(hard, int) and hard < floor
+    limits = f"{memlock_size(soft)}" + (f", hard limit {memlock_size(hard)}" if "hard_bytes" in memlock and hard != soft else "")
+    container = facts.get("system.container") is True
+    return Hit(
+        f"this process may lock only {limits} of memory (RLIMIT_MEMLOCK, no CAP_IPC_LOCK) while the host has RDMA devices "
+        f"({', '.join(devices[:4])}{', ...' if len(devices) > 4 else ''}): NCCL and UCX cannot pin their InfiniBand/RoCE buffers "
+        f"(ibv_reg_mr / ibv_create_cq: Cannot allocate memory) and fail at init or fall back to TCP; needs at least "
+        f"{floor // (1024 * 1024)} MiB, or unlimited",
+        evidence={"system.memlock": memlock, "fabric.ib_devices": devices, "floor_bytes": floor, "system.container": facts.get("system.container")},
+        fix=memlock_fix(container, hard_too_low),
+    )
+
+
 RULES: tuple[Rule, ...] = (
     nvswitch_fabricmanager_not_running,
     fabricmanager_driver_mismatch,
@@ -556,6 +651,7 @@ RULES: tuple[Rule, ...] = (
     nccl_p2p_disabled_nvlink,
     nccl_socket_interface_missing,
     nccl_net_plugin_failed,
+    rdma_memlock_too_low,
 )
 
 # Judged by `smoke allreduce` with nccl.run known (and by a check over a saved facts file

@@ -552,6 +552,83 @@ def ptxas_too_old_for_xla(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     return hits
 
 
+@rule("xla-libdevice-missing", needs=("frameworks.installed", "frameworks.libdevice"), optional=("python.executable", "conda.prefix"))
+def xla_libdevice_missing(facts: Facts, kb: KB) -> Iterable[Hit] | None:
+    """What it does
+        For a GPU build of JAX or TensorFlow (both compile through XLA), looks for CUDA's
+        libdevice (nvvm/libdevice/libdevice.10.bc) in every folder XLA searches
+        (frameworks.libdevice): XLA_FLAGS' --xla_gpu_cuda_data_dir, $CUDA_ROOT (jax), the
+        pip nvidia/cuda_nvcc or nvidia/cu13 folder, the copy in the framework's own wheel,
+        /usr/local/cuda, /opt/cuda and the environment's prefix. Reports when none has it.
+
+    Why is this bad?
+        XLA links libdevice into every GPU kernel that calls a math routine (exp, tanh, pow,
+        ...). Without it XLA warns "Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice"
+        and the first such jit-compiled function fails with "INTERNAL: libdevice not found
+        at ./libdevice.10.bc". It happens where the CUDA XLA finds has no nvvm: a conda env
+        without cuda-nvcc, a pip install without nvidia-cuda-nvcc-cu12 (jax[cuda12-local],
+        tensorflow without [and-cuda]), a CUDA "runtime" container image, or an XLA_FLAGS
+        data dir that points at a folder without nvvm/. Older releases searched fewer folders
+        (TensorFlow 2.11: its build's CUDA path, /usr/local/cuda and "."), so a libdevice only
+        in the pip wheel or the conda prefix can still be missed by them: not reported.
+
+    Example
+        tensorflow 2.19.1 (a CUDA build) with its nvidia-* wheels but no nvidia-cuda-nvcc-cu12
+        and no /usr/local/cuda: invalid. With nvidia-cuda-nvcc-cu12 installed
+        (site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc): valid.
+
+    Fix
+        Install the CUDA compiler wheel the framework's CUDA extra names, or point XLA at a
+        CUDA toolkit that has nvvm/libdevice:
+
+            python -m pip install "nvidia-cuda-nvcc-cu12"
+            export XLA_FLAGS=--xla_gpu_cuda_data_dir=/usr/local/cuda-12.4
+    """
+    info = facts["frameworks.libdevice"]
+    if not isinstance(info, dict) or info.get("found"):
+        return None
+    searched = [s["root"] for s in info.get("searched") or []]
+    elsewhere = info.get("elsewhere") or []
+    data_dir = info.get("xla_flags_data_dir")
+    hits = []
+    for item in installed(facts):
+        if item["framework"] not in ("jax", "tensorflow") or not item.get("gpu_build"):
+            continue
+        pointed = next((e["data_dir"] for e in elsewhere if e.get("data_dir")), None)
+        flat = next((e["path"] for e in elsewhere if not e.get("data_dir")), None)
+        if pointed:
+            commands: tuple[str, ...] = (f"export XLA_FLAGS=--xla_gpu_cuda_data_dir={sh(pointed)}",)
+            note = f"{pointed} has nvvm/libdevice/libdevice.10.bc, but XLA does not look there unless told"
+        elif flat and flat.endswith("/lib/libdevice.10.bc"):
+            lib = flat[: -len("/libdevice.10.bc")]
+            commands = (f"mkdir -p {sh(lib + '/nvvm/libdevice')}", f"cp {sh(flat)} {sh(lib + '/nvvm/libdevice/')}",
+                        f"export XLA_FLAGS=--xla_gpu_cuda_data_dir={sh(lib)}")
+            note = f"{flat} is where conda's cudatoolkit puts libdevice; XLA wants it under <root>/nvvm/libdevice (tensorflow.org/install/pip's conda steps)"
+        elif item["framework"] == "jax" and item.get("cuda"):
+            major = item["cuda"]
+            dists = "nvidia-cuda-nvcc nvidia-nvvm" if str(major) == "13" else f"nvidia-cuda-nvcc-cu{major}"
+            commands = (f"{_pip(facts)} install -U {dists}",)
+            note = f"the CUDA {major} compiler wheels hold ptxas and libdevice (jax's {f'cuda{major}'} extra installs them; the -local extra expects a CUDA toolkit)"
+        elif item["framework"] == "tensorflow" and item.get("cuda_extra"):
+            commands = (f"{_pip(facts)} install {sh('tensorflow[and-cuda]==' + str(item.get('version')))}",)
+            note = "tensorflow[and-cuda] installs nvidia-cuda-nvcc-cu12, which holds libdevice"
+        else:
+            commands = ("conda install -c nvidia cuda-nvcc   # or a CUDA toolkit with nvvm (not a runtime-only image)",
+                        "export XLA_FLAGS=--xla_gpu_cuda_data_dir=\"$CONDA_PREFIX\"   # the folder that holds nvvm/libdevice")
+            note = "install a CUDA compiler package (it brings nvvm/libdevice) and point XLA at it"
+        if data_dir:
+            note += f"; XLA_FLAGS points at {data_dir}, which has no nvvm/libdevice/libdevice.10.bc"
+        hits.append(
+            Hit(
+                f"{label(item)} compiles GPU kernels with XLA, which finds no nvvm/libdevice/libdevice.10.bc in the {len(searched)} folders it searches "
+                f"({', '.join(searched[:3])}{', ...' if len(searched) > 3 else ''}): jit-compiled math fails with \"libdevice not found at ./libdevice.10.bc\"",
+                evidence={"framework": item["framework"], "searched": searched, "elsewhere": elsewhere, "xla_flags_data_dir": data_dir},
+                fix=FixRef(commands=commands, note=note),
+            )
+        )
+    return hits
+
+
 @rule("framework-packages-mismatched", needs=("frameworks.installed",), optional=("python.executable",))
 def framework_packages_mismatched(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     """What it does
@@ -677,6 +754,7 @@ RULES: tuple[Rule, ...] = (
     framework_nvidia_wheel_mismatch,
     frameworks_nvidia_conflict,
     ptxas_too_old_for_xla,
+    xla_libdevice_missing,
     framework_packages_mismatched,
     framework_gpu_unused,
     framework_libs_shadowed,

@@ -1,5 +1,6 @@
 """What hides the host's GPUs from one process although the host has them and its driver
-works: a container started without them, and CUDA_VISIBLE_DEVICES.
+works: a container started without them, one started with them but without the compute
+driver capability (no libcuda mounted), and CUDA_VISIBLE_DEVICES.
 
 Both look alike from inside the process (torch: "Found no NVIDIA driver on your system" or
 "No CUDA GPUs are available", CUDA: CUDA_ERROR_NO_DEVICE) while `nvidia-smi` on the host
@@ -9,9 +10,9 @@ lists every GPU; the fix is in how the process was started, not in the driver.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
-from fwdoctor.model import Facts, FixRef
+from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 
 if TYPE_CHECKING:
@@ -19,6 +20,16 @@ if TYPE_CHECKING:
 
 _GPU_NODE = re.compile(r"nvidia\d+")  # /dev/nvidia0 ...: one per GPU (nvidiactl, nvidia-uvm are shared)
 _INDEX = re.compile(r"\d+")
+
+# The driver capabilities the NVIDIA container runtime knows (NVIDIA Container Toolkit,
+# "Specialized Configurations with Docker", Driver Capabilities; the toolkit's own list adds
+# ngx). Each names the driver files it mounts: compute libcuda.so.1 (CUDA, OpenCL), utility
+# libnvidia-ml and nvidia-smi. Docker's device request forwards those it lists as
+# NVIDIA_DRIVER_CAPABILITIES (moby daemon/nvidia_linux.go), over the image's ENV; "gpu" alone
+# forwards none, and the image's ENV or the toolkit's default applies: utility,compute today,
+# utility alone in nvidia-container-runtime's README of 2018-2021.
+DRIVER_CAPABILITIES = frozenset({"compute", "compat32", "graphics", "utility", "video", "display", "ngx"})
+_REQUEST_ONLY = frozenset({"gpu", "nvidia"})  # a Docker device request's words that pick the driver, no driver capability
 
 
 # ----------------------------------------------------------------------------- CUDA_VISIBLE_DEVICES
@@ -100,6 +111,102 @@ def cuda_visible_devices_hides_gpus(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+def capabilities_without_compute(tokens: Iterable[str], request: bool = False) -> list[str] | None:
+    """The driver capabilities `tokens` grant, when they leave out compute; else None: for
+    compute or all among them, for none at all (then the image's ENV or the default applies),
+    and for a word that is no driver capability (prose, a template like ${VAR}). `request`: the
+    list of a Docker device request, where gpu and nvidia select the driver and grant nothing."""
+    caps = [c for c in (t.strip().strip("'\"").lower() for t in tokens) if c]
+    if not caps or "compute" in caps or "all" in caps:
+        return None
+    if any(c not in DRIVER_CAPABILITIES and not (request and c in _REQUEST_ONLY) for c in caps):
+        return None
+    granted = [c for c in caps if c in DRIVER_CAPABILITIES]
+    return granted or None
+
+
+_CAPS_FIX = FixRef(commands=("docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility IMAGE ...",
+                             "docker run --gpus 'all,\"capabilities=compute,utility\"' IMAGE ..."),
+                   note="compose: capabilities: [gpu, compute, utility] in the device reservation (driver nvidia); an image: "
+                        "ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility in its Dockerfile; compute is what mounts libcuda.so.1")
+
+
+@rule("container-driver-capabilities-lack-compute", needs=("gpus.driver_capabilities",),
+      optional=("system.container", "system.nvidia_device_nodes", "driver.userspace_libs", "image.driver_libs"))
+def container_driver_capabilities_lack_compute(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads NVIDIA_DRIVER_CAPABILITIES of the inspected environment and fires when it grants
+        driver capabilities without compute (nor all): in an image (`check --image`,
+        `--image-archive`), its ENV, as a warning; in a running container (or a root folder of
+        one, with its --env-file), as an error when the runtime handed the GPU over (a
+        /dev/nvidia0 ... node or libnvidia-ml is there) but no libcuda.so.1.
+
+    Why is this bad?
+        The NVIDIA container runtime mounts only the driver files the capabilities ask for
+        (NVIDIA Container Toolkit, "Driver Capabilities"): utility brings libnvidia-ml and
+        nvidia-smi, compute brings libcuda.so.1, which every CUDA program loads. With utility
+        alone nvidia-smi works in the container but its header says "CUDA Version: N/A", and
+        CUDA finds no driver: torch "Found no NVIDIA driver on your system" or
+        torch.cuda.is_available() False, "libcuda.so.1: cannot open shared object file"
+        (mudler/LocalAI#11973, containerd/nerdctl#1023). A compose device reservation with
+        `capabilities: [gpu, utility]` does it (Docker turns the driver capabilities a request
+        lists into NVIDIA_DRIVER_CAPABILITIES, over the image's ENV: docker/compose#8583), as
+        do `--gpus 'all,capabilities=utility'` and an image whose ENV says utility or
+        graphics,utility. `[gpu]` alone sets none: the image's ENV or the toolkit's default
+        applies, utility,compute today but utility alone in older toolkits (weaviate/weaviate#1736).
+        A container started without the GPUs at all is container-started-without-gpus.
+
+    Example
+            root@0f3c2a...:/# nvidia-smi | head -3
+            | NVIDIA-SMI 470.57.02    Driver Version: 470.57.02    CUDA Version: N/A      |
+            root@0f3c2a...:/# echo $NVIDIA_DRIVER_CAPABILITIES
+            utility
+
+    Fix
+        Ask for compute beside utility:
+            docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility IMAGE ...
+            docker run --gpus 'all,"capabilities=compute,utility"' IMAGE ...
+        compose: capabilities: [gpu, compute, utility] in the device reservation; an image:
+        ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility in its Dockerfile.
+    """
+    value = facts["gpus.driver_capabilities"]
+    if value is None:
+        return None  # unset: the toolkit's default (utility,compute)
+    caps = capabilities_without_compute(str(value).split(","))
+    if caps is None:
+        return None
+    said = f"NVIDIA_DRIVER_CAPABILITIES={str(value)!r} grants {', '.join(caps)} but not compute"
+    evidence: dict[str, Any] = {"gpus.driver_capabilities": value}
+    if facts.get("image.driver_libs") is not None:  # an image (the probe says None on anything else)
+        return Hit(
+            f"the image's ENV sets {said}: the NVIDIA runtime mounts no libcuda.so.1 into its containers (nvidia-smi works, "
+            "CUDA finds no driver) unless they are started with compute",
+            evidence=evidence, severity=Severity.WARNING,
+            fix=FixRef(commands=("ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility   # in the Dockerfile",) + _CAPS_FIX.commands,
+                       note="leave it as it is for an image that only runs nvidia-smi or NVML (a monitoring agent)"),
+        )
+    if facts.get("system.container") is not True:
+        return None  # on a host the variable steers nothing: the runtime reads it from a container's environment
+    libs = facts.get("driver.userspace_libs")
+    if libs is None:
+        return Hit(f"this container's {said} (which driver libraries are here is unknown: {facts.why('driver.userspace_libs')}): "
+                   "the NVIDIA runtime mounts libcuda.so.1 only for compute", evidence=evidence, fix=_CAPS_FIX, severity=Severity.WARNING)
+    names = {str(lib.get("name")) for lib in libs}
+    if "libcuda" in names:
+        return None  # a libcuda is here after all (the image's own is container-image-ships-driver-libs)
+    nodes = [str(n) for n in facts.get("system.nvidia_device_nodes") or []]
+    gpu_nodes = [n for n in nodes if _GPU_NODE.fullmatch(n)]
+    if not gpu_nodes and "libnvidia-ml" not in names:
+        return None  # nothing of the GPU was handed over: container-started-without-gpus says so
+    handed = ", ".join([f"/dev/{n}" for n in gpu_nodes] + (["libnvidia-ml"] if "libnvidia-ml" in names else []))
+    evidence.update({"system.nvidia_device_nodes": nodes, "driver.userspace_libs": sorted(names)})
+    return Hit(
+        f"this container's {said}: the NVIDIA runtime handed the GPU over ({handed}) but mounted no libcuda.so.1, "
+        "so CUDA programs find no driver (torch: \"Found no NVIDIA driver on your system\"), though nvidia-smi works",
+        evidence=evidence, fix=_CAPS_FIX,
+    )
+
+
 # ----------------------------------------------------------------------------- containers
 @rule("container-started-without-gpus", needs=("system.container",),
       optional=("system.nvidia_device_nodes", "pci.nvidia_gpus", "driver.version"))
@@ -168,7 +275,7 @@ def container_started_without_gpus(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-RULES: tuple[Rule, ...] = (container_started_without_gpus, cuda_visible_devices_hides_gpus)
+RULES: tuple[Rule, ...] = (container_started_without_gpus, container_driver_capabilities_lack_compute, cuda_visible_devices_hides_gpus)
 
 
 # ----------------------------------------------------------------------------- a report's text
@@ -177,7 +284,12 @@ RULES: tuple[Rule, ...] = (container_started_without_gpus, cuda_visible_devices_
 # matched (report.errors) and what those rows' hooks recorded around them.
 _NO_DEVICE_KINDS = ("cuda-no-device", "torch-no-cuda-gpus")
 _NO_GPU_IN_CONTAINER_KINDS = ("no-nvidia-driver", "tf-no-dev-nvidia0", "nvidia-smi-not-found")
-REPORT_KINDS = frozenset((*_NO_DEVICE_KINDS, *_NO_GPU_IN_CONTAINER_KINDS))
+# Driver capabilities without compute, as a report shows them (the rows' hooks keep only those),
+# and nvidia-smi's "CUDA Version: N/A": NVML answered, libcuda was not there.
+_CAPS_KINDS = ("nvidia-driver-capabilities-no-compute", "gpu-request-capabilities-no-compute")
+_CUDA_NA_KIND = "nvidia-smi-cuda-version-na"
+_NO_CUDA_DRIVER_KINDS = ("no-nvidia-driver", "libcuda-so-1-not-found", *_NO_DEVICE_KINDS)
+REPORT_KINDS = frozenset((*_NO_DEVICE_KINDS, *_NO_GPU_IN_CONTAINER_KINDS, *_CAPS_KINDS, _CUDA_NA_KIND, "libcuda-so-1-not-found"))
 
 
 def _said(facts: Facts, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -186,6 +298,13 @@ def _said(facts: Facts, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
 
 def _quote(error: dict[str, Any]) -> str:
     return f"report line {error['line']}: \"{error['text']}\""
+
+
+def _capabilities_shown(facts: Facts) -> list[dict[str, Any]]:
+    """Where the report shows a container's driver capabilities without compute: a setting
+    (compose `capabilities:`, --gpus, NVIDIA_DRIVER_CAPABILITIES) or, in a container,
+    nvidia-smi's "CUDA Version: N/A"."""
+    return _said(facts, _CAPS_KINDS) + [e for e in _said(facts, (_CUDA_NA_KIND,)) if e.get("container")]
 
 
 @rule("cuda-visible-devices-hides-gpus", needs=("report.errors",))
@@ -199,6 +318,8 @@ def visible_devices_hide_gpus(facts: Facts, kb: KB) -> Hit | None:
     if not said:
         return None
     shown = next((e for e in said if e.get("visible_devices")), None)
+    if shown is None and _capabilities_shown(facts):
+        return None  # no libcuda mounted: container-driver-capabilities-lack-compute says so
     if shown is not None and str(shown.get("visible_value", "")).split(",")[0].strip() == "0":
         return None
     if shown is not None:
@@ -223,8 +344,8 @@ def container_without_gpus_said(facts: Facts, kb: KB) -> Hit | None:
     device nodes, libraries and nvidia-smi only when it is started with the GPUs (see
     container-started-without-gpus, which needs the container's /dev)."""
     said = [e for e in _said(facts, _NO_GPU_IN_CONTAINER_KINDS) if e.get("container")]
-    if not said:
-        return None
+    if not said or _capabilities_shown(facts):
+        return None  # the GPU was handed over without compute: container-driver-capabilities-lack-compute
     return Hit(
         f"no NVIDIA driver or GPU inside a container ({said[0]['container']}): {_quote(said[0])}; "
         "it was started without the GPUs (no --gpus, or a device request that leaves out the compute capability)",
@@ -235,4 +356,31 @@ def container_without_gpus_said(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-REPORT_RULES: tuple[Rule, ...] = (visible_devices_hide_gpus, container_without_gpus_said)
+@rule("container-driver-capabilities-lack-compute", needs=("report.errors",))
+def driver_capabilities_said(facts: Facts, kb: KB) -> Hit | None:
+    """Driver capabilities without compute in a report (a compose `capabilities: [gpu, utility]`,
+    `--gpus 'all,capabilities=utility'`, docker inspect's "Capabilities", NVIDIA_DRIVER_CAPABILITIES
+    in `docker run -e`, compose, a Dockerfile ENV or an env dump), or nvidia-smi's "CUDA Version:
+    N/A" inside a container: the runtime mounted no libcuda.so.1 (see
+    container-driver-capabilities-lack-compute, which needs the container's environment). An
+    error where the report also shows CUDA finding no driver, a warning on the setting alone."""
+    shown = _capabilities_shown(facts)
+    if not shown:
+        return None
+    first = shown[0]
+    symptoms = [e for e in _said(facts, (_CUDA_NA_KIND, *_NO_CUDA_DRIVER_KINDS)) if e is not first]
+    if first.get("kind") == _CUDA_NA_KIND:
+        message = (f"nvidia-smi runs in the container ({first['container']}) but finds no CUDA driver ({_quote(first)}): the NVIDIA runtime "
+                   "mounted its utility libraries and no libcuda.so.1, so the container's driver capabilities leave out compute "
+                   "(a compose `capabilities:` list or NVIDIA_DRIVER_CAPABILITIES without it, or neither on an older toolkit whose default was utility)")
+    else:
+        caps = ", ".join(first.get("caps") or []) or "no compute"
+        message = (f"the report gives a container the driver capabilities {caps} without compute ({_quote(first)}): the NVIDIA runtime "
+                   "then mounts no libcuda.so.1 (nvidia-smi works, CUDA finds no driver)")
+        if symptoms:
+            message += f"; the report shows it: {_quote(symptoms[0])}"
+    return Hit(message, evidence={"report.errors": shown + symptoms}, fix=_CAPS_FIX,
+               severity=None if symptoms or first.get("kind") == _CUDA_NA_KIND else Severity.WARNING)
+
+
+REPORT_RULES: tuple[Rule, ...] = (driver_capabilities_said, visible_devices_hide_gpus, container_without_gpus_said)

@@ -24,6 +24,7 @@ from fwdoctor.model import Fact, Facts
 from fwdoctor.rules import RULES
 from fwdoctor.triage import build_config, collect_env, conda_builds, conda_info, conda_specs, cpu, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, p2p_prose, packages, paddle, repl, shm, tf_prose
 from fwdoctor.triage import gpu_intent, gpu_prose, kernel_log, windows
+from fwdoctor.triage import ulimit
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -42,6 +43,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     conda_specs.find,  # environment files and conda install commands; the CUDA libraries of a conda plan
     gpu_prose.find,  # the one NVIDIA GPU a report names in prose or a log line, where no tool lists it
     kernel_log.find,  # dmesg / journalctl -k / kern.log lines: NVIDIA Xid events, the legacy-branch notice
+    ulimit.find,  # `ulimit -a` / `ulimit -l` / /proc/PID/limits: the locked-memory limit RDMA registration counts against
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.
@@ -69,6 +71,8 @@ UNSHOWN = {
     "cudnn.installs": "which cuDNN libraries are installed (`pip list | grep cudnn`, `ldconfig -p | grep cudnn`)",
     "nccl.installs": "which NCCL libraries are installed (`pip list | grep nccl`, `ldconfig -p | grep nccl`)",
     "system.shm_bytes": "the size of /dev/shm (`df -h /dev/shm`)",
+    "system.memlock": "the locked-memory limit of the job (`ulimit -l` where it runs, e.g. `srun bash -c 'ulimit -l'`)",
+    "fabric.ib_devices": "the RDMA devices (`ibv_devinfo`, `ls /sys/class/infiniband`)",
     "nccl.env": "the NCCL_* variables of the run (`env | grep ^NCCL_`, or NCCL_DEBUG=INFO's \"set by environment to\" lines)",
     "net.interfaces": "the host's network interfaces (`ip -brief address`, `ls /sys/class/net`)",
     "pci.acs": "the ACS control bits of the PCIe bridges above the GPUs (`sudo lspci -vvv`, its ACSCtl lines)",

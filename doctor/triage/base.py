@@ -33,6 +33,7 @@ PRIORITY = {
     "dpkg/rpm": 40,
     "gcc": 60,
     "df /dev/shm": 60,
+    "ulimit": 60,  # `ulimit -a` / `ulimit -l` / /proc/PID/limits (fwdoctor.triage.ulimit)
     "lspci": 60,
     "kernel log": 85,  # dmesg / journalctl -k: the kernel module's own messages (fwdoctor.triage.kernel_log)
     "paddle": 70,  # Paddle's own device banner

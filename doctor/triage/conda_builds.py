@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fwdoctor.kb.conda import cuda_label
 from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines, command
 
@@ -108,7 +109,34 @@ _CUDA_REQUEST = re.compile(r"(?<![\w-])(?:cudatoolkit|pytorch-cuda)\s{0,2}[=<>]{
 
 
 def find(lines: Lines) -> list[Fragment]:
-    return _frameworks(lines) + _pytorch(lines)
+    return _frameworks(lines) + _pytorch(lines) + _cuda_labelled(lines)
+
+
+_PLAN_CHANNEL = re.compile(r"(?<!\S)([\w.-]{1,100})(?:/[\w-]{1,30})?::")
+
+
+def _cuda_labelled(lines: Lines) -> list[Fragment]:
+    """conda.packages, as fwdoctor.probes.conda reads it from conda-meta, for the rows whose
+    build string carries conda-forge's CUDA label ("tensorflow 2.15.0 cuda120py311h5cbd639_1
+    conda-forge", "jaxlib 0.4.34 cuda120py312h9b6c45b_200"): what
+    fwdoctor.rules.conda.conda_cuda_build_without_cuda judges against the KB's builds published
+    without working CUDA (issue 26). Other rows are not kept: no rule reads them from a report."""
+    found: dict[str, dict[str, Any]] = {}
+    first = last = 0
+    for i, text in enumerate(lines.norm):
+        if "cuda" not in text:
+            continue
+        row = _row(text)
+        if row is None or not _VERSION.fullmatch(row[1]) or cuda_label(row[2]) is None or row[0] in found or in_search_listing(lines.norm, i, row):
+            continue
+        plan = _PLAN_CHANNEL.search(text)  # conda's plan: "conda-forge/linux-64::jaxlib-0.4.34-cuda120py312h..._200"
+        found[row[0]] = {"version": row[1], "build": row[2], "channel": plan.group(1) if plan else _channel(text, row[2]), "fn": None, "line": i + 1}
+        first, last = first or i + 1, i + 1
+    if not found:
+        return []
+    frag = Fragment("conda list", first, last)
+    frag.add("conda.packages", found)
+    return [frag]
 
 
 def in_search_listing(norm: tuple[str, ...], i: int, row: tuple[str, str, str]) -> bool:

@@ -230,6 +230,76 @@ def visible_devices_named(hit: Hit) -> bool:
     return True
 
 
+# A container's driver capabilities: NVIDIA_DRIVER_CAPABILITIES's value (an env line, `-e`,
+# compose, a Dockerfile ENV; the row's `caps` group) and a Docker device request's list (compose
+# `capabilities: [gpu, utility]` or its block of "- item" lines, `--gpus 'all,capabilities=utility'`,
+# docker inspect's "Capabilities":[["gpu","utility"]]). The match stands only when they grant
+# driver capabilities without compute (fwdoctor.rules.visibility.capabilities_without_compute),
+# recorded as `caps`; Docker's own "could not select device driver ... with capabilities" is no request.
+_CAPS_LIST = re.compile(r"\[{1,2}([^\[\]\n]{0,200})\]")
+_CAPS_ITEM = re.compile(r"^\s{0,40}-\s{0,4}['\"]?([A-Za-z0-9_]{1,20})['\"]?\s{0,40}(?:#.{0,200})?$")
+_CAPS_BLOCK_LINES = 8  # a compose block list of capabilities has a few items
+_CAPS_VALUE_END = re.compile(r"[\s'\"]")
+
+
+def driver_caps_without_compute(hit: Hit) -> bool:
+    """The match (NVIDIA_DRIVER_CAPABILITIES=`caps`) stands when its value grants no compute."""
+    from fwdoctor.rules.visibility import capabilities_without_compute
+
+    caps = capabilities_without_compute(str(hit.data.get("caps", "")).split(","))
+    if caps is None:
+        return False
+    hit.data["caps"] = caps
+    return True
+
+
+def request_caps_without_compute(hit: Hit) -> bool:
+    """The match ("capabilities:" / "capabilities=") stands when the list that follows, on the
+    line or as a block of "- item" lines below, grants driver capabilities without compute."""
+    from fwdoctor.rules.visibility import capabilities_without_compute
+
+    if "could not select device driver" in hit.text:
+        return False
+    rest = hit.text[hit.match.end():hit.match.end() + 400].strip()  # a list is short: each match reads a bounded piece
+    tokens: list[str] = []
+    if rest.startswith("["):
+        found = _CAPS_LIST.match(rest)
+        if found is None and "]" not in rest and hit.i + 1 < len(hit.norm):  # a terminal wrapped the list
+            found = _CAPS_LIST.match(rest + " " + hit.norm[hit.i + 1].strip()[:200])
+            hit.end = hit.i + 2
+        if found is None:
+            return False
+        tokens = found.group(1).split(",")
+    elif not rest or rest.startswith("#"):
+        for j in range(hit.i + 1, min(len(hit.norm), hit.i + 1 + _CAPS_BLOCK_LINES)):
+            item = _CAPS_ITEM.match(hit.norm[j])
+            if item is None:
+                break
+            tokens.append(item.group(1))
+            hit.end = j + 1
+    else:  # --gpus 'all,capabilities=utility,device=0': up to a blank or quote, and to the next field
+        for token in _CAPS_VALUE_END.split(rest, maxsplit=1)[0].split(","):
+            if "=" in token:
+                break
+            tokens.append(token)
+    caps = capabilities_without_compute(tokens, request=True)
+    if caps is None:
+        return False
+    hit.data["caps"] = caps
+    return True
+
+
+# nvidia-smi's header ("Driver Version: 470.57.02    CUDA Version: N/A") or a sentence about it:
+# Paddle's and torch's environment summaries print "CUDA version: N/A" for a toolkit they did not find.
+_SMI_NAMED = re.compile(r"nvidia-smi|Driver Version", re.IGNORECASE)
+
+
+def nvidia_smi_cuda_na(hit: Hit) -> bool:
+    """The match ("CUDA Version: N/A") stands when the line is nvidia-smi's header or names
+    nvidia-smi; records where the report names a container (`container`), when it does."""
+    return bool(_SMI_NAMED.search(hit.text)) and container_named(hit)
+
+
 _HOME_BOUND = 600  # characters read back from /bin/nvcc: three toolkit folders fit many times
 _DRIVE = re.compile(r"[A-Za-z]:[\\/]")
 
@@ -318,6 +388,9 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "wsl_named": wsl_named,
     "container_named": container_named,
     "visible_devices_named": visible_devices_named,
+    "driver_caps_without_compute": driver_caps_without_compute,
+    "request_caps_without_compute": request_caps_without_compute,
+    "nvidia_smi_cuda_na": nvidia_smi_cuda_na,
     "nvcc_home_path_list": nvcc_home_path_list,
     "apple_silicon_named": apple_silicon_named,
     "framework_imported": framework_imported,

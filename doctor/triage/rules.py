@@ -23,6 +23,7 @@ from fwdoctor.rules import visibility
 from fwdoctor.rules.toolkit import path_list
 from fwdoctor.rules.base import Hit, Rule, rule, sh
 from fwdoctor.triage import nccl_fabric
+from fwdoctor.triage import rdma
 from fwdoctor.versions import major
 
 if TYPE_CHECKING:
@@ -263,6 +264,63 @@ def conda_cuda_libs_of_other_major(facts: Facts, kb: KB) -> Hit | None:
                              "conda list | grep -E 'cuda|cublas|cusparse'   # what the env holds"),
                    note=f"keep every CUDA library of the env on CUDA {torch_major}: pin the one that came from another major, or install pytorch from conda-forge, which solves them together with cuda-version"),
     )
+
+
+# conda's jaxlib asked for as a CUDA build: "jaxlib=*=*cuda*", "jaxlib=0.4.34=cuda120*"
+_CUDA_JAXLIB_SPEC = re.compile(r"^jaxlib\b[^\s]{0,60}cuda", re.IGNORECASE)
+
+
+@rule("conda-cuda-build-without-cuda", needs=("report.errors",), optional=("conda.packages", "conda.requests"))
+def conda_cuda_label_contradicted(facts: Facts, kb: KB) -> Hit | None:
+    """The framework's own word that it has no CUDA, where the report shows conda's build of it
+    labelled CUDA (see conda-cuda-build-without-cuda, which judges the build against the KB's
+    builds published without CUDA): `tf.test.is_built_with_cuda()` answering False beside
+    conda's tensorflow `cuda120py311h..._1` (conda-forge/tensorflow-feedstock#365), JAX's "a
+    CUDA-enabled jaxlib is not installed. Falling back to cpu" beside conda's jaxlib
+    `cuda120py312h..._200` or a `jaxlib=*=*cuda*` asked of conda (conda-forge/jax-feedstock#162)."""
+    from fwdoctor.kb.conda import cuda_label
+
+    packages = facts.get("conda.packages") if isinstance(facts.get("conda.packages"), dict) else {}
+    cases = (("tf-not-built-with-cuda", ("tensorflow-base", "tensorflow"), "tensorflow"), ("jax-no-cuda-jaxlib", ("jaxlib",), "jax"))
+    for kind, names, framework in cases:
+        said = _errors(facts, kind)
+        if not said:
+            continue
+        shown = next(((n, packages[n]) for n in names if isinstance(packages.get(n), dict) and cuda_label(str(packages[n].get("build")))), None)
+        if shown is not None:
+            name, rec = shown
+            label = f"conda's {name} {rec.get('version')} {rec.get('build')} ({facts.source('conda.packages')})"
+            row = kb.conda.broken_cuda_build(name, str(rec.get("version")), str(rec.get("build")), rec.get("channel"))
+        else:
+            asked = None
+            if framework == "jax":
+                asked = next((spec for request in facts.get("conda.requests") or [] if isinstance(request, dict)
+                              for spec in request.get("specs") or [] if isinstance(spec, dict) and _CUDA_JAXLIB_SPEC.match(str(spec.get("spec")))), None)
+            if asked is None:
+                continue
+            label = f"conda's jaxlib asked for as a CUDA build (report line {asked.get('line')}: {asked.get('spec')})"
+            name, rec, row = "jaxlib", {}, None
+        from fwdoctor.rules.conda import broken_cuda_build_fix
+
+        known = f"; {row.package} {row.version} build {'/'.join(str(n) for n in row.build_numbers)} was published so ({row.content})" if row else ""
+        if row is not None:
+            fix = broken_cuda_build_fix(row, None)
+        elif framework == "tensorflow":
+            fix = FixRef(commands=(f"conda search -c conda-forge {sh(name + '=' + str(rec.get('version')) + '=cuda*')}   # the other builds of this release",
+                                   "python -c 'import tensorflow as tf; assert tf.test.is_built_with_cuda()'"),
+                         note="install another build (a higher build number) or release of the CUDA variant and check it; report the build to its feedstock")
+        else:
+            fix = FixRef(commands=("conda list jaxlib   # the build installed: a cuda* build string is the CUDA variant",
+                                   "conda update -c conda-forge jaxlib jax   # a later build of the CUDA variant",
+                                   "python -c 'import jax; print(jax.devices())'   # a CudaDevice, not CpuDevice"),
+                         note="update conda-forge's jaxlib to a later build or release of its CUDA variant (jaxlib 0.4.34 build 200 was published broken, build 201 fixed it), "
+                              "or install pip's jax[cuda12] in a fresh env")
+        return Hit(
+            f"{label} is labelled CUDA, but {'TensorFlow says it is not built with CUDA' if framework == 'tensorflow' else 'JAX finds no CUDA backend in it'}: {_line(said[0])}{known}",
+            evidence={"report.errors": said, "package": {"name": name, **rec}},
+            fix=fix,
+        )
+    return None
 
 
 @rule("gpu-arch-unsupported-by-framework", needs=("frameworks.installed", "gpus.list", "report.errors"))
@@ -612,19 +670,50 @@ def tf_built_for_other_cuda(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-@rule("nccl-ib-connect-failed", needs=("report.errors",))
+def _ib_completion_timeout(facts: Facts) -> Hit | None:
+    """NCCL's "NET/IB : Got completion from peer ... with error 12" (status=12,
+    IBV_WC_RETRY_EXC_ERR): the queue pair came up over sockets, then no RDMA packet reached
+    the peer (S-ERR-NCCL-902); on RoCE most often the GID index (S-ERR-PYTORCH-81628)."""
+    said = _errors(facts, "nccl-ib-completion-timeout")
+    if not said:
+        return None
+    gid = str((facts.get("nccl.env") or {}).get("NCCL_IB_GID_INDEX") or "") if isinstance(facts.get("nccl.env"), dict) else ""
+    if gid:
+        why = (f"NCCL_IB_GID_INDEX={gid} (the report sets it) may name, on some node, a GID that is not the RoCE v2 entry of an address "
+               "routed between the nodes (GID tables differ per host and per pod)")
+    else:
+        why = ("on RoCE most often the GID index NCCL picked names an address that is not routed between the nodes (machines under "
+               "different switches, a link-local IPv6 GID): set NCCL_IB_GID_INDEX to the RoCE v2 entry of the routable IPv4 address")
+    return Hit(
+        f"NCCL's InfiniBand/RoCE transfers to a peer timed out (work completion status 12, transport retry counter exceeded): "
+        f"the NICs cannot reach each other over RDMA; {why}; else a link or switch that drops RDMA traffic: {_line(said[0])}",
+        evidence={"report.errors": said, "NCCL_IB_GID_INDEX": gid or None},
+        fix=FixRef(commands=("show_gids   # on every node: the RoCE v2 GID (VER v2) of the address the nodes reach each other on",
+                             "export NCCL_IB_GID_INDEX=3   # that entry's INDEX (3 is common, not universal); or per host in /etc/nccl.conf",
+                             "ib_write_bw -d mlx5_0 -x 3 <peer>   # perftest over the same GID: RDMA between the two nodes, without NCCL"),
+                   note="NCCL_IB_GID_INDEX: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-gid-index; "
+                        "a fabric that is only slow or lossy may need NCCL_IB_TIMEOUT raised instead (NVIDIA/nccl#902)"),
+    )
+
+
+@rule("nccl-ib-connect-failed", needs=("report.errors",), optional=("nccl.env",))
 def nccl_ib_connect_failed(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads NCCL's "Call to ibv_modify_qp failed with 110 Connection timed out" (older NCCL:
         "failed with error Network is unreachable"): NCCL could not bring an InfiniBand/RoCE
-        queue pair to a peer's NIC up.
+        queue pair to a peer's NIC up. And NCCL's "NET/IB : Got completion from peer ... with
+        error 12" (later "status=12"): the queue pair came up over sockets, then no RDMA
+        packet reached the peer (IBV_WC_RETRY_EXC_ERR, the transport retry counter exceeded).
 
     Why is this bad?
         The collective that needed the connection fails (ncclSystemError) or hangs. A timeout
         often means the two NICs cannot reach each other at all: on a rail-optimized fabric
         (a switch per NIC number) only NICs of the same rail talk, and NCCL paired NICs of
         different rails (NVIDIA/nccl#2013, fixed by NCCL_CROSS_NIC=0). "Network is
-        unreachable" points at a RoCE GID index that is not routable between the nodes.
+        unreachable" and completion error 12 point at a RoCE GID index that is not routable
+        between the nodes (pytorch/pytorch#81628: "The gpu machines are under different
+        switches, the default gid can't create link to each other", fixed by
+        NCCL_IB_GID_INDEX=3), or at a link that drops RDMA traffic (NVIDIA/nccl#902).
 
     Example
         "ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on
@@ -637,10 +726,11 @@ def nccl_ib_connect_failed(facts: Facts, kb: KB) -> Hit | None:
             export NCCL_CROSS_NIC=0
             ibv_devinfo -v
             show_gids   # RoCE: set NCCL_IB_GID_INDEX to the RoCE v2 GID of the routable address
+            export NCCL_IB_GID_INDEX=3   # that GID's INDEX, on every node
     """
     said = _errors(facts, "nccl-ibv-modify-qp-failed")
     if not said:
-        return None
+        return _ib_completion_timeout(facts)
     error = said[0]
     reason = str(error.get("error") or "").strip()
     if error.get("errno") == "110" or "timed out" in reason.lower():
@@ -725,10 +815,11 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       "unsupported-gpu-arch", "cudnn-undefined-symbol",
                       # issue 26, part B: the rules above with their own explanation
                       "cudnn-runtime-older", "paddle-cudnn-older", "jax-lib-older-than-built", "xla-ptxas-newer-than-driver",
-                      "dlopen-failed", "nccl-ibv-modify-qp-failed", "paddle-cuda-error-35",
+                      "dlopen-failed", "nccl-ibv-modify-qp-failed", "nccl-ib-completion-timeout", "paddle-cuda-error-35",
                       # its facts (a CPU-only Paddle, a GPU asked for) feed framework_cpu_build_gpu_expected
                       "paddle-cpu-build-asked-for-gpu", "nccl-maxsharedmem-exceeds",
                       "jax-cpu-jaxlib-on-gpu-host",  # a JAX with no CUDA plugin (issue 26): its facts feed the same rule
+                      "tf-not-built-with-cuda",  # conda_cuda_label_contradicted reads it beside conda's CUDA-labelled build
                       # fwdoctor.rules.visibility's report-side rules read these (CUDA_VISIBLE_DEVICES, a container without GPUs)
                       *visibility.REPORT_KINDS,
                       # fwdoctor.rules.platform's report-side rules read these (issue 26: no AVX, old glibc, Rosetta)
@@ -737,7 +828,9 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       # fwdoctor.rules.windows' report-side rule reads these (windows-msvc-runtime-missing: which DLL)
                       "windows-dll-dependency-missing", "windows-dll-module-not-found", "torch-vc-redist-not-installed", "tf-msvc-dlls-not-found",
                       # image_driver_libs_said reads it (container-image-ships-driver-libs)
-                      "nvidia-container-cli-lib-exists"})
+                      "nvidia-container-cli-lib-exists",
+                      # fwdoctor.triage.rdma reads these (rdma-memlock-too-low: a named limit is an error, a bare ENOMEM a warning)
+                      *rdma.KINDS})
 
 
 def _from_rows() -> tuple[Rule, ...]:
@@ -773,10 +866,11 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
-                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, framework_no_kernel_for_cc,
+                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, conda_cuda_label_contradicted, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, tf_built_for_other_cuda, nccl_ib_connect_failed, nccl_gpu_unsupported,
-                           *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES)
+                           *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
+                           *rdma.RULES)
 
 # Finding ids whose regular rule sees only part of what the error text speaks of, so that
 # fwdoctor.triage.judge runs the rows' rule even where the regular one was checked on the
@@ -786,5 +880,7 @@ RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_to
 # NCCL's shared-memory error, tests/test_triage_readers_env.py).
 _TEXT_OVER_FACTS = frozenset({"framework-packages-mismatched"})
 _ROW_RULES = _from_rows()
-TEXT_RULES: tuple[Rule, ...] = tuple(r for r in _ROW_RULES if r.id in _TEXT_OVER_FACTS)
+# conda_cuda_label_contradicted reads the framework's own answer, which the regular rule (the
+# KB's known-broken builds on the same conda.packages) does not: it runs where that one passed.
+TEXT_RULES: tuple[Rule, ...] = (*(r for r in _ROW_RULES if r.id in _TEXT_OVER_FACTS), conda_cuda_label_contradicted)
 RULES = (*RULES, *_ROW_RULES)

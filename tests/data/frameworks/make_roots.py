@@ -76,6 +76,14 @@ def torch(root: Path) -> None:
     shutil.copy2(ROOTS / "torch-driver-ok" / SITE / "torch" / "version.py", pkg / "version.py")
 
 
+def libdevice(root: Path, folder: str) -> None:
+    """A stand-in for the libdevice.10.bc the nvidia-nvvm (CUDA 13: nvidia/cu13) or
+    nvidia-cuda-nvcc-cu12 (nvidia/cuda_nvcc) wheel installs; the probe checks only that it exists."""
+    path = root / folder / "nvvm/libdevice/libdevice.10.bc"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("stand-in for CUDA's libdevice bitcode\n")
+
+
 def readme(root: Path, text: str) -> None:
     (root / "README.fixture").write_text(text.strip() + "\nHow it was built: tests/data/frameworks/make_roots.py (sources in its docstring).\n")
 
@@ -83,10 +91,12 @@ def readme(root: Path, text: str) -> None:
 def main() -> None:
     r = base("frameworks-jax", "torch-driver-ok")
     jax(r, NVIDIA_CU13)
+    libdevice(r, f"{SITE}/nvidia/cu13")
     readme(r, "JAX only: jax 0.10.2 + jaxlib + jax-cuda13-plugin/pjrt 0.10.2 with its nvidia-* wheels, H100, driver 580.95.05. Near miss: no framework finding.")
 
     r = base("frameworks-jax-driver-old", "torch-driver-too-old")
     jax(r, NVIDIA_CU13)
+    libdevice(r, f"{SITE}/nvidia/cu13")
     readme(r, "JAX only, jax[cuda13] 0.10.2 on driver 515.76 (CUDA 13 needs >= 580.65.06): driver-too-old-for-framework.")
 
     r = base("frameworks-tf", "torch-driver-ok")
@@ -96,12 +106,18 @@ def main() -> None:
     shutil.copy2(DATA / f"{TF_2191}.tensorflow__python__platform__build_info.py", info / "build_info.py")
     for name, version in NVIDIA_TF.items():
         dist(r, name, version)
+    libdevice(r, f"{SITE}/nvidia/cuda_nvcc")
     readme(r, "TensorFlow only: tensorflow[and-cuda] 2.19.1 (real METADATA and build_info.py) on an H100, driver 580.95.05, with nvidia-cudnn-cu12 9.10.2.21 instead of the pinned 9.3.0.75: framework-nvidia-wheel-mismatch.")
 
     r = base("frameworks-torch-jax", "torch-driver-ok")
     torch(r)
     jax(r, {**NVIDIA_CU13, "nvidia-cudnn-cu13": "9.28.1.4", "nvidia-nccl-cu13": "2.32.3", "nvidia-cusparselt-cu13": "0.8.1"})
+    libdevice(r, f"{SITE}/nvidia/cu13")
     readme(r, "torch 2.14.1+cu130 and jax[cuda13] 0.10.2 in one venv after an eager upgrade of the nvidia wheels: nvidia-cudnn-cu13 9.28.1.4 and nvidia-nccl-cu13 2.32.3 satisfy jax but break torch's ==9.24.0.43 / ==2.30.7 pins: frameworks-nvidia-conflict, with 9.24.0.43 / 2.30.7 satisfying both.")
+
+    r = base("frameworks-jax-local-no-cuda", "torch-driver-ok")
+    jax(r, {})
+    readme(r, "jax 0.10.2 + jax-cuda13-plugin/pjrt as `jax[cuda13-local]` installs them (no nvidia-* wheels) on a host with no CUDA toolkit: XLA finds no nvvm/libdevice/libdevice.10.bc (xla-libdevice-missing) and no ptxas (ptxas-too-old-for-xla).")
 
 
 if __name__ == "__main__":
