@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fwdoctor.kb.conda import build_number, cuda_label
+from fwdoctor.versions import build_number, conda_cuda_label as cuda_label
 from fwdoctor.model import Fact, Facts
 from fwdoctor.rules.conda import conda_cuda_build_without_cuda
 from fwdoctor.triage.judge import run

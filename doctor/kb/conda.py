@@ -12,11 +12,11 @@ no rows: every question answers None, never a guess.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from fwdoctor.kb import Ctx
+from fwdoctor.versions import build_number, conda_cuda_label as cuda_label
 from fwdoctor.kb.torch import _arch_list
 
 
@@ -44,27 +44,6 @@ class BrokenCudaBuild:
     content: str  # what the build does instead ("built with TF_NEED_CUDA=0: ...")
     fixed_build_number: int
     source: tuple[str, ...]
-
-
-# conda-forge's CUDA build strings: cuda120py311h5cbd639_1, cuda126_mkl_py312_h30b5a27_300,
-# cuda12py312h..._0; the build number is what follows the last "_".
-_CUDA_LABEL = re.compile(r"^cuda(\d{2,3})(?=[_p])")
-_BUILD_NUMBER = re.compile(r"_(\d{1,6})$")
-
-
-def cuda_label(build: str) -> str | None:
-    """"12.0" for cuda120py311h..._1, "12" for cuda12py312h..._0, "11.8" for cuda118_...;
-    None when the build string does not start with a CUDA label."""
-    match = _CUDA_LABEL.match(build)
-    if not match:
-        return None
-    digits = match.group(1)
-    return digits if len(digits) == 2 else f"{digits[:2]}.{digits[2]}"
-
-
-def build_number(build: str) -> int | None:
-    match = _BUILD_NUMBER.search(build)
-    return int(match.group(1)) if match else None
 
 
 class CondaKB:

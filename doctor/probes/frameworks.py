@@ -185,7 +185,7 @@ def _conda_cuda_jaxlib(record: dict[str, Any], conda_packages: Any) -> dict[str,
     version = record["packages"].get("jaxlib")
     if not isinstance(conda, dict) or version is None or conda.get("version") != version:
         return record
-    from fwdoctor.kb.conda import cuda_label  # here: only a conda env with jaxlib asks
+    from fwdoctor.versions import conda_cuda_label as cuda_label
 
     label = cuda_label(str(conda.get("build")))
     if label is None:

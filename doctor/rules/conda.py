@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor import versions
-from fwdoctor.kb.conda import cuda_label
+from fwdoctor.versions import conda_cuda_label as cuda_label
 from fwdoctor.libraries import CUDNN, NCCL, Library
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.quoting import comment

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fwdoctor.kb.conda import cuda_label
+from fwdoctor.versions import conda_cuda_label as cuda_label
 from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines, command
 

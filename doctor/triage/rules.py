@@ -278,7 +278,7 @@ def conda_cuda_label_contradicted(facts: Facts, kb: KB) -> Hit | None:
     conda's tensorflow `cuda120py311h..._1` (conda-forge/tensorflow-feedstock#365), JAX's "a
     CUDA-enabled jaxlib is not installed. Falling back to cpu" beside conda's jaxlib
     `cuda120py312h..._200` or a `jaxlib=*=*cuda*` asked of conda (conda-forge/jax-feedstock#162)."""
-    from fwdoctor.kb.conda import cuda_label
+    from fwdoctor.versions import conda_cuda_label as cuda_label
 
     packages = facts.get("conda.packages") if isinstance(facts.get("conda.packages"), dict) else {}
     cases = (("tf-not-built-with-cuda", ("tensorflow-base", "tensorflow"), "tensorflow"), ("jax-no-cuda-jaxlib", ("jaxlib",), "jax"))
