@@ -128,8 +128,9 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
 def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads ldconfig's "/usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link" and an `ls -l`
-        of /usr/lib/wsl/lib that shows libcuda.so.1 as a plain file, in a report from WSL2;
-        and a program's "libcuda.so: cannot open shared object file" (or cuda-python's
+        of /usr/lib/wsl/lib that shows libcuda.so.1 as a plain file (with its path, or under
+        `ls -l /usr/lib/wsl/lib`), in a report from WSL2; the report's own "adding
+        /usr/lib/wsl/lib to the LD_LIBRARY_PATH fixes it"; and a program's "libcuda.so: cannot open shared object file" (or cuda-python's
         "Failed to dlopen libcuda.so", cudarc's "Unable to find cuda lib under the names")
         in a report that says it runs on WSL2.
 
@@ -148,9 +149,19 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
         libcuda.so.1 by links to libcuda.so.1.1 (`mklink libcuda.so.1 libcuda.so.1.1`), or
         put /usr/lib/wsl/lib on LD_LIBRARY_PATH for programs that open libcuda.so.
     """
-    said = _errors(facts, "wsl-ldconfig-not-symlink", "wsl-libcuda-plain-file")
+    said = _errors(facts, "wsl-ldconfig-not-symlink", "wsl-libcuda-plain-file", "wsl-libcuda-plain-file-listed")
     # A program that could not open plain libcuda.so, in a report that says it runs on WSL2.
     unversioned = [e for e in _errors(facts, "libcuda-unversioned-cannot-open", "cudarc-libcuda-not-found") if e.get("wsl")]
+    # The report's own fix: /usr/lib/wsl/lib put on LD_LIBRARY_PATH (issue 26, chelsea0x3b/cudarc#296).
+    fixed_by_path = _errors(facts, "wsl-lib-on-ld-library-path-fixes")
+    if fixed_by_path and not unversioned and not said:
+        return Hit(
+            f"the report says /usr/lib/wsl/lib on LD_LIBRARY_PATH fixes it: the program did not find the driver's libraries "
+            f"where WSL2 keeps them (the unversioned libcuda.so is only there, a copy the loader cache does not index): {_line(fixed_by_path[0])}",
+            evidence={"report.errors": fixed_by_path},
+            fix=FixRef(commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
+                       note="or, in C:\\Windows\\System32\\lxss\\lib, replace libcuda.so and libcuda.so.1 by links to libcuda.so.1.1 (mklink, as administrator)"),
+        )
     if unversioned and not said:
         return Hit(
             f"on WSL2 ({unversioned[0]['wsl']}) a program could not open the unversioned libcuda.so, which only "
@@ -162,7 +173,8 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     if not said:
         return None
     return Hit(
-        f"WSL2's /usr/lib/wsl/lib/libcuda.so.1 is a copy, not a link (the Windows driver ships it so): {_line(said[0])}",
+        f"WSL2's /usr/lib/wsl/lib/libcuda.so.1 is a copy, not a link (the Windows driver ships it so): {_line(said[0])}"
+        + (f"; its listing's {said[0]['row']}" if said[0].get("row") else ""),
         evidence={"report.errors": said},
         fix=FixRef(commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
                    note="to silence ldconfig: in C:\\Windows\\System32\\lxss\\lib replace libcuda.so and libcuda.so.1 by links to libcuda.so.1.1 (mklink, as administrator)"),

@@ -25,6 +25,8 @@ from fwdoctor.rules import RULES
 from fwdoctor.triage import build_config, collect_env, conda_builds, conda_info, conda_specs, cpu, dpkg_rpm, driver_version, ds_report, envdump, errors, gcc, hf_env, issue_template, jax_env, lspci, nccl_debug, nvcc, nvidia_smi, p2p_prose, packages, paddle, repl, shm, tf_prose
 from fwdoctor.triage import gpu_intent, gpu_prose, kernel_log, windows
 from fwdoctor.triage import ulimit
+from fwdoctor.triage import nccl_packages
+from fwdoctor.triage import torch_device
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -35,12 +37,14 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     dpkg_rpm.find, ds_report.find, hf_env.find, repl.find, errors.find,
     shm.find, lspci.find, issue_template.find, conda_builds.find, paddle.find, envdump.find, jax_env.find,  # issue 26
     nccl_debug.find, p2p_prose.find,
+    nccl_packages.find,  # `apt list --installed` / `dpkg -l` rows of libnccl2: the CUDA each NCCL build is for
     tf_prose.find,
     cpu.find,  # lscpu / cpuinfo: the CPU's AVX
     conda_info.find,  # `conda info`: __cuda (the driver's CUDA), __glibc
     windows.find,  # Windows/WSL: `ver`, systeminfo, `uname -r`, `wsl -l -v`, a Linux driver inside WSL, pip's Windows torch wheel
     gpu_intent.find,  # "tensorflow-gpu", torch.cuda.is_available(): a GPU meant
     conda_specs.find,  # environment files and conda install commands; the CUDA libraries of a conda plan
+    torch_device.find,  # print(torch.cuda.get_device_properties(0)): each GPU's name and compute capability, as torch saw it
     gpu_prose.find,  # the one NVIDIA GPU a report names in prose or a log line, where no tool lists it
     kernel_log.find,  # dmesg / journalctl -k / kern.log lines: NVIDIA Xid events, the legacy-branch notice
     ulimit.find,  # `ulimit -a` / `ulimit -l` / /proc/PID/limits: the locked-memory limit RDMA registration counts against
@@ -70,6 +74,7 @@ UNSHOWN = {
     "python.executable": "which Python ran (`which python`)",
     "cudnn.installs": "which cuDNN libraries are installed (`pip list | grep cudnn`, `ldconfig -p | grep cudnn`)",
     "nccl.installs": "which NCCL libraries are installed (`pip list | grep nccl`, `ldconfig -p | grep nccl`)",
+    "nccl.packages": "which NCCL packages are installed and for which CUDA (`apt list --installed | grep nccl`, `dpkg -l | grep libnccl`)",
     "system.shm_bytes": "the size of /dev/shm (`df -h /dev/shm`)",
     "system.memlock": "the locked-memory limit of the job (`ulimit -l` where it runs, e.g. `srun bash -c 'ulimit -l'`)",
     "fabric.ib_devices": "the RDMA devices (`ibv_devinfo`, `ls /sys/class/infiniband`)",

@@ -25,6 +25,7 @@ PRIORITY = {
     "openmmlab env": 70,
     "torch build config": 75,
     "python": 65,
+    "torch device properties": 70,  # torch.cuda.get_device_properties(): the CUDA runtime's name and capability
     "ds_report": 60,
     "hf env": 55,
     "pip list": 50,

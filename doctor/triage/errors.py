@@ -160,6 +160,47 @@ def wsl_named(hit: Hit) -> bool:
     return _record_first(hit, _WSL, "wsl")
 
 
+# nvidia-container-cli's own words name WSL on every host ("attempting to load dxcore to see if
+# we are running under Windows Subsystem for Linux (WSL)", "... assuming a non-WSL environment"):
+# they do not say the report is from WSL, so they are taken out before WSL is looked for.
+_NVC_OWN = re.compile(r"running under Windows Subsystem for Linux \(WSL\)|non-WSL environment|WSL environment detected", re.IGNORECASE)
+
+
+def wsl_named_elsewhere(hit: Hit) -> bool:
+    """Stands only when the report names WSL in words other than nvidia-container-cli's own
+    (recorded as `wsl`): its "dxcore initialization failed" is printed on every Linux host."""
+    for j, text in enumerate(hit.norm):
+        line = _NVC_OWN.sub(" ", text) if "WSL" in text.upper() else text
+        found = _WSL.search(line)
+        if found:
+            hit.data["wsl"] = f"report line {j + 1}: {found.group(0)}"
+            return True
+    return False
+
+
+# A plain file ("-r-xr-xr-x", not "lrwx...") named libcuda.so.1, without its folder: a row of
+# `ls -l` run on the folder itself ("ls -l /usr/lib/wsl/lib/ | grep libcuda", "ls /usr/lib/wsl/lib -l").
+_LS = re.compile(r"\bls\b")
+_LIBCUDA_COPY = re.compile(r"^-[-r][-w][-x]\S{0,12} {1,8}\d{1,4} .{0,120} '?libcuda\.so\.1'?$")
+_LISTING_LINES = 40  # lines from the command to the row: a whole folder's listing, a fence, a sentence
+
+
+def libcuda_copy_listed(hit: Hit) -> bool:
+    """The match (an `ls` of /usr/lib/wsl/lib) stands when its listing, before the next `ls`
+    and within _LISTING_LINES lines, shows libcuda.so.1 as a plain file: WSL2's copy. Records
+    the row (`row`: "report line N: text") and the library; the message ends there."""
+    for j in range(hit.i + 1, min(len(hit.norm), hit.i + 1 + _LISTING_LINES)):
+        line = hit.norm[j]
+        if _LIBCUDA_COPY.search(line):
+            hit.data["library"] = "libcuda.so.1"
+            hit.data["row"] = f"report line {j + 1}: {line.strip()[:_MAX_NAME]}"
+            hit.end = j + 1
+            return True
+        if _LS.search(line):
+            return False
+    return False
+
+
 # A Mac's Apple silicon named anywhere in the report: "Apple M3 Pro", "apple m1 chip", "Apple
 # silicon" (Lux-AI-Challenge/Lux-Design-S3#21 writes "an apple m3 pro chip").
 _APPLE_SILICON = re.compile(r"\bApple (?:M[1-9]\b|silicon\b)", re.IGNORECASE)
@@ -386,6 +427,8 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "name_paddle_near": name_paddle_near,
     "not_permission_denied": not_permission_denied,
     "wsl_named": wsl_named,
+    "wsl_named_elsewhere": wsl_named_elsewhere,
+    "libcuda_copy_listed": libcuda_copy_listed,
     "container_named": container_named,
     "visible_devices_named": visible_devices_named,
     "driver_caps_without_compute": driver_caps_without_compute,

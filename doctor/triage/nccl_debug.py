@@ -95,7 +95,7 @@ def _loaded(norm: tuple[str, ...]) -> list[Fragment]:
     distinct one, first seen first, each {"version", "cuda", "line"}}."""
     seen: dict[str, dict] = {}
     for i, text in enumerate(norm):
-        found = _BANNER.search(text) if "NCCL version" in text else None
+        found = _banner(norm, i)
         if not found:
             continue
         known = seen.get(found["version"])
@@ -110,6 +110,22 @@ def _loaded(norm: tuple[str, ...]) -> list[Fragment]:
     frag = Fragment("NCCL_DEBUG", min(lines), max(lines))
     frag.add("nccl.loaded", {"version": entries[0]["version"], "cuda": entries[0]["cuda"], "versions": entries})
     return [frag]
+
+
+def _banner(norm: tuple[str, ...], i: int) -> re.Match[str] | None:
+    """The banner on line i, or begun on it and wrapped onto the next: torch's long "NCCL error
+    in: ..., internal error, NCCL version 2.14.3" is broken by a terminal or a text box at
+    whatever word reaches the width, "NCCL" / "version 2.14.3" (mila-iqia/milabench#183) or
+    "NCCL version" / "2.14.3". Only a banner that starts on line i counts there."""
+    text = norm[i]
+    if "NCCL version" in text:
+        found = _BANNER.search(text)
+        if found:
+            return found
+    if i + 1 >= len(norm) or not text.endswith(("NCCL", "NCCL version")):
+        return None
+    found = _BANNER.search(text + " " + norm[i + 1].strip())
+    return found if found and found.start() < len(text) else None
 
 
 def _tests_devices(norm: tuple[str, ...]) -> list[Fragment]:

@@ -277,16 +277,19 @@ def _torch_lacks_arch(facts: Facts, kb: KB, cc: str) -> bool:
     return isinstance(torch_cuda, str) and kb.cuda.nvcc_supports(torch_cuda, cc) is False
 
 
-@rule("nccl-cuda-mismatch", needs=("nccl.loaded",), optional=("torch.cuda", "torch.version", "cuda.toolkits"))
+@rule("nccl-cuda-mismatch", optional=("nccl.loaded", "nccl.packages", "torch.cuda", "torch.version", "cuda.toolkits"))
 def loaded_nccl_cuda_mismatch(facts: Facts, kb: KB) -> Hit | None:
     """The NCCL a report shows loaded says the CUDA it was built for ("NCCL version
     2.9.9+cuda11.3"); that major is not the CUDA of what loads it: torch's (torch.cuda), or,
     where the report shows no torch, its one CUDA toolkit (nccl-tests and programs built
     with nvcc). NCCL is built per CUDA major; the wrong one fails with "unhandled cuda error"
-    (see nccl-cuda-mismatch; the regular rule compares installs, which a report rarely lists)."""
+    (see nccl-cuda-mismatch; the regular rule compares installs, which a report rarely lists).
+    Where no banner names its CUDA, the NCCL packages the report lists installed (`apt list
+    --installed`, `dpkg -l`: "libnccl2 2.8.4-1+cuda11.2", nccl.packages) are compared with
+    that one toolkit only: a torch wheel brings its own NCCL and does not load them."""
     built = next((e for e in _loaded(facts) if e.get("cuda")), None)
     if built is None:
-        return None
+        return _installed_nccl_cuda_mismatch(facts)
     nccl_major = major_of(str(built["cuda"]))
     torch_cuda = facts.get("torch.cuda")
     if isinstance(torch_cuda, str) and major_of(torch_cuda) is not None:
@@ -309,6 +312,40 @@ def loaded_nccl_cuda_mismatch(facts: Facts, kb: KB) -> Hit | None:
         fix=FixRef(commands=(f"apt list --installed 2>/dev/null | grep -i nccl; pip list 2>/dev/null | grep -i nccl   # which NCCL builds are installed",
                              f"sudo apt-get install libnccl2=<version>+cuda{ref}.<minor> libnccl-dev=<version>+cuda{ref}.<minor>   # an NCCL for CUDA {ref}"),
                    note="NCCL's packages and wheels are per CUDA major (libnccl2 X+cudaA.B, nvidia-nccl-cuNN)"),
+    )
+
+
+def _one_toolkit_major(facts: Facts) -> int | None:
+    majors = {major_of(str(t.get("version"))) for t in facts.get("cuda.toolkits") or [] if isinstance(t, dict)}
+    majors.discard(None)
+    return majors.pop() if len(majors) == 1 else None
+
+
+def _installed_nccl_cuda_mismatch(facts: Facts) -> Hit | None:
+    """An installed NCCL package built for another CUDA major than the report's one toolkit
+    (nccl.packages against cuda.toolkits), where the report shows no torch and no banner of
+    another NCCL: the system NCCL is what nccl-tests, Caffe or Horovod built with that
+    toolkit load."""
+    packages = [p for p in facts.get("nccl.packages") or [] if isinstance(p, dict) and p.get("cuda")]
+    if not packages or facts.known("torch.version") or facts.known("torch.cuda"):
+        return None
+    loaded = {e.get("version") for e in _loaded(facts)}
+    if loaded:  # the run's banner names its NCCL: only a package of that release is the one it loaded
+        packages = [p for p in packages if p.get("version") in loaded]
+    ref = _one_toolkit_major(facts)
+    wrong = [p for p in packages if ref is not None and major_of(str(p["cuda"])) not in (None, ref)]
+    if not wrong:
+        return None
+    first = min(wrong, key=lambda p: p.get("package") != "libnccl2")  # the runtime before the headers
+    return Hit(
+        f"{first['package']} {first.get('deb_version') or first['version']} is installed (report line {first['line']}, {first['via']}): an NCCL built "
+        f"for CUDA {first['cuda']}, but the report's CUDA toolkit is {ref}.x, which builds the programs that load the system NCCL: "
+        "NCCL is built per CUDA major, and the wrong one fails at init or at the first collective (\"unhandled cuda error\")",
+        evidence={"nccl.packages": wrong, "cuda_major_expected": ref},
+        fix=FixRef(commands=("apt list --installed 2>/dev/null | grep -i nccl   # the NCCL builds installed",
+                             f"apt-cache madison libnccl2 | grep +cuda{ref}.   # the builds for CUDA {ref}",
+                             f"sudo apt-get install libnccl2=<version>+cuda{ref}.<minor> libnccl-dev=<version>+cuda{ref}.<minor>   # an NCCL for CUDA {ref}"),
+                   note="NCCL's packages are per CUDA major (libnccl2 X+cudaA.B); keep libnccl2 and libnccl-dev of one build"),
     )
 
 

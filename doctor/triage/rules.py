@@ -93,6 +93,49 @@ def sm_incompatible(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     return hits or None
 
 
+@rule("gpu-arch-unsupported-by-torch", needs=("report.errors", "gpus.list"), optional=("torch.version",))
+def torch_no_kernel_below_every_release(facts: Facts, kb: KB) -> Iterable[Hit] | None:
+    """torch's own "RuntimeError: CUDA error: no kernel image is available for execution on
+    the device" (THC's "cuda runtime error (48)" before 1.5) where the report shows neither
+    torch's release nor its CUDA, on a GPU that no CUDA wheel of any torch release in the KB
+    has a kernel for (compute capability 3.0 and Fermi: 3.0 left the wheels in 0.4.1,
+    pytorch/pytorch#14681): whichever torch it was, it has no kernel for that GPU (see
+    gpu-arch-unsupported-by-torch; a GPU some wheel supports is left unjudged, the error
+    may then be an extension's)."""
+    said = [e for e in _errors(facts, "no-kernel-image") if e.get("torch")]
+    if not said:
+        return None
+    wheels = [v for v in kb.torch.variants() if v.cuda is not None and v.arch_list]
+    if not wheels:
+        return None
+    releases = kb.torch.versions()
+    from fwdoctor.versions import parse_version
+
+    shown, oldest = parse_version(facts.get("torch.version")), parse_version(releases[0])
+    if shown is not None and oldest is not None and shown < oldest:
+        return None  # a torch older than the KB's wheels (0.3.1 still had sm_30): the KB cannot say
+    hits = []
+    for gpu in facts["gpus.list"] or []:
+        if not isinstance(gpu, dict) or not (cc := kb.gpus.cc_for_gpu(gpu)):
+            continue
+        try:
+            if any(arch.runs_on(list(v.arch_list or ()), str(cc)) for v in wheels):
+                continue
+        except ValueError:
+            continue
+        name = gpu.get("name") or f"GPU {gpu.get('index', 0)}"
+        hits.append(Hit(
+            f"{name} (compute capability {cc}, {arch.sm_name(str(cc))}) has no kernel in any CUDA wheel of the torch releases the KB lists "
+            f"({releases[0]} ... {releases[-1]}), which is what torch's error says: {_line(said[0])}",
+            evidence={"report.errors": said, "gpu": {**gpu, "cc": cc}, "torch_releases": [releases[0], releases[-1]]},
+            fix=FixRef(recipe="torch-source", options={"arch_list": str(cc)},
+                       note=f"no official torch wheel runs on compute capability {cc}: use a newer GPU, or build torch from source with "
+                            f"TORCH_CUDA_ARCH_LIST={cc} and a CUDA toolkit that still compiles for {arch.sm_name(str(cc))}"),
+        ))
+        break
+    return hits or None
+
+
 @rule("host-compiler-unsupported", needs=("report.errors",), optional=("compilers.gcc_default",))
 def unsupported_gnu(facts: Facts, kb: KB) -> Hit | None:
     """nvcc's own "unsupported GNU version!" error (see host-compiler-unsupported)."""
@@ -865,7 +908,7 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
     return rule(finding_id, needs=("report.errors",))(said_by_the_report)
 
 
-RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_too_old, sm_incompatible, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
+RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_too_old, sm_incompatible, torch_no_kernel_below_every_release, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
                            framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, conda_cuda_label_contradicted, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, tf_built_for_other_cuda, nccl_ib_connect_failed, nccl_gpu_unsupported,
