@@ -9,6 +9,7 @@ only from an env file.
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import stat
@@ -120,9 +121,16 @@ class Host:
     def at_root(cls, root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> "Host":
         try:
             real = Path(root).resolve()
-        except RuntimeError:  # Python 3.11 reports a symlink loop this way (3.13: OSError)
+        except (RuntimeError, OSError):  # Python 3.11 reports a symlink loop as RuntimeError
             raise NotADirectoryError(f"--root {root}: too many levels of symbolic links") from None
-        if not real.is_dir():
+        try:
+            mode = os.stat(real).st_mode
+        except OSError as exc:
+            # Python 3.13's resolve() returns a looping path as it is, without raising: the
+            # stat names the loop (ELOOP) as 3.11's RuntimeError did.
+            loop = exc.errno == errno.ELOOP
+            raise NotADirectoryError(f"--root {root}: {'too many levels of symbolic links' if loop else 'not a directory'}") from None
+        if not stat.S_ISDIR(mode):
             raise NotADirectoryError(f"--root {root}: not a directory")
         merged = {"PATH": DEFAULT_PATH}
         merged.update(env or {})

@@ -10,8 +10,8 @@ Two layers, each on every other CPython found on this machine (PATH's python3.N 
 versions, the interpreters users have):
   - every module of the package compiles (seconds; no venv);
   - on the oldest and the newest of them, the built wheel, installed by that Python's pip
-    into a fresh venv with its dependencies from the index, runs `check --json` and
-    `triage` from a folder outside the checkout.
+    into a fresh venv with its dependencies from the index, runs `check --json`, `triage`
+    and a hostile `--root` (a symlink loop) from a folder outside the checkout.
 """
 
 from __future__ import annotations
@@ -118,3 +118,10 @@ def test_installed_wheel_runs(python: str, wheel: Path, tmp_path: Path) -> None:
     assert "Traceback" not in triage.stderr, triage.stderr
     ids = {f["id"] for f in json.loads(triage.stdout)["findings"]}
     assert "driver-too-old-for-torch" in ids, ids
+    # A symlink loop as --root: 3.11's Path.resolve() raised on it, 3.13's returns it as it is;
+    # both must name the loop (it once read "not a directory" on 3.13).
+    (tmp_path / "loop-a").symlink_to("loop-b")
+    (tmp_path / "loop-b").symlink_to("loop-a")
+    loop = subprocess.run([fwdoctor, "check", "--root", str(tmp_path / "loop-a")], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert loop.returncode == 2 and "too many levels of symbolic links" in loop.stderr, (loop.returncode, loop.stderr)
