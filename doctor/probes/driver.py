@@ -130,7 +130,11 @@ def parse_smi_csv(text: str, fields: Sequence[str]) -> list[dict[str, Any]] | No
 
     rows: list[dict[str, Any]] = []
     lines = [line for line in text.splitlines() if line.strip()]
-    for position, row in enumerate(csv.reader(lines, skipinitialspace=True)):
+    try:
+        parsed = list(csv.reader(lines, skipinitialspace=True))
+    except csv.Error:  # Python 3.10's csv refuses a NUL byte ("line contains NUL"); 3.11 reads it
+        return None
+    for position, row in enumerate(parsed):
         if len(row) != len(fields):
             return None
         raw = {name: _smi_value(value) for name, value in zip(fields, row)}
