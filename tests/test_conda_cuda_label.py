@@ -139,6 +139,19 @@ def test_tensorflow_whose_build_info_says_no_cuda_under_a_cuda_label_is_reported
     assert _ours(check_json, root, env) == []  # labelled cpu: framework-cpu-build-on-gpu-host's business
 
 
+def test_a_build_string_holding_a_line_break_stays_inside_the_fix_comment(test_kb):
+    """conda-meta is whatever is on disk: a build string ending in a line break and a command
+    was put after '#' as it was, where the break would start a second shell command."""
+    build = "cuda120py311h43b5e44_7\nrm -rf ~"
+    facts = Facts([Fact(k, v, source="test") for k, v in {
+        "conda.prefix": "/e", "conda.packages": {"tensorflow-base": {"version": "2.15.0", "build": build, "channel": "conda-forge", "fn": None}},
+        "frameworks.installed": [{"framework": "tensorflow", "gpu_build": False, "build_info": "/e/site/tensorflow/python/platform/build_info.py"}],
+    }.items()])
+    (hit,), _ = conda_cuda_build_without_cuda.evaluate(facts, test_kb)
+    assert all("\n" not in command for command in hit.fix.commands), hit.fix.commands
+    assert any("\\x0arm -rf ~" in command for command in hit.fix.commands), hit.fix.commands
+
+
 def test_conda_pytorch_labelled_cuda_whose_version_py_says_no_cuda_is_reported(tmp_path, check_json):
     root, env = _env(tmp_path / "a", [("pytorch", "2.4.0", "cuda118_py39hbf661d7_301")], torch_cuda=None)
     (finding,) = _ours(check_json, root, env)

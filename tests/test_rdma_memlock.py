@@ -19,6 +19,7 @@ from fwdoctor.proclimits import parse_cap_ipc_lock, parse_memlock_limits
 from fwdoctor.rules import fabric
 from fwdoctor.triage import triage, ulimit
 from fwdoctor.triage.text import Lines
+import pasting
 
 ROOTS = Path(__file__).parent / "roots"
 ID = "rdma-memlock-too-low"
@@ -192,15 +193,7 @@ UCX = ("[1668693503.473099] [ampere:1188443:0]          ib_log.c:246  UCX  ERROR
 NCCL_CQ = "msm-h200-2:4016:4653 [7] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory\n"
 
 
-def mangled(text: str) -> list[str]:
-    lines = text.splitlines()
-    return [
-        "".join(f"> {line}\n" for line in lines),                                  # a markdown quote
-        "```\n" + text + "```\n",                                                   # a fence
-        text.replace("\n", "\r\n"),                                                 # CRLF
-        "".join(f"\x1b[31m{line}\x1b[0m\n" for line in lines),                      # terminal colour
-        "".join(f"2024-09-03T12:34:56.1234567Z {line}\n" for line in lines),        # a CI log's stamps
-    ]
+mangled = pasting.forms
 
 
 @pytest.mark.parametrize("text", [UCX, *mangled(UCX)])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from fwdoctor.triage import nccl_debug, nccl_packages
+import pasting
 from triage_helpers import facts_of, findings
 
 # https://github.com/NVIDIA/nccl/issues/473 (`apt list`; a CUDA 11.2 build of NCCL 2.8.4)
@@ -31,27 +32,7 @@ NVCC_122 = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, relea
 FAILURE = "fastmoe: Test NCCL failure common.cu:777 'unhandled system error'\n"
 
 
-def crlf(text: str) -> str:
-    return text.replace("\n", "\r\n")
-
-
-def quoted(text: str) -> str:
-    return "".join(f"> {line}\n" for line in text.splitlines())
-
-
-def fenced(text: str) -> str:
-    return f"```shell\n{text}```\n"
-
-
-def coloured(text: str) -> str:
-    return "".join(f"\x1b[32m{line}\x1b[0m\n" for line in text.splitlines())
-
-
-def stamped(text: str) -> str:
-    return "".join(f"2024-05-31T08:12:45.1234567Z {line}\n" for line in text.splitlines())
-
-
-MANGLES = [lambda t: t, crlf, quoted, fenced, coloured, stamped]
+MANGLES = [lambda t: t, pasting.crlf, pasting.quoted, pasting.fenced, pasting.coloured, pasting.stamped]
 
 
 @pytest.mark.parametrize("mangle", MANGLES)

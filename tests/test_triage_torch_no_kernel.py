@@ -16,6 +16,7 @@ from __future__ import annotations
 import pytest
 
 from fwdoctor.triage import torch_device
+import pasting
 from triage_helpers import facts_of, findings
 
 pytestmark = pytest.mark.usefixtures("use_test_kb")
@@ -45,15 +46,7 @@ MEMTEST = ("[11/21/2021 13:15:17][nis-arch][0]:Device name=NVIDIA GeForce GT 720
            "[11/21/2021 13:15:17][nis-arch][0]:ERROR: CUDA error: no kernel image is available for execution on the device, line 590, file /home/nis/Downloads/cuda_memtest-dev/tests.cu\n")
 
 
-def mangled(text: str) -> list[str]:
-    lines = text.splitlines()
-    return [
-        "".join(f"> {line}\n" for line in lines),                              # a markdown quote
-        "```\n" + text + "```\n",                                               # a fence
-        text.replace("\n", "\r\n"),                                             # CRLF
-        "".join(f"\x1b[31m{line}\x1b[0m\n" for line in lines),                  # terminal colour
-        "".join(f"2024-09-03T12:34:56.1234567Z {line}\n" for line in lines),    # a CI log's stamps
-    ]
+mangled = pasting.forms
 
 
 @pytest.mark.parametrize("text", [GT740M, *mangled(GT740M)])

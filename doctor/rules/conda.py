@@ -442,7 +442,7 @@ def conda_cuda_build_without_cuda(facts: Facts, kb: KB) -> Iterable[Hit]:
                     evidence={"package": {"name": name, **rec}, "framework": item},
                     fix=FixRef(recipe=None, options={"conda_install": [f"{name}=*=cuda*"], "prefix": prefix or "$CONDA_PREFIX"},
                                commands=(f"conda search -c conda-forge {sh(name + '=' + str(rec.get('version')) + '=cuda*')}   # the other builds of this release",
-                                         f"conda install {'-p ' + sh(prefix) + ' ' if prefix else ''}-c conda-forge {sh(name + '=' + str(rec.get('version')) + '=cuda*_N')}   # N: a higher build number than {rec.get('build')}",
+                                         f"conda install {'-p ' + sh(prefix) + ' ' if prefix else ''}-c conda-forge {sh(name + '=' + str(rec.get('version')) + '=cuda*_N')}   # N: a higher build number than {comment(str(rec.get('build')))}",
                                          "python -c 'import tensorflow as tf; assert tf.test.is_built_with_cuda()'"),
                                note="install another build (a higher build number) or release of the CUDA variant and check it; report the build to its feedstock"),
                 )

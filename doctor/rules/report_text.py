@@ -124,6 +124,12 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
     return None
 
 
+
+# For a program that opens the unversioned libcuda.so, which only /usr/lib/wsl/lib holds.
+_WSL_UNVERSIONED_FIX = FixRef(
+    commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
+    note="or, in C:\\Windows\\System32\\lxss\\lib, replace libcuda.so and libcuda.so.1 by links to libcuda.so.1.1 (mklink, as administrator)")
+
 @rule("wsl-libcuda-not-linked", needs=("report.errors",))
 def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     """What it does
@@ -159,16 +165,14 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
             f"the report says /usr/lib/wsl/lib on LD_LIBRARY_PATH fixes it: the program did not find the driver's libraries "
             f"where WSL2 keeps them (the unversioned libcuda.so is only there, a copy the loader cache does not index): {_line(fixed_by_path[0])}",
             evidence={"report.errors": fixed_by_path},
-            fix=FixRef(commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
-                       note="or, in C:\\Windows\\System32\\lxss\\lib, replace libcuda.so and libcuda.so.1 by links to libcuda.so.1.1 (mklink, as administrator)"),
+            fix=_WSL_UNVERSIONED_FIX,
         )
     if unversioned and not said:
         return Hit(
             f"on WSL2 ({unversioned[0]['wsl']}) a program could not open the unversioned libcuda.so, which only "
             f"/usr/lib/wsl/lib holds, as a copy the loader cache does not index: {_line(unversioned[0])}",
             evidence={"report.errors": unversioned},
-            fix=FixRef(commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
-                       note="or, in C:\\Windows\\System32\\lxss\\lib, replace libcuda.so and libcuda.so.1 by links to libcuda.so.1.1 (mklink, as administrator)"),
+            fix=_WSL_UNVERSIONED_FIX,
         )
     if not said:
         return None

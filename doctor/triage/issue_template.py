@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fwdoctor import versions
 from fwdoctor.triage.base import Fragment, first_version, is_value
 from fwdoctor.triage.text import Lines
 
@@ -147,7 +148,7 @@ def stated_cuda(answer: str) -> str | None:
     if _CUDNN_FIRST.match(answer):
         return None
     version = first_version(answer)
-    return ".".join(version.split(".")[:2]) if version else None
+    return versions.short(version, 2) if version else None
 
 
 def _gpu_expected(values: dict[str, tuple[int, str]]) -> tuple[int, str] | None:

@@ -297,11 +297,9 @@ def loaded_nccl_cuda_mismatch(facts: Facts, kb: KB) -> Hit | None:
     elif facts.known("torch.version") or facts.known("torch.cuda"):
         return None  # torch is there (a CPU build, or its CUDA unknown): no toolkit speaks for it
     else:
-        majors = {major_of(str(t.get("version"))) for t in facts.get("cuda.toolkits") or [] if isinstance(t, dict)}
-        majors.discard(None)
-        if len(majors) != 1:
+        ref = _one_toolkit_major(facts)
+        if ref is None:
             return None
-        ref = majors.pop()
         who = f"the CUDA {ref} toolkit the report shows (nvcc), which builds the program that loads it"
     if nccl_major is None or nccl_major == ref:
         return None

@@ -27,6 +27,7 @@ answers on those threads cure them with iommu=soft/pt or the IOMMU off.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines
@@ -54,27 +55,21 @@ def find(lines: Lines) -> list[Fragment]:
 
 def _iommu_change(lines: Lines) -> list[Fragment]:
     cured = next((i for i, t in enumerate(lines.norm) if _IOMMU.search(t) and _cured(t)), None)
-    if cured is None:
-        return []
-    hang = next((i for i, t in enumerate(lines.norm) if _HANG.search(t)), None)
-    if hang is None:
-        return []
-    start, end = min(cured, hang) + 1, max(cured, hang) + 1
-    frag = Fragment("prose", start, end)
-    frag.add("report.iommu_change_cures_hang", f"report line {hang + 1}: {_HANG.search(lines.norm[hang]).group(0)!r}; "
-                                               f"line {cured + 1}: {_IOMMU.search(lines.norm[cured]).group(0)!r} helped")
-    return [frag]
+    return _cure_of_hang(lines, cured, "report.iommu_change_cures_hang", lambda i: f"{_IOMMU.search(lines.norm[i]).group(0)!r} helped")
 
 
 def _p2p_disable(lines: Lines) -> list[Fragment]:
     cured = next((i for i, t in enumerate(lines.norm) if "NCCL_P2P_DISABLE" in t and _P2P.search(t) and _CURED.search(t)), None)
+    return _cure_of_hang(lines, cured, "report.p2p_disable_cures_hang", lambda i: "NCCL_P2P_DISABLE helped")
+
+
+def _cure_of_hang(lines: Lines, cured: int | None, key: str, what: Callable[[int], str]) -> list[Fragment]:
+    """`key` from the line of a change that cured (`cured`) and the report's first hang line."""
     if cured is None:
         return []
     hang = next((i for i, t in enumerate(lines.norm) if _HANG.search(t)), None)
     if hang is None:
         return []
-    start, end = min(cured, hang) + 1, max(cured, hang) + 1
-    frag = Fragment("prose", start, end)
-    frag.add("report.p2p_disable_cures_hang", f"report line {hang + 1}: {_HANG.search(lines.norm[hang]).group(0)!r}; "
-                                              f"line {cured + 1}: NCCL_P2P_DISABLE helped")
+    frag = Fragment("prose", min(cured, hang) + 1, max(cured, hang) + 1)
+    frag.add(key, f"report line {hang + 1}: {_HANG.search(lines.norm[hang]).group(0)!r}; line {cured + 1}: {what(cured)}")
     return [frag]

@@ -13,6 +13,7 @@ floor (system.memlock, fwdoctor.triage.ulimit), else a warning that says what to
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, Severity
@@ -72,7 +73,7 @@ def memlock_said(facts: Facts, kb: KB) -> Hit | None:
     return Hit(f"{call} failed with ENOMEM: pinning memory for RDMA was refused, most often because the job's locked-memory limit "
                f"(`ulimit -l` where it runs) is low; the report does not show it: {_line(enomem[0])}",
                evidence={"report.errors": enomem},
-               fix=type(fix)(commands=("srun bash -c 'ulimit -l'   # or: mpirun <args> bash -c 'ulimit -l'; docker exec <c> sh -c 'ulimit -l'",
+               fix=replace(fix, commands=("srun bash -c 'ulimit -l'   # or: mpirun <args> bash -c 'ulimit -l'; docker exec <c> sh -c 'ulimit -l'",
                                        *fix.commands),
                              note=f"{fix.note}; where the limit is already unlimited, look at the kernel log (dmesg) for the NIC's own "
                                   "allocation errors"),
