@@ -229,3 +229,64 @@ def test_tensorflow_for_cuda_10_0_on_a_windows_driver_is_held_to_the_windows_col
     assert "needs NVIDIA driver >= 411.31; this host has 411.00" in finding.message
     assert judge(_facts([tf], {}, **{"driver.version": "411.31", **windows}), test_kb, RULES, only={"driver-too-old-for-framework"}).findings == []
     assert judge(_facts([tf], {}, **{"driver.version": "411.00"}), test_kb, RULES, only={"driver-too-old-for-framework"}).findings == []
+
+
+# torch 2.14.1+cu130's nvidia-* wheels: its own pins and the versions of cuda-toolkit 13.0.3's
+# extras it names (cublas, cudart, ...; tests/data/frameworks' real METADATA of both).
+TORCH_CU130_WHEELS = {"nvidia-cublas": "13.1.1.3", "nvidia-cuda-runtime": "13.0.96", "nvidia-cuda-nvrtc": "13.0.88", "nvidia-cufft": "12.0.0.61",
+                      "nvidia-cufile": "1.15.1.6", "nvidia-cuda-cupti": "13.0.85", "nvidia-curand": "10.4.0.35", "nvidia-cusolver": "12.0.4.66",
+                      "nvidia-cusparse": "12.6.3.3", "nvidia-nvjitlink": "13.0.88", "nvidia-nvtx": "13.0.85", "nvidia-cudnn-cu13": "9.24.0.43",
+                      "nvidia-cusparselt-cu13": "0.8.1", "nvidia-nccl-cu13": "2.30.7", "nvidia-nvshmem-cu13": "3.4.5"}
+
+
+def _torch_and_jax_root(tmp_path: Path, extra_wheels: dict[str, str]) -> Path:
+    """torch 2.14.1+cu130 with its CUDA wheels, and jax 0.11.2 with jax-cuda13-plugin: the layout
+    of the H200 machine `make gpu-check` ran on (2026-12-04: torch 2.11.0+cu130, jax 0.11.2,
+    the CUDA 13.0 toolkit in /usr/local/cuda). `extra_wheels` are what jax[cuda13] adds."""
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(ROOTS / "frameworks-torch-jax", root, symlinks=True)
+    site = root / "opt/venv/lib/python3.11/site-packages"
+    for entry in [*site.glob("nvidia*"), *site.glob("jax*")]:
+        shutil.rmtree(entry)
+
+    def dist(name: str, version: str, metadata: str | None = None) -> None:
+        folder = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        folder.mkdir()
+        text = (DATA / metadata).read_text() if metadata else f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        (folder / "METADATA").write_text(text)
+
+    dist("jax", "0.11.2", "jax-0.11.2-py3-none-any.whl.METADATA")
+    dist("jaxlib", "0.11.2", "jaxlib-0.11.2-cp312-cp312-manylinux_2_27_x86_64.whl.METADATA")
+    dist("jax-cuda13-plugin", "0.11.2", "jax_cuda13_plugin-0.11.2-cp312-cp312-manylinux_2_27_x86_64.whl.METADATA")
+    dist("jax-cuda13-pjrt", "0.11.2", "jax_cuda13_pjrt-0.11.2-py3-none-manylinux_2_27_x86_64.whl.METADATA")
+    dist("cuda-toolkit", "13.0.3.0", "cuda_toolkit-13.0.3.0-py2.py3-none-any.whl.METADATA")
+    for name, version in {**TORCH_CU130_WHEELS, **extra_wheels}.items():
+        dist(name, version)
+    libdevice = root / "usr/local/cuda-13.0/nvvm/libdevice"
+    libdevice.mkdir(parents=True)
+    (libdevice / "libdevice.10.bc").write_bytes(b"BC\xc0\xde")
+    (root / "usr/local/cuda").symlink_to("cuda-13.0")
+    return root
+
+
+def test_torch_beside_a_local_cuda_jax_is_not_read_as_a_broken_jax_cuda13(cli, tmp_path):
+    """Found by `make gpu-check` on an H200 (2026-12-04): torch's own CUDA 13 wheels have the
+    names jax[cuda13]'s extra names, so torch + jax[cuda13-local] read as jax[cuda13] missing
+    nvidia-cuda-nvcc and nvidia-nvvm: two false errors on a working machine."""
+    root = _torch_and_jax_root(tmp_path, {})
+    result = cli("check", "--root", str(root), "--env-file", str(root / "fixture.env"), "--json")
+    ids = finding_ids(json.loads(result.output))
+    assert not {"framework-nvidia-wheel-mismatch", "frameworks-nvidia-conflict", "xla-libdevice-missing"} & ids, ids
+
+
+def test_a_jax_cuda13_extra_half_removed_beside_torch_is_still_reported(cli, tmp_path):
+    # nvidia-cuda-nvcc is a wheel torch does not pull in: the extra was installed, and its
+    # nvidia-nvvm is gone.
+    root = _torch_and_jax_root(tmp_path, {"nvidia-cuda-nvcc": "13.0.88"})
+    result = cli("check", "--root", str(root), "--env-file", str(root / "fixture.env"), "--json")
+    report = json.loads(result.output)
+    hits = [f for f in report["findings"] if f["id"] == "framework-nvidia-wheel-mismatch"]
+    assert [h["evidence"]["package"] for h in hits] == ["nvidia-nvvm"], report["findings"]
+    assert hits[0]["evidence"]["installed"] is None

@@ -58,6 +58,13 @@ def frameworks_install(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure
     where = " ".join(dirs) or "no site dirs"
     nvidia = {name: d["version"] for name, d in dists.items() if name.startswith("nvidia-")}
     yield Fact("frameworks.nvidia_wheels", nvidia, source=where)
+    # Which installed nvidia-* wheels show that a framework's CUDA extra was installed: not
+    # those torch pulls in itself (the same names since CUDA 13), or torch + jax[cuda13-local]
+    # reads as a broken jax[cuda13] missing its compiler wheels.
+    evidence = nvidia
+    if any(name in dists for name in _EXTRA_HOLDERS):
+        from_torch = pulled_in_by_torch(host, dists)
+        evidence = {name: v for name, v in nvidia.items() if name not in from_torch}
     installed: list[dict[str, Any]] = []
     for framework, names in MEMBERS.items():
         present = {n: dists[n] for n in names if n in dists}
@@ -73,7 +80,7 @@ def frameworks_install(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure
             metas[name] = parse_metadata(text or "")
         build = {"jax": _jax, "tensorflow": _tensorflow, "paddle": _paddle}[framework]
         try:
-            record = build(host, present, metas, nvidia)
+            record = build(host, present, metas, evidence)
             if framework == "jax":
                 record = _conda_cuda_jaxlib(record, facts.get("conda.packages"))
         except UnreadableError as exc:
@@ -87,7 +94,7 @@ def frameworks_install(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure
 def find_dists(host: Host, dirs: list[str]) -> dict[str, dict[str, str]]:
     """{normalised name: {"version", "path" (the dist-info), "dir"}} for the frameworks' and
     nvidia-* distributions, the first in import order winning (what `import` would load)."""
-    wanted = {n for names in MEMBERS.values() for n in names}
+    wanted = {n for names in MEMBERS.values() for n in names} | {"torch", "cuda-toolkit"}
     return first_dists(host, dirs, lambda name: name in wanted or name.startswith("nvidia-"))
 
 
@@ -169,10 +176,40 @@ def _cuda_requires(meta: dict[str, Any], extra: str) -> dict[str, str]:
     return {name: spec for name, spec, ex in meta["requires"] if ex == extra and name.startswith("nvidia-")}
 
 
-def _in_force(requires: dict[str, str], nvidia: dict[str, str]) -> bool:
+def _in_force(requires: dict[str, str], evidence: dict[str, str]) -> bool:
     """Were the CUDA extra's wheels installed (jax[cuda13], tensorflow[and-cuda])? Yes when
-    any of them is: a `-local` install uses the system's CUDA and has none."""
-    return any(name in nvidia for name in requires)
+    any of them is among `evidence` (the installed nvidia-* wheels torch does not pull in):
+    a `-local` install uses the system's CUDA and brings none."""
+    return any(name in evidence for name in requires)
+
+
+# The frameworks whose CUDA wheels come from an extra (jax's plugin: with-cuda; tensorflow: and-cuda).
+_EXTRA_HOLDERS = ("jax-cuda12-plugin", "jax-cuda13-plugin", "tensorflow")
+# torch's CUDA 13 wheels (2.14.1: tests/data/frameworks): `Requires-Dist: cuda-toolkit[cublas,cudart,...]==13.0.3`.
+_TOOLKIT_EXTRAS = re.compile(r"^Requires-Dist:\s*cuda[-_.]toolkit\s*\[([^\]]*)\][^;\n]*(;[^\n]*)?$", re.M | re.I)
+
+
+def pulled_in_by_torch(host: Host, dists: dict[str, dict[str, str]]) -> set[str]:
+    """The nvidia-* wheels the installed torch requires: its own Requires-Dist, and those of
+    the cuda-toolkit metapackage's extras it names (the wheel's METADATA, e.g. `extra ==
+    'cublas'` -> nvidia-cublas, nvidia-cuda-nvrtc). Empty without torch; unreadable files
+    count as requiring nothing (the extra is then judged on every wheel, as before)."""
+    if "torch" not in dists:
+        return set()
+    try:
+        text = host.read_text(posixpath.join(dists["torch"]["path"], "METADATA"), limit=1024 * 1024) or ""
+    except UnreadableError:
+        return set()
+    meta = parse_metadata(text)
+    names = {name for name, _spec, extra in meta["requires"] if extra is None and name.startswith("nvidia-")}
+    extras = {e.strip().lower() for m in _TOOLKIT_EXTRAS.finditer(text) if not (m.group(2) and _EXTRA_MARKER.search(m.group(2))) for e in m.group(1).split(",")}
+    if extras and "cuda-toolkit" in dists:
+        try:
+            toolkit = parse_metadata(host.read_text(posixpath.join(dists["cuda-toolkit"]["path"], "METADATA"), limit=1024 * 1024) or "")
+        except UnreadableError:
+            return names
+        names |= {name for name, _spec, extra in toolkit["requires"] if extra in extras and name.startswith("nvidia-")}
+    return names
 
 
 def _conda_cuda_jaxlib(record: dict[str, Any], conda_packages: Any) -> dict[str, Any]:
