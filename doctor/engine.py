@@ -127,6 +127,9 @@ class Report:
     # False where the caller says "no facts" itself (triage: "No environment information
     # recognised", exit 0) rather than failing with "nothing could be checked".
     require_facts: bool = True
+    # The compute capability the KB gives each GPU that gpus.list holds without one (a
+    # report's nvidia-smi table, an old driver), by position: the summary line shows it.
+    gpu_cc: dict[int, str] = field(default_factory=dict)
 
     @property
     def not_run(self) -> int:
@@ -168,6 +171,21 @@ def _catalog_order() -> dict[str, int]:
     """Finding id -> its place in the catalog (the report's order); built once per process,
     not per judged node (a fleet report judges thousands)."""
     return {kind.id: i for i, kind in enumerate(FINDING_KINDS)}
+
+
+def kb_gpu_ccs(facts: Facts, kb: KB) -> dict[int, str]:
+    """{position in gpus.list: compute capability} for the GPUs listed without one, from the
+    KB (name, else PCI id at its bus address); the KB is not asked when every GPU has one."""
+    gpus = facts.get("gpus.list") if facts.known("gpus.list") else None
+    if not isinstance(gpus, list) or all(not isinstance(g, dict) or g.get("cc") for g in gpus):
+        return {}
+    pci = facts.get("pci.nvidia_gpus") if facts.known("pci.nvidia_gpus") else None
+    pci = [d for d in pci if isinstance(d, dict)] if isinstance(pci, list) else []
+    out = {}
+    for i, gpu in enumerate(gpus):
+        if isinstance(gpu, dict) and not gpu.get("cc") and (cc := kb.gpus.cc_for_gpu(gpu, pci)):
+            out[i] = cc
+    return out
 
 
 def judge(
@@ -224,6 +242,7 @@ def judge(
                     code=pf.code,
                 )
             )
+    report.gpu_cc = kb_gpu_ccs(facts, kb)
     order = _catalog_order()
     report.findings.sort(key=lambda f: (f.severity.rank, order.get(f.id, 999), f.message))
     return report

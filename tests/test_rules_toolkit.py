@@ -106,6 +106,18 @@ def test_a_cuda_home_on_a_toolkit_with_nvcc_or_a_windows_folder_is_valid():
     assert run(rules.cuda_home_invalid, facts(cuda__pointers={**NO_POINTERS, "cuda_path": "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4"}))[0] == []
 
 
+def test_a_report_showing_nvcc_without_its_folder_cannot_say_cuda_home_lacks_nvcc():
+    # A real H200's `env` and `nvcc --version` pasted (tests/data/hosts/h200-2026-12-04): the
+    # nvcc's folder is not shown, so CUDA_HOME=/usr/local/cuda may well be it.
+    from fwdoctor.triage.base import toolkit_entry
+
+    shown = toolkit_entry("13.0.88", "nvcc on PATH")
+    for ptrs in ({"cuda_home": "/usr/local/cuda"}, {"cuda_home": "/opt/cuda", "path_nvcc": "/opt/cuda"}):
+        assert run(rules.cuda_home_invalid, facts(cuda__pointers={**NO_POINTERS, **ptrs}, cuda__toolkits=[shown]))[0] == []
+    found, _ = run(rules.cuda_home_invalid, facts(cuda__pointers={**NO_POINTERS, "cuda_home": "/usr/local/cuda:"}, cuda__toolkits=[shown]))
+    assert len(found) == 1 and "is a path list" in found[0].message
+
+
 def test_a_cuda_home_on_a_runtime_only_install_has_no_nvcc_to_build_with():
     runtime_only = {**TK124, "nvcc": None}
     f = facts(cuda__pointers={**NO_POINTERS, "cuda_home": TK124["root"], "path_nvcc": TK130["root"]}, cuda__toolkits=[TK130, runtime_only])

@@ -57,7 +57,7 @@ def render_text(report: Report, verbose: bool = False, color: bool = False, kb_d
     out: list[str] = [f"fwdoctor {__version__}: {_summary_line(report)}", ""]
     # A layer's text wraps under its own column.
     out += [_Escaped("\n".join(fit(terminal(f"  {layer:<8} {text}"), width, hang=11) if width else [terminal(f"  {layer:<8} {text}")]))
-            for layer, text in (*summary(report.facts), _kb_row(kb_dir))]
+            for layer, text in (*summary(report.facts, report.gpu_cc), _kb_row(kb_dir))]
     by_area: dict[str, list[Finding]] = {}
     for finding in report.findings:
         by_area.setdefault(finding.area, []).append(finding)
@@ -136,7 +136,7 @@ def to_json(report: Report, checked_at: str | None = None, kb_dir: str | None = 
         "checked": report.checked,
         "not_run": report.not_run,
         "nothing_checked": report.nothing_checked,
-        "summary": summary_json(report.facts),
+        "summary": summary_json(report.facts, report.gpu_cc),
         "kb_refreshed": _kb_refreshed(kb_dir),
         "facts": facts["facts"],
         "probe_failures": facts["probe_failures"],
@@ -173,7 +173,7 @@ def render_markdown(report: Report, kb_dir: str | None = None) -> str:
     no folder or GPU name renders as a link, image, HTML or @mention on GitHub."""
     lines = [f"### fwdoctor {__version__} report", "", f"**{_summary_line(report)}**", ""]
     lines += ["| layer | version |", "|---|---|"]
-    lines += [f"| {layer} | {md_cell(scrub(text))} |" for layer, text in (*summary(report.facts), _kb_row(kb_dir))]
+    lines += [f"| {layer} | {md_cell(scrub(text))} |" for layer, text in (*summary(report.facts, report.gpu_cc), _kb_row(kb_dir))]
     lines.append("")
     if report.findings:
         lines += ["| severity | id | message |", "|---|---|---|"]

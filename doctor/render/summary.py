@@ -50,7 +50,7 @@ def _driver(facts: Facts) -> str:
     return text
 
 
-def _gpus(facts: Facts) -> str:
+def _gpus(facts: Facts, kb_cc: dict[int, str]) -> str:
     missing = _unknown(facts, "gpus.list")
     if missing:
         return missing
@@ -58,8 +58,11 @@ def _gpus(facts: Facts) -> str:
     if not gpus:
         return "none"
     groups: Counter[str] = Counter()
-    for gpu in gpus:
-        details = [f"cc {gpu['cc']}" if gpu.get("cc") else "cc unknown"]
+    for i, gpu in enumerate(gpus):
+        if gpu.get("cc"):
+            details = [f"cc {gpu['cc']}"]
+        else:  # a report's nvidia-smi table, an older driver: the KB's value for its name or PCI id
+            details = [f"cc {kb_cc[i]} per the KB" if i in kb_cc else "cc unknown"]
         if isinstance(gpu.get("memory_mib"), int):
             details.append(f"{gpu['memory_mib']} MiB")
         groups[f"{gpu.get('name') or 'unnamed GPU'} ({', '.join(details)})"] += 1
@@ -132,12 +135,13 @@ def _python(facts: Facts) -> str:
     return f"{version} at {facts['python.executable']} ({facts.source('python.executable')})"
 
 
-def summary(facts: Facts) -> list[tuple[str, str]]:
+def summary(facts: Facts, kb_cc: dict[int, str] | None = None) -> list[tuple[str, str]]:
     """(layer, text) for every layer, in LAYERS order, with a line after torch for each
-    other framework present."""
+    other framework present. `kb_cc`: the compute capability the KB gives each GPU the facts
+    list without one (Report.gpu_cc; by position in gpus.list)."""
     return [
         ("driver", _shown(_driver, facts)),
-        ("GPUs", _shown(_gpus, facts)),
+        ("GPUs", _shown(_gpus, facts, kb_cc or {})),
         ("toolkit", _shown(_toolkit, facts)),
         ("torch", _shown(_torch, facts)),
         *_shown(_frameworks, facts, many=True),
@@ -157,5 +161,5 @@ def _shown(layer: Any, facts: Facts, *args: Any, many: bool = False) -> Any:
         return [("frameworks", text)] if many else text
 
 
-def to_json(facts: Facts) -> list[dict[str, Any]]:
-    return [{"layer": layer, "text": text} for layer, text in summary(facts)]
+def to_json(facts: Facts, kb_cc: dict[int, str] | None = None) -> list[dict[str, Any]]:
+    return [{"layer": layer, "text": text} for layer, text in summary(facts, kb_cc)]

@@ -239,10 +239,19 @@ def path_list(value: str) -> bool:
     return ";" in value or (":" in value and not _DRIVE.match(value))
 
 
+def _is_abs(root: Any) -> bool:
+    """A folder named in full: /usr/local/cuda-12.4, C:\\Program Files\\... (not a report's placeholder)."""
+    text = str(root or "")
+    return text.startswith("/") or bool(re.match(r"^[A-Za-z]:[\\/]", text))
+
+
 def _invalid_cuda_vars(pointers: dict[str, Any], toolkits: list[dict[str, Any]] | None) -> list[tuple[str, str, str]]:
     """(pointer key, variable, why) for CUDA_HOME/CUDA_PATH values no build can use: a path
     list, or (when the installed toolkits are known) a folder with no toolkit nvcc."""
     with_nvcc = {tk.get("root") for tk in _with_nvcc(toolkits or [])}
+    # A report shows an nvcc without its folder: any folder may be that toolkit's, so only a
+    # path list is judged. Likewise a folder whose bin/ holds the nvcc first on PATH.
+    unplaced = any(not _is_abs(root) for root in with_nvcc)
     out = []
     for key, var in (("cuda_home", "CUDA_HOME"), ("cuda_path", "CUDA_PATH")):
         root = pointers.get(key)
@@ -250,7 +259,7 @@ def _invalid_cuda_vars(pointers: dict[str, Any], toolkits: list[dict[str, Any]] 
             continue
         if path_list(str(root)):
             out.append((key, var, f"{var}={root} is a path list, not one folder: builds run {posixpath.join(str(root), 'bin/nvcc')}, which does not exist"))
-        elif toolkits is not None:
+        elif toolkits is not None and not unplaced and root != pointers.get("path_nvcc"):
             out.append((key, var, f"{var}={root} has no bin/nvcc (no CUDA toolkit with a compiler is installed there)"))
     return out
 

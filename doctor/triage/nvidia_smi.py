@@ -1,6 +1,7 @@
 """`nvidia-smi` as people paste it: the table (header "NVIDIA-SMI 535.104.05  Driver Version:
 535.104.05  CUDA Version: 12.2" and one row per GPU), `nvidia-smi --version`, `nvidia-smi -L`,
-and its errors.
+`nvidia-smi --query-gpu=... --format=csv` (the query fwdoctor's own fixes ask for), and its
+errors.
 
 "CUDA Version" in this header is the newest CUDA the *driver* supports (NVML's
 nvmlSystemGetCudaDriverVersion) -> driver.cuda_version; never the toolkit or torch's CUDA.
@@ -27,6 +28,14 @@ _MISMATCH = re.compile(r"Failed to initialize NVML: (.*)$", re.IGNORECASE)
 _NVML_LIB = re.compile(r"NVML library version:\s*(" + VERSION + r")")
 _NO_DRIVER = re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", re.IGNORECASE)
 _NO_DEVICES = re.compile(r"^\s*No devices were found\s*$")
+# `--format=csv`: a header of query names ("memory.total [MiB]" with its unit), one row per
+# GPU. With `noheader` only a pasted command line names the columns.
+_QUERY_FIELD = re.compile(r"^[a-z][a-z0-9_.]*(?: \[[^\]]{1,12}\])?$")
+_QUERY_CMD = re.compile(r"--query-gpu[= ]([A-Za-z0-9_.,]+)")
+_CSV_NAMES = {"name", "gpu_name"}
+# Columns distinctive enough to mark a line of query names as nvidia-smi's header.
+_CSV_KEYS = {*_CSV_NAMES, "compute_cap", "driver_version", "pci.bus_id", "index", "uuid", "gpu_uuid", "gpu_bus_id"}
+_CC = re.compile(r"^\d{1,2}\.\d$")
 
 
 def find(lines: Lines) -> list[Fragment]:
@@ -71,8 +80,61 @@ def find(lines: Lines) -> list[Fragment]:
             frag.add("gpus.list", gpus)
             out.append(frag)
             continue
+        else:
+            fields = _csv_header(text)
+            if fields is None and "noheader" in text and (cmd := _QUERY_CMD.search(text)):
+                fields = [f for f in cmd.group(1).lower().split(",") if f]
+            if fields:
+                frag, i = _csv(norm, i, fields)
+                if frag is not None:
+                    out.append(frag)
+                continue
         i += 1
     return out
+
+
+def _csv_header(text: str) -> list[str] | None:
+    """The column names of a `--query-gpu ... --format=csv` header line, else None."""
+    if "," not in text and "compute_cap" not in text:
+        return None
+    fields = [f.strip().lower() for f in text.split(",")]
+    if not all(_QUERY_FIELD.match(f) for f in fields):
+        return None
+    bases = [f.split(" [")[0] for f in fields]
+    if len(bases) == 1:
+        return bases if bases[0] in ("compute_cap", "driver_version") else None
+    return bases if _CSV_KEYS & set(bases) else None
+
+
+def _csv(norm: list[str], i: int, fields: list[str]) -> tuple[Fragment | None, int]:
+    """The rows under a CSV header (or a `noheader` command) at line i: gpus.list (name,
+    compute capability, bus id) and driver.version when every row states the same one."""
+    rows: list[dict[str, str | None]] = []
+    j = i + 1
+    while j < len(norm):
+        cells = [c.strip() for c in norm[j].split(",")]
+        if len(cells) != len(fields) or not cells[0]:
+            break
+        rows.append({f: (None if c.startswith("[") or not c else c) for f, c in zip(fields, cells)})
+        j += 1
+    if not rows:
+        return None, i + 1
+    frag = Fragment("nvidia-smi", i + 1, j)
+    name_key = next((f for f in fields if f in _CSV_NAMES), None)
+    if name_key or "compute_cap" in fields:
+        gpus = []
+        for n, row in enumerate(rows):
+            index = row.get("index")
+            cc = row.get("compute_cap")
+            gpus.append(gpu_entry(int(index) if index and index.isdigit() else n, (row.get(name_key) if name_key else None) or "",
+                                  bus_id=row.get("pci.bus_id"), cc=cc if cc and _CC.match(cc) else None))
+        frag.add("gpus.list", gpus, i + 2, j)
+    drivers = {row.get("driver_version") for row in rows}
+    if len(drivers) == 1 and (driver := drivers.pop()) and re.fullmatch(VERSION, driver):
+        frag.add("driver.version", driver, i + 2, j)
+        frag.add("driver.loaded", True, i + 2, j)
+        frag.add("driver.nvml_error", None, i + 2, j)  # the query answered: NVML initialised
+    return (frag if frag.facts else None), j
 
 
 def _table(lines: Lines, i: int) -> tuple[Fragment, int]:
