@@ -177,13 +177,17 @@ def kb_gpu_ccs(facts: Facts, kb: KB) -> dict[int, str]:
     """{position in gpus.list: compute capability} for the GPUs listed without one, from the
     KB (name, else PCI id at its bus address); the KB is not asked when every GPU has one."""
     gpus = facts.get("gpus.list") if facts.known("gpus.list") else None
-    if not isinstance(gpus, list) or all(not isinstance(g, dict) or g.get("cc") for g in gpus):
+    if kb is None or not isinstance(gpus, list) or all(not isinstance(g, dict) or g.get("cc") for g in gpus):
         return {}
     pci = facts.get("pci.nvidia_gpus") if facts.known("pci.nvidia_gpus") else None
     pci = [d for d in pci if isinstance(d, dict)] if isinstance(pci, list) else []
     out = {}
     for i, gpu in enumerate(gpus):
-        if isinstance(gpu, dict) and not gpu.get("cc") and (cc := kb.gpus.cc_for_gpu(gpu, pci)):
+        try:
+            cc = kb.gpus.cc_for_gpu(gpu, pci) if isinstance(gpu, dict) and not gpu.get("cc") else None
+        except (TypeError, ValueError, AttributeError):  # a hand-edited facts file: the summary says "cc unknown"
+            cc = None
+        if cc:
             out[i] = cc
     return out
 
