@@ -11,6 +11,7 @@ from fwdoctor.kb.cuda import BRANCH_KIND_NAMES
 from fwdoctor.kb.gpus import driver_branch
 from fwdoctor.model import Facts, FixRef
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
+from fwdoctor.rules.torch import WINDOWS_KEYS, windows_driver
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -27,7 +28,14 @@ def _as_of(facts: Facts, kb: KB) -> tuple[str, str] | None:
     return None
 
 
-@rule("driver-branch-eol", needs=("driver.version",))
+# CUDA on WSL uses the Windows host's driver: "Do not install any Linux display driver in WSL"
+# (NVIDIA's CUDA on WSL User Guide, https://docs.nvidia.com/cuda/wsl-user-guide/index.html,
+# "Getting Started with CUDA on WSL 2", step 1).
+_WINDOWS_MOVE = ("Install one on the Windows host (NVIDIA's driver download page or the vendor's; Windows Update lags), "
+                 "never a Linux NVIDIA driver inside WSL: CUDA on WSL uses the Windows driver.")
+
+
+@rule("driver-branch-eol", needs=("driver.version",), optional=WINDOWS_KEYS)
 def driver_branch_eol(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads the loaded driver's branch (535 of 535.288.01) and looks it up in NVIDIA's
@@ -57,6 +65,9 @@ def driver_branch_eol(facts: Facts, kb: KB) -> Hit | None:
             apt list --installed 'nvidia-driver-*' 'cuda-drivers*'
             sudo apt-get install nvidia-driver-580-server   # Ubuntu; or cuda-drivers-580
             fwdoctor check
+
+        Under WSL 2 or on native Windows the driver is the Windows host's: update it there,
+        never install a Linux NVIDIA driver inside WSL.
     """
     version = facts["driver.version"]
     branch = driver_branch(version)
@@ -74,15 +85,18 @@ def driver_branch_eol(facts: Facts, kb: KB) -> Hit | None:
     kind = f" ({BRANCH_KIND_NAMES[row.kind]})" if row.kind else ""
     supported = kb.cuda.supported_branches(day)
     moves = ", ".join(f"R{r.branch} ({BRANCH_KIND_NAMES[r.kind]}, until {r.eol_text})" for r in supported)
+    listed = f"Supported branches as of {day}: {moves}." if moves else "No supported branch is known to the knowledge base."
+    if windows_driver(facts):  # a Windows driver (native Windows, or the host's under WSL 2)
+        fix = FixRef(commands=("nvidia-smi   # in PowerShell or cmd on the Windows host: the driver Windows and WSL programs use",),
+                     note=f"{listed} {_WINDOWS_MOVE}")
+    else:
+        fix = FixRef(commands=("apt list --installed 'nvidia-driver-*' 'cuda-drivers*'", "fwdoctor check"),
+                     note=f"{listed} Install one from your distribution's or NVIDIA's repository; fwdoctor does not install drivers.")
     return Hit(
         f"driver {version} is on R{branch}{kind}, past NVIDIA's end of life ({row.eol_text}) as of {day}; it gets no more fixes or security updates",
         evidence={"driver.version": version, "branch": branch, "kind": row.kind, "eol": row.eol, "as_of": day,
                   "as_of_from": why, "supported": [r.branch for r in supported], "source": list(row.source)},
-        fix=FixRef(
-            commands=("apt list --installed 'nvidia-driver-*' 'cuda-drivers*'", "fwdoctor check"),
-            note=(f"Supported branches as of {day}: {moves}." if moves else "No supported branch is known to the knowledge base.")
-            + " Install one from your distribution's or NVIDIA's repository; fwdoctor does not install drivers.",
-        ),
+        fix=fix,
     )
 
 
