@@ -377,7 +377,10 @@ def conda_cuda_pin_conflict(facts: Facts, kb: KB) -> Hit | None:
         package in a range ("pytorch=1.3.1 -> cudatoolkit[version='>=10.1,<10.2']",
         "pytorch-cuda=12.1 -> __cuda[version='>=12']"), and the version the same report pins or
         the host gives ("cudatoolkit=10.0" in the listing, the environment file or the
-        command; __cuda from conda info), outside that range.
+        command; __cuda from conda info), outside that range; and mamba's and the libmamba
+        solver's own word that no __cuda satisfies a build ("nothing provides __cuda needed by
+        tensorflow-2.7.0-cuda102py310hcf4adbc_0", "└─ __cuda, which is missing on the system"):
+        the solve ran where no driver answered (a docker build, a login node).
 
     Why is this bad?
         conda's CUDA builds pin the CUDA they were built for: the pytorch channel's run
@@ -428,6 +431,24 @@ def conda_cuda_pin_conflict(facts: Facts, kb: KB) -> Hit | None:
                 evidence={"conda.cuda_conflict": conflict, "pin": pin},
                 fix=FixRef(commands=commands, note=note),
             )
+    # mamba's/libmamba's "nothing provides __cuda needed by ...": the solver itself says no
+    # __cuda satisfies the build (none where it ran: a login node, a docker build, no driver).
+    missing = next((n for n in conflict.get("requires") or [] if isinstance(n, dict) and n.get("missing")), None)
+    if missing is not None:
+        who = f"{missing['package']} {missing['version']}" if missing.get("version") else str(missing["package"])
+        needs = f"__cuda {missing['range']}" if missing.get("range") else "the __cuda virtual package (a driver's CUDA)"
+        driver = facts.get("driver.cuda_version")
+        seen = (f"; the report's conda info shows __cuda {driver} ({facts.source('driver.cuda_version')}), so the solve ran where no driver answered, "
+                "or one older than that") if driver else ": no NVIDIA driver answered where it ran (a login node, a docker build, a CPU-only machine)"
+        return Hit(
+            f"conda cannot solve: {who} needs {needs} (report line {missing['line']}), which the solver did not find{seen}",
+            evidence={"conda.cuda_conflict": conflict},
+            fix=FixRef(commands=("conda info | grep __cuda   # what the solver sees; nvidia-smi shows the driver's CUDA",
+                                 "CONDA_OVERRIDE_CUDA=12.4 conda install ...   # solve for the driver's CUDA where none is visible (docker build, login node)"),
+                       note="solve on a machine whose driver conda sees, or set CONDA_OVERRIDE_CUDA to the CUDA of the driver the env will run on "
+                            "(conda's docs, 'Managing virtual packages'); on a machine without an NVIDIA GPU, install the CPU build; "
+                            "a mamba too old to know virtual packages sees none: update it"),
+        )
     return None
 
 
@@ -465,7 +486,7 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     # TensorFlow's dso_loader line also carries the loader's "cannot open": that line is
     # fwdoctor.triage.rules' (dlopen-failed), whose fix names TensorFlow's tested builds.
     tf_lines = {e["line"] for e in _errors(facts, "dlopen-failed")}
-    said = [e for e in _errors(facts, "cuda-library-cannot-open", "paddle-third-party-library", "tf-unable-to-load-dso")
+    said = [e for e in _errors(facts, "cuda-library-cannot-open", "paddle-third-party-library", "tf-unable-to-load-dso", "tf-windows-cuda-dll-not-found")
             if e["line"] not in tf_lines]
     if not said:
         return None

@@ -289,6 +289,10 @@ _NO_GPU_IN_CONTAINER_KINDS = ("no-nvidia-driver", "tf-no-dev-nvidia0", "nvidia-s
 _CAPS_KINDS = ("nvidia-driver-capabilities-no-compute", "gpu-request-capabilities-no-compute")
 _CUDA_NA_KIND = "nvidia-smi-cuda-version-na"
 _NO_CUDA_DRIVER_KINDS = ("no-nvidia-driver", "libcuda-so-1-not-found", *_NO_DEVICE_KINDS)
+# TensorFlow's cuda_diagnostics after cuInit failed: no /proc/driver/nvidia/version, so no NVIDIA
+# kernel module is loaded where it ran (a machine without a GPU, a driver not loaded): no
+# CUDA_VISIBLE_DEVICES value removes the module, so the "no device" beside it is not that.
+_NO_KERNEL_DRIVER_KINDS = ("tf-kernel-driver-not-running",)
 REPORT_KINDS = frozenset((*_NO_DEVICE_KINDS, *_NO_GPU_IN_CONTAINER_KINDS, *_CAPS_KINDS, _CUDA_NA_KIND, "libcuda-so-1-not-found"))
 
 
@@ -313,9 +317,11 @@ def visible_devices_hide_gpus(facts: Facts, kb: KB) -> Hit | None:
     GPUs are available": the driver loaded and found no GPU it may use, which CUDA_VISIBLE_DEVICES
     causes far more often than anything else (see cuda-visible-devices-hides-gpus, which needs
     the variable and the host's GPUs). Not raised where the report shows it set to a list
-    starting at index 0, which hides no GPU of a host that has one."""
+    starting at index 0, which hides no GPU of a host that has one, nor where TensorFlow says
+    no NVIDIA kernel driver is loaded ("kernel driver does not appear to be running on this
+    host"): no GPU there for the variable to hide."""
     said = _said(facts, _NO_DEVICE_KINDS)
-    if not said:
+    if not said or _said(facts, _NO_KERNEL_DRIVER_KINDS):
         return None
     shown = next((e for e in said if e.get("visible_devices")), None)
     if shown is None and _capabilities_shown(facts):

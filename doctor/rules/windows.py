@@ -127,6 +127,11 @@ def _windows_cuda_wheel(kb: KB, release: str) -> FixRef:
 # instead lack the driver's nvcuda.dll or another CUDA DLL: not judged as the C++ runtime.
 _CUDA_DLL = re.compile(r"cud|nvrtc|cublas|cufft|curand|cusparse|cusolver|nccl|nvjitlink|cupti|nvtoolsext|zlibwapi", re.IGNORECASE)
 _VC_REDIST = "https://aka.ms/vs/17/release/vc_redist.x64.exe"
+# The Windows error code before torch's "Error loading ..." (None: not shown): 126 (a DLL not
+# found) and 1114 (its initialisation failed) are what a missing runtime gives; 1455 (the paging
+# file is too small) and 127 (a procedure not found: two builds' DLLs mixed) are not
+# (doctor/kb/errors.yaml's windows-paging-file-too-small and windows-dll-procedure-not-found).
+_RUNTIME_WINERRORS = (None, "126", "1114")
 
 
 def _report_errors(facts: Facts, *kinds: str) -> list[dict[str, Any]]:
@@ -142,7 +147,9 @@ def windows_msvc_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         "Microsoft Visual C++ Redistributable is not installed", and TensorFlow's "Could not find
         the DLL(s) 'msvcp140_1.dll'" (rows of doctor/kb/errors.yaml). A CUDA library's DLL
         (cudnn64_8.dll, caffe2_nvrtc.dll) that fails to load is left to the CUDA checks: what it
-        lacks may be the driver's nvcuda.dll. Judged from a report's text only: no probe of
+        lacks may be the driver's nvcuda.dll. Neither is WinError 1455 (the paging file is too
+        small) nor 127 (a procedure not found: two builds' DLLs mixed) beside the same "Error
+        loading" line. Judged from a report's text only: no probe of
         this Linux doctor reads a Windows host.
 
     Why is this bad?
@@ -168,7 +175,7 @@ def windows_msvc_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
     """
     said = _report_errors(facts, "torch-vc-redist-not-installed", "tf-msvc-dlls-not-found")
     loads = [e for e in _report_errors(facts, "windows-dll-dependency-missing", "windows-dll-module-not-found")
-             if not _CUDA_DLL.search(re.split(r"[\\/]", str(e.get("path") or ""))[-1])]
+             if not _CUDA_DLL.search(re.split(r"[\\/]", str(e.get("path") or ""))[-1]) and e.get("winerror") in _RUNTIME_WINERRORS]
     if not said and not loads:
         return None
     first = (said or loads)[0]

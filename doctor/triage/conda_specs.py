@@ -27,6 +27,13 @@ spec it clashes with:
     cudatoolkit=10.0
       - cudatoolkit 10.1*                                  (conda 4.6)
       - pytorch 1.0.1* -> cudatoolkit >=10.0.130,<10.1.0a0
+
+mamba, micromamba and conda's libmamba solver say instead that no __cuda satisfies a build
+(an entry with `missing`: the solver saw no driver's __cuda, or an older one), wherever it stands:
+
+    - nothing provides __cuda needed by tensorflow-2.7.0-cuda102py310hcf4adbc_0
+    ├─ xgboost ==1.7.6 cuda120py310h379b205_0 is uninstallable because it requires
+    │  └─ __cuda  , which is missing on the system;
 """
 
 from __future__ import annotations
@@ -236,6 +243,37 @@ _REQUIRES = re.compile(
 # the listing's own pin: "cudatoolkit=10.0", "  - cudatoolkit 10.1*", "feature:/linux-64::__cuda==11.4=0"
 _PIN = re.compile(r"^\s*(?:-\s+)?(?:feature:[|@]{0,2}/[\w-]{1,40}::)?(?P<dep>" + _CUDA_DEPS + r")(?:={1,2}| )(?P<version>\d{1,4}(?:\.\d{1,6}){0,3})(?:\.?\*|=\S{0,40})?\s*$")
 _LISTING_LINES = 60
+# libsolv's (mamba, micromamba, conda-libmamba-solver 23.x) own sentence that no installed or
+# virtual package satisfies a build's __cuda requirement: the solver saw no __cuda (no driver
+# answered where it ran: a login node, a `docker build`, a CPU-only machine) or an older one.
+#   - nothing provides __cuda needed by tensorflow-2.7.0-cuda102py310hcf4adbc_0
+#   - nothing provides __cuda >=9.0 needed by cudatoolkit-9.0-0
+_NOTHING_PROVIDES = re.compile(r"nothing provides (?P<dep>__cuda)(?:\s{1,3}(?P<range>[<>=!~]{0,2}\d[\w.,<>=!*|]{0,60}))? needed by (?P<what>[\w.+!-]{1,200})")
+# libmamba's tree (conda-libmamba-solver 23.x-24.x, mamba 1.x): a package that "is not installable
+# (uninstallable) because it requires" or ", which requires" on one line, then
+#   └─ __cuda, which is missing on the system.      (or "__cuda >=12 , which ...")
+# An option's "would require" is one way out of several, not the conflict, and is not read.
+_MISSING = re.compile(r"[└├]─\s{0,3}(?P<dep>__cuda)(?:\s{1,3}(?P<range>[<>=!~]{0,2}\d[\w.,<>=!*|]{0,60}))?\s{0,3}, which is missing on the system")
+_REQUIRER = re.compile(r"[└├]─\s{0,3}(?P<package>[A-Za-z0-9_][\w.-]{0,80})(?:\s{1,3}=?=?(?P<version>\d[\w.*]{0,40}))?[^\n]{0,120}?"
+                       r"(?:(?:is not installable|is uninstallable) because it requires|, which requires)\s*$")
+
+
+def _solver_missing(norm: tuple[str, ...], i: int, text: str) -> dict[str, Any] | None:
+    """A __cuda requirement the solver says nothing satisfies (libsolv's or libmamba's wording)."""
+    found = _NOTHING_PROVIDES.search(text)
+    if found:
+        parts = found.group("what").rsplit("-", 2)
+        package, version = (parts[0], parts[1]) if len(parts) == 3 else (found.group("what"), None)
+        return {"package": package, "version": version, "dep": "__cuda", "range": found.group("range"), "line": i + 1, "missing": True}
+    found = _MISSING.search(text)
+    if found is None:
+        return None
+    above = next((norm[j] for j in range(i - 1, max(-1, i - 3), -1) if norm[j].strip()), "")
+    parent = _REQUIRER.search(above)
+    if parent is None:
+        return None  # under an option's "would require", or no package above
+    version = (parent.group("version") or "").rstrip("*").rstrip(".") or None  # "2.9.*" -> "2.9"
+    return {"package": parent.group("package"), "version": version, "dep": "__cuda", "range": found.group("range"), "line": i + 1, "missing": True}
 
 
 def _cuda_conflict(lines: Lines) -> dict[str, Any] | None:
@@ -245,6 +283,11 @@ def _cuda_conflict(lines: Lines) -> dict[str, Any] | None:
     for i, text in enumerate(lines.norm):
         if _CONFLICT_START.search(text):
             inside = i + _LISTING_LINES
+        if "__cuda" in text and ("nothing provides" in text or "missing on the system" in text):
+            missing = _solver_missing(lines.norm, i, text)
+            if missing is not None:
+                requires.append(missing)
+                continue
         if i > inside or "cuda" not in text:
             continue
         found = _REQUIRES.match(text)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 KINDS = frozenset({"nccl-socket-family-unsupported", "nccl-no-socket-interface", "nccl-socket-address-unset", "nccl-no-net-plugin", "nccl-nvls-cuda-failure",
                    "cuda-system-not-ready", "fabricmanager-not-running-said", "nccl-named-symbol-not-found",
-                   "nccl-shm-open-denied"})
+                   "nccl-shm-open-denied", "nccl-comm-id-no-subnet-interface"})
 
 # GPUs of NVSwitch boards (HGX/DGX A100, H100, H200, H800, B200) as nvidia-smi names them:
 # "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200"; their PCIe cards
@@ -55,7 +55,13 @@ def socket_interface_missing(facts: Facts, kb: KB) -> Hit | None:
     protocol" (see nccl-socket-interface-missing); NCCL 2.27's "connecting to address  with
     family 59936 is neither AF_INET(2) nor AF_INET6(10)" (an address never set) only where
     the report also shows NCCL_SOCKET_IFNAME set: that pair is NVIDIA/nccl#1837's, while
-    the words alone have other causes."""
+    the words alone have other causes. With NCCL_COMM_ID set, "No interface found in the same
+    subnet as remote address ..." / "NET/Socket : No usable listening interface found": no
+    local interface in that address's subnet (NVIDIA/nccl#331, #929: containers on Docker's
+    bridge network given the hosts' address)."""
+    subnet = _errors(facts, "nccl-comm-id-no-subnet-interface")
+    if subnet:
+        return _comm_id_subnet_hit(facts, subnet)
     ifname = _env(facts).get("NCCL_SOCKET_IFNAME")
     said = _errors(facts, "nccl-no-socket-interface", "nccl-socket-family-unsupported")
     if ifname:
@@ -76,6 +82,24 @@ def socket_interface_missing(facts: Facts, kb: KB) -> Hit | None:
                              "export NCCL_SOCKET_IFNAME=<an interface listed there>   # or unset it and let NCCL pick"),
                    note="NCCL_SOCKET_IFNAME is a list of name prefixes (^ excludes, = exact); it may also come from a job script, "
                         "the image's ENV or /etc/nccl.conf; where IPv6 is off, NCCL_SOCKET_FAMILY=AF_INET"),
+    )
+
+
+def _comm_id_subnet_hit(facts: Facts, said: list[dict[str, Any]]) -> Hit:
+    """nccl-socket-interface-missing where NCCL_COMM_ID names the bootstrap's address: NCCL
+    listens only on a local interface in that address's subnet (src/bootstrap.cc)."""
+    comm_id = _env(facts).get("NCCL_COMM_ID")
+    address = next((e.get("address") for e in said if e.get("address")), None)
+    named = f"NCCL_COMM_ID={comm_id}" if comm_id else (f"NCCL_COMM_ID (its address {address})" if address else "NCCL_COMM_ID")
+    return Hit(
+        f"NCCL has no socket interface for its bootstrap: {named} names an address in a subnet no interface of this node "
+        f"(or container) is in, and with NCCL_COMM_ID set NCCL listens only on such an interface: {_line(said[0])}",
+        evidence={"report.errors": said, "NCCL_COMM_ID": comm_id},
+        fix=FixRef(commands=("ip -brief address   # this node's (or container's) addresses: one must share a subnet with NCCL_COMM_ID's",
+                             "unset NCCL_COMM_ID   # let torch / the launcher hand out NCCL's unique id (MASTER_ADDR) instead",
+                             "docker run --network=host ...   # a container on Docker's bridge network has only its 172.17.x.x address"),
+                   note="NCCL_COMM_ID=<rank 0's address on a subnet every node shares>:<port>, the same on every rank "
+                        "(src/bootstrap.cc reads it; NVIDIA/nccl#474: every rank then looks for an interface in that address's subnet)"),
     )
 
 

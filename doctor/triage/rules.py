@@ -605,7 +605,8 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads TensorFlow's "Could not load dynamic library 'libcusolver.so.10'; dlerror: ...":
         a CUDA or cuDNN library TensorFlow opens at run time is not found by the loader
-        (TensorRT's optional libnvinfer is left out).
+        (TensorRT's optional libnvinfer is left out, and so is the driver's own libcuda.so.1,
+        which TensorFlow names on every machine without a loaded NVIDIA driver).
 
     Why is this bad?
         TensorFlow then skips the GPU ("Cannot dlopen some GPU libraries ... Skipping
@@ -626,7 +627,11 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
             python -m pip install "tensorflow[and-cuda]"
             ldconfig -p | grep libcusolver
     """
-    said = _errors(facts, "dlopen-failed")
+    # libcuda.so.1 (nvcuda.dll) is the NVIDIA driver's own library, not a CUDA or cuDNN release:
+    # TensorFlow names it on every machine without a loaded driver (a CPU-only host, a container
+    # started without the GPUs, WSL's /usr/lib/wsl/lib off the loader path); the errors.yaml row
+    # libcuda-so-1-not-found and the container rules speak for it.
+    said = [e for e in _errors(facts, "dlopen-failed") if not _DRIVER_LIBRARY.match(str(e.get("library", "")))]
     if not said:
         return None
     error = said[0]
@@ -636,14 +641,22 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     gpu = bool(facts.get("gpus.list")) or bool(facts.get("driver.loaded")) or bool(facts.get("report.gpu_expected")) \
         or bool(_errors(facts, "tf-cannot-dlopen-gpu-libraries"))
     stem = library.split(".so", 1)[0]
+    fix = FixRef(commands=(f"ldconfig -p | grep {sh(stem)}   # which versions the loader sees", "echo $LD_LIBRARY_PATH"),
+                 note="install the CUDA and cuDNN that this TensorFlow release was built with (tensorflow.org/install/source#gpu) "
+                      "and put their lib64 on LD_LIBRARY_PATH; on Linux, TensorFlow >= 2.14 brings them: pip install 'tensorflow[and-cuda]'")
+    if library.lower().endswith(".dll"):  # native Windows (cudart64_110.dll): PATH is the loader path
+        fix = FixRef(commands=(f"where {library}   # in cmd: which folder on PATH holds it", "echo %CUDA_PATH%"),
+                     note="install the CUDA and cuDNN that this TensorFlow release was built with (tensorflow.org/install/source_windows#gpu) "
+                          "and put their bin folders on PATH, then open a new shell; TensorFlow 2.10 was the last release with GPU support on native Windows (use WSL2 after it)")
     return Hit(
         f"the loader finds no {library} (its CUDA/cuDNN release is not installed, or not on the loader path): {_line(error)}",
         evidence={"report.errors": said, "library": library},
-        fix=FixRef(commands=(f"ldconfig -p | grep {sh(stem)}   # which versions the loader sees", "echo $LD_LIBRARY_PATH"),
-                   note="install the CUDA and cuDNN that this TensorFlow release was built with (tensorflow.org/install/source#gpu) "
-                        "and put their lib64 on LD_LIBRARY_PATH; on Linux, TensorFlow >= 2.14 brings them: pip install 'tensorflow[and-cuda]'"),
+        fix=fix,
         severity=None if gpu else Severity.WARNING,
     )
+
+
+_DRIVER_LIBRARY = re.compile(r"(?:.{0,200}[/\\])?(?:libcuda\.so|nvcuda\.dll)", re.IGNORECASE)
 
 
 def _major_minor(version: str) -> tuple[int, int] | None:

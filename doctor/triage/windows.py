@@ -42,12 +42,21 @@ from fwdoctor.triage.base import Fragment, cuda_from_local
 from fwdoctor.triage.text import Lines
 
 # `ver` and cmd's banner, systeminfo's "OS Version", `wsl --version`'s "Windows version",
-# collect_env's "OS: Microsoft Windows 10 Pro (10.0.19045 64-bit)".
+# collect_env's "OS: Microsoft Windows 10 Pro (10.0.19045 64-bit)". Windows prints them in its
+# display language, and reports paste them so: cmd's banner "Microsoft Windows [版本
+# 10.0.19044.1586]", "[Versión 10.0.19045.3803]", "[versão ...]" (any word in the bracket);
+# `wsl --version`'s last line "Windows-Version: 10.0.22631.4169" (German), "Version de Windows :
+# 10.0.19045.5796" (French), "Windows 版本: 10.0.22631.4037" (Chinese), "Versión de Windows:".
 _BUILD = re.compile(
-    r"(?:Microsoft Windows \[Version|OS Version:|Windows version:|Microsoft Windows [\w .]{0,40}\()\s*"
+    r"(?:Microsoft Windows \[[^\]\d\n]{1,16}|OS Version:|Windows[- ](?:version|versión|versão|versione|版本)\s?:"
+    r"|Versi(?:on|ón|one) (?:de|di) Windows\s?:|Versão do Windows\s?:|Microsoft Windows [\w .]{0,40}\()\s*"
     r"(?P<version>10\.0\.(?P<build>\d{5})(?:\.\d{1,6})?)",
     re.IGNORECASE,
 )
+# systeminfo's "OS Version" row in any language: the version, a localized "N/A", then "Build"
+# and the same build ("10.0.19045 N/A Build 19045", "OS 版本:  10.0.19045 暂缺 Build 19045",
+# "Betriebssystemversion:  10.0.19042 Nicht zutreffend Build 19042").
+_SYSTEMINFO_BUILD = re.compile(r"\b(?P<version>10\.0\.(?P<build>\d{5}))\s{1,4}\S{1,24}(?:\s\S{1,24})?\s{1,4}Build\s(?P=build)\b")
 _WSL1_KERNEL = re.compile(r"\b\d\.\d{1,2}\.\d{1,3}-(?P<build>\d{5})-Microsoft\b")  # case matters: WSL 2's is "microsoft-standard"
 _WSL2_KERNEL = re.compile(r"-microsoft-standard(?:-WSL2)?\b", re.IGNORECASE)
 # `wsl -l -v`: a distribution row under the "NAME STATE VERSION" header.
@@ -71,8 +80,9 @@ _RELEASE = re.compile(
 _BARE_H_RELEASE = re.compile(r"(?<![\w.-])(2[0-5]H[12])\b", re.IGNORECASE)
 _WINDOWS_11 = re.compile(r"\bWin(?:dows)?[ _-]?11\b", re.IGNORECASE)
 _BUILD_SAID = re.compile(
-    r"\b(?:OS\s?build|build(?:\s?number)?)\W{0,6}(?:Microsoft Windows \[Version\s?)?(?:10\.0\.)?(?P<build>1\d{4}|2\d{4})(?![\d])", re.IGNORECASE)
-_WINDOWS_ON_LINE = re.compile(r"\bWin(?:dows)?\b|\bWin1[01]\b|\bOS\s?build\b|\bWSL", re.IGNORECASE)
+    r"(?:\b(?:OS\s?build|build(?:\s?number)?)|(?:OS ?|操作系統|操作系统)[内內]部版本|Betriebssystembuild)\W{0,6}(?:Microsoft Windows \[Version\s?)?(?:10\.0\.)?(?P<build>1\d{4}|2\d{4})(?![\d])", re.IGNORECASE)
+# winver in Chinese: "版本 21H2 (OS 内部版本 19044.1288)", Traditional "(操作系統內部版本19041.985)".
+_WINDOWS_ON_LINE = re.compile(r"\bWin(?:dows)?\b|\bWin1[01]\b|\bOS\s?build\b|\bWSL|[内內]部版本|Betriebssystembuild", re.IGNORECASE)
 
 # WSL named anywhere (as fwdoctor.triage.errors' hook wsl_named reads it): the name, Microsoft's
 # long form, its driver folder, the WSL 2 kernel's release.
@@ -112,7 +122,7 @@ def find(lines: Lines) -> list[Fragment]:
             frag = Fragment("windows", number, number)
             frag.add("report.wsl_named", f"report line {number}: {m.group(0)}")
             out.append(frag)
-        if m := _BUILD.search(text):
+        if m := _BUILD.search(text) or _SYSTEMINFO_BUILD.search(text):
             frag = Fragment("windows", number, number)
             frag.add("platform.windows_build", {"version": m.group("version"), "build": int(m.group("build"))})
             out.append(frag)
