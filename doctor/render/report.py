@@ -64,7 +64,9 @@ def render_text(report: Report, verbose: bool = False, color: bool = False, kb_d
     skipped_by_area: dict[str, list] = {}
     for item in report.not_checked:
         skipped_by_area.setdefault(item.area, []).append(item)
-    for area in AREAS:
+    # An area outside AREAS is shown when it has a finding (triage raises the extension-build
+    # pre-flight's ids from a project's own refusal in the text): an error counted is an error shown.
+    for area in (*AREAS, *(a for a in by_area if a not in AREAS)):
         findings = by_area.get(area, [])
         skipped = skipped_by_area.get(area, [])
         worst = min((f.severity for f in findings), key=lambda s: s.rank, default=None)

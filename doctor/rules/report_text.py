@@ -72,8 +72,11 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads Docker's refusal to start a container with `--gpus` ("could not select device
         driver "" with capabilities: [[gpu]]") or with `--runtime=nvidia` ("unknown or invalid
-        runtime name: nvidia", older Docker: "Unknown runtime specified nvidia") and
-        nvidia-container-cli's "load library failed: libnvidia-ml.so.1" in a report.
+        runtime name: nvidia", older Docker: "Unknown runtime specified nvidia"),
+        nvidia-container-cli's "load library failed: libnvidia-ml.so.1", a CDI engine's
+        "unresolvable CDI devices nvidia.com/gpu=all" (podman, Docker 25+) and the Kubernetes
+        device plugin's "If this is a GPU node, did you configure the NVIDIA Container
+        Toolkit?" ("Incompatible strategy detected auto", "could not load NVML library") in a report.
 
     Why is this bad?
         `--gpus` (and compose's `capabilities: [gpu]`) needs the NVIDIA Container Toolkit
@@ -113,6 +116,28 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
             fix=FixRef(commands=("sudo apt-get install -y nvidia-container-toolkit   # from NVIDIA's repository; dnf/zypper alike",
                                  "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"),
                        note="`snap list docker`: a snap-installed Docker cannot use the toolkit on Ubuntu classic; install docker-ce instead"),
+        )
+    # issue 26: engines that take GPUs through CDI specs, and the Kubernetes device plugin, whose
+    # pod sees the GPUs only through the NVIDIA runtime (doctor/kb/errors.yaml).
+    no_cdi = _errors(facts, "cdi-device-unresolvable")
+    if no_cdi and not no_nvml:
+        return Hit(
+            f"no CDI specification names {no_cdi[0].get('device', 'the GPU')} for this container engine: {_line(no_cdi[0])}",
+            evidence={"report.errors": no_cdi},
+            fix=FixRef(commands=("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+                                 "nvidia-ctk cdi list   # must list nvidia.com/gpu=all"),
+                       note="generate it again after every driver upgrade; an engine reads only its CDI folders (/etc/cdi, /var/run/cdi; "
+                            "podman --cdi-spec-dir); Docker needs 25+ with CDI enabled, or use --gpus all with the NVIDIA runtime"),
+        )
+    plugin = _errors(facts, "k8s-device-plugin-no-nvml")
+    if plugin and not no_nvml:
+        return Hit(
+            f"the Kubernetes device plugin finds no GPU in its pod (the node's container runtime does not run it through the NVIDIA runtime): {_line(plugin[0])}",
+            evidence={"report.errors": plugin},
+            fix=FixRef(commands=("sudo nvidia-ctk runtime configure --runtime=containerd --set-as-default && sudo systemctl restart containerd",
+                                 "kubectl describe node NODE | grep nvidia.com/gpu   # Capacity/Allocatable once the plugin sees the GPUs"),
+                       note="configure the runtime the kubelet uses (containerd, CRI-O: --runtime=crio; k3s/microk8s/RKE2 keep their own containerd config), "
+                            "or create a RuntimeClass nvidia and deploy the plugin with runtimeClassName: nvidia"),
         )
     if no_nvml:
         return Hit(
@@ -515,7 +540,9 @@ def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
         Reads nvidia-container-cli's "requirement error: unsatisfied condition: cuda>=11.0,
         please update your driver to a newer version, or use an earlier cuda container", and
         the CUDA runtime's "Error 804: forward compatibility was attempted on non supported HW"
-        (the image's forward-compatibility libcuda, for data-center GPUs only, tried on another).
+        (the image's forward-compatibility libcuda, for data-center GPUs only, tried on another),
+        and an NVIDIA image's own banner "This container was built for NVIDIA Driver Release
+        535.86 or later, but version 510.85.02 was detected and compatibility mode is UNAVAILABLE".
 
     Why is this bad?
         A CUDA image declares the CUDA it needs (NVIDIA_REQUIRE_CUDA, set by the nvidia/cuda
@@ -535,7 +562,7 @@ def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
     """
     said = _errors(facts, "nvidia-container-cli-cuda-requirement")
     if not said:
-        return _forward_compat_refused(facts)
+        return _ngc_driver_too_old(facts) or _forward_compat_refused(facts)
     error = said[0]
     cuda = str(error["cuda"])
     driver = kb.cuda.toolkit_driver(cuda)
@@ -547,6 +574,23 @@ def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
         evidence={"report.errors": said, "cuda": cuda, "driver_needed": driver, "driver.cuda_version": have},
         fix=FixRef(commands=("nvidia-smi   # on the host: the CUDA its driver supports, top right",),
                    note=f"install {need} on the host, or run an image built for the driver's CUDA (an older nvidia/cuda tag)"),
+    )
+
+
+def _ngc_driver_too_old(facts: Facts) -> Hit | None:
+    """An NVIDIA image's entrypoint: "This container was built for NVIDIA Driver Release 535.86
+    or later, but version 510.85.02 was detected and compatibility mode is UNAVAILABLE" (issue
+    26; doctor/kb/errors.yaml, S-NGC-ENTRYPOINT-CHECKS): the image's CUDA needs that driver."""
+    said = _errors(facts, "ngc-driver-too-old")
+    if not said:
+        return None
+    error = said[0]
+    return Hit(
+        f"the image was built for NVIDIA driver >= {error['needed']} and the host's driver is {error['driver']}: {_line(error)}",
+        evidence={"report.errors": said, "driver_needed": error["needed"], "driver.version": error["driver"]},
+        fix=FixRef(commands=("nvidia-smi   # on the host: the driver and the CUDA it supports, top right",),
+                   note=f"install a driver >= {error['needed']} on the host, or run an older image release built for the driver's CUDA "
+                        "(NGC's support matrix lists each release's driver)"),
     )
 
 

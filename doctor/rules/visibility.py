@@ -283,7 +283,9 @@ RULES: tuple[Rule, ...] = (container_started_without_gpus, container_driver_capa
 # no GPU list beside CUDA_VISIBLE_DEVICES); they read the rows of doctor/kb/errors.yaml that
 # matched (report.errors) and what those rows' hooks recorded around them.
 _NO_DEVICE_KINDS = ("cuda-no-device", "torch-no-cuda-gpus")
-_NO_GPU_IN_CONTAINER_KINDS = ("no-nvidia-driver", "tf-no-dev-nvidia0", "nvidia-smi-not-found")
+# An NVIDIA image's own entrypoint check ("The NVIDIA Driver was not detected", issue 26): its hook
+# keeps it only where the command that started the container asked for no GPU.
+_NO_GPU_IN_CONTAINER_KINDS = ("no-nvidia-driver", "tf-no-dev-nvidia0", "nvidia-smi-not-found", "ngc-driver-not-detected")
 # Driver capabilities without compute, as a report shows them (the rows' hooks keep only those),
 # and nvidia-smi's "CUDA Version: N/A": NVML answered, libcuda was not there.
 _CAPS_KINDS = ("nvidia-driver-capabilities-no-compute", "gpu-request-capabilities-no-compute")

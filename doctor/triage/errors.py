@@ -271,6 +271,32 @@ def visible_devices_named(hit: Hit) -> bool:
     return True
 
 
+# The command that started a container ("docker run", "podman run", "docker compose up",
+# "nerdctl run", "nvidia-docker run", "sudo docker run ..."), and what asks it for GPUs: Docker's
+# --gpus, the NVIDIA runtime, a CDI device, NVIDIA_VISIBLE_DEVICES, or the nvidia-docker wrapper.
+_START = re.compile(r"\b(?:nvidia-docker|docker|podman|nerdctl)(?:-compose| compose)? (?:container )?(?:run|create|start|up)\b")
+_GPU_ASKED = re.compile(r"--gpus|--runtime[= ]{1,3}nvidia|nvidia\.com/gpu|NVIDIA_VISIBLE_DEVICES|\bnvidia-docker run\b")
+_START_LINES = 80  # from the command to its output's banner: the image's pull and license text
+# A GPU request in a compose file or a pod spec, which no command line shows: "runtime: nvidia",
+# a device reservation's "driver: nvidia" / "capabilities: [gpu]", a "nvidia.com/gpu: 1" limit.
+_GPU_ASKED_IN_CONFIG = re.compile(r"^\s{0,40}-?\s{0,4}(?:runtime: ?['\"]?nvidia|driver: ?['\"]?nvidia|capabilities: ?\[[^\]\n]{0,40}gpu|nvidia\.com/gpu: ?['\"]?\d)")
+
+
+def started_without_gpu_request(hit: Hit) -> bool:
+    """The match (an NVIDIA image's "The NVIDIA Driver was not detected") stands unless the
+    container was asked for GPUs: by the command that started it, the nearest `docker run`/
+    `podman run`/`compose up` within _START_LINES above it, or by a compose file or pod spec
+    anywhere in the report. Then the runtime was asked and something else failed (old images
+    printed it on WSL2 regardless). Records the banner as `container`."""
+    hit.data["container"] = f"report line {hit.i + 1}: {hit.norm[hit.i].strip()[:_MAX_NAME]}"
+    if any(_GPU_ASKED_IN_CONFIG.search(line) for line in hit.norm):
+        return False
+    for j in range(hit.i - 1, max(-1, hit.i - 1 - _START_LINES), -1):
+        if _START.search(hit.norm[j]):
+            return not _GPU_ASKED.search(hit.norm[j])
+    return True
+
+
 # A container's driver capabilities: NVIDIA_DRIVER_CAPABILITIES's value (an env line, `-e`,
 # compose, a Dockerfile ENV; the row's `caps` group) and a Docker device request's list (compose
 # `capabilities: [gpu, utility]` or its block of "- item" lines, `--gpus 'all,capabilities=utility'`,
@@ -365,8 +391,11 @@ def nvcc_home_path_list(hit: Hit) -> bool:
 # ("jaxlib==0.4.26+cuda12.cudnn89", "jaxlib 0.4.13+cuda11.cudnn86").
 _CUDA_JAXLIB = re.compile(r"\bjaxlib[ =]{1,30}[\w.*+=-]{0,40}(?:[*+]| {1,30})cuda", re.IGNORECASE)
 # JAX's own lines when its CUDA plugin is installed but could not be used: the import or the
-# initialize() raised, or the backend failed to start.
-_CUDA_PLUGIN_FAILED = re.compile(r"Jax plugin configuration error|CUDA backend failed to initialize|Unable to initialize backend 'cuda'")
+# initialize() raised, or the backend failed to start, or its CUDA library check failed
+# ("Unable to load cuSPARSE. Is it installed?", "Outdated cuDNN installation found":
+# jax_plugins/cuda/__init__.py, _version_check), also where the paste starts below the first line.
+_CUDA_PLUGIN_FAILED = re.compile(r"Jax plugin configuration error|CUDA backend failed to initialize|Unable to initialize backend 'cuda'"
+                                 r"|Unable to load (?:CUDA|NCCL|cu[A-Za-z]{2,8})\. Is it installed\?|Outdated (?:CUDA|NCCL|cu[A-Za-z]{2,8}) installation found")
 
 
 def jax_no_cuda_build_shown(hit: Hit) -> bool:
@@ -415,6 +444,31 @@ def jax_plugin_api_skew(hit: Hit) -> bool:
     return calls_xla_client
 
 
+# What a PEP 517 build's own traceback says when the package's setup.py imports torch: the
+# isolated build environment pip (or uv) made has none, whatever this environment holds.
+_NO_TORCH = re.compile(r"No module named '(?P<module>torch(?:\.\w+)?)'")
+_BUILD_STEP = re.compile(r"Getting requirements to build wheel did not run successfully|Preparing metadata \(pyproject\.toml\) did not run successfully|"
+                         r"The build backend returned an error|_in_process\.py get_requires_for_build_wheel")
+_BUILD_OUTPUT_LINES = 60  # pip's "[N lines of output]" of a failed build hook: a traceback of ~20-40 lines
+
+
+def torch_missing_in_build(hit: Hit) -> bool:
+    """The match (a build step failed) stands when its captured output, in the next
+    _BUILD_OUTPUT_LINES lines, says "No module named 'torch'" (recorded as `module`). uv's hint
+    ("depends on `torch`, but doesn't declare it as a build dependency") says it itself, and
+    stands unless the failed step it follows was read already."""
+    if "build dependency" in hit.match.group("step"):
+        hit.data.update(module="torch", said=f"report line {hit.i + 1}")
+        return not any(_BUILD_STEP.search(hit.norm[j]) for j in range(max(0, hit.i - _BUILD_OUTPUT_LINES), hit.i))
+    for j in range(hit.i, min(len(hit.norm), hit.i + 1 + _BUILD_OUTPUT_LINES)):
+        found = _NO_TORCH.search(hit.norm[j])
+        if found:
+            hit.data["module"] = found.group("module")
+            hit.data["said"] = f"report line {j + 1}"
+            return True
+    return False
+
+
 HOOKS: dict[str, Callable[[Hit], bool]] = {
     "jax_no_cuda_build_shown": jax_no_cuda_build_shown,
     "jax_plugin_api_skew": jax_plugin_api_skew,
@@ -431,10 +485,12 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "libcuda_copy_listed": libcuda_copy_listed,
     "container_named": container_named,
     "visible_devices_named": visible_devices_named,
+    "started_without_gpu_request": started_without_gpu_request,
     "driver_caps_without_compute": driver_caps_without_compute,
     "request_caps_without_compute": request_caps_without_compute,
     "nvidia_smi_cuda_na": nvidia_smi_cuda_na,
     "nvcc_home_path_list": nvcc_home_path_list,
+    "torch_missing_in_build": torch_missing_in_build,
     "apple_silicon_named": apple_silicon_named,
     "framework_imported": framework_imported,
 }

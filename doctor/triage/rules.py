@@ -136,17 +136,63 @@ def torch_no_kernel_below_every_release(facts: Facts, kb: KB) -> Iterable[Hit] |
     return hits or None
 
 
+# The host compiler's limit as each program words it (doctor/kb/errors.yaml): nvcc's
+# host_config.h for gcc and for MSVC, torch.utils.cpp_extension's own bounds per CUDA release.
+_HOST_COMPILER_KINDS = ("unsupported-gnu", "torch-compiler-version-bound", "unsupported-msvc")
+
+
+def _gcc_limit(error: dict[str, Any], kb: KB) -> str | None:
+    """The newest gcc the error accepts, as a gcc-N package suffix: host_config.h's "later
+    than N" (or the release before its "N and up"), torch's "<=X.Y.Z" (X) or "<X.0" (X-1),
+    else the KB's limit for the CUDA release torch names."""
+    if error.get("gcc_max"):
+        return str(error["gcc_max"])
+    if error.get("gcc_from"):
+        first, _, minor = str(error["gcc_from"]).partition(".")
+        return f"{first}.{int(minor) - 1}" if minor and int(minor) > 0 else str(int(first) - 1)
+    bound = error.get("bound") or error.get("stated")
+    if bound:
+        parts = [int(p) for p in str(bound).split(".")]
+        inclusive = error.get("bound_op", "<=") == "<=" or not error.get("bound")
+        return str(parts[0] if inclusive or any(parts[1:]) else parts[0] - 1)
+    return kb.cuda.host_gcc_max(error["cuda"]) if error.get("cuda") else None
+
+
 @rule("host-compiler-unsupported", needs=("report.errors",), optional=("compilers.gcc_default",))
 def unsupported_gnu(facts: Facts, kb: KB) -> Hit | None:
-    """nvcc's own "unsupported GNU version!" error (see host-compiler-unsupported)."""
-    said = _errors(facts, "unsupported-gnu")
+    """nvcc's own "unsupported GNU version!" or "unsupported Microsoft Visual Studio version!"
+    error, or torch.utils.cpp_extension's "The current installed version of g++ (12.2.1) is
+    greater than the maximum required version by CUDA 11.7" (see host-compiler-unsupported)."""
+    said = [e for kind in _HOST_COMPILER_KINDS for e in _errors(facts, kind)]
     if not said:
         return None
-    limit = said[0]["gcc_max"]
+    first = said[0]
+    if first["kind"] == "unsupported-msvc":
+        return Hit(
+            f"the Visual Studio (MSVC) nvcc ran is not one this CUDA accepts (only {first['msvc_supported']}): {_line(first)}",
+            evidence={"report.errors": said},
+            fix=FixRef(recipe="cuda-toolkit",
+                       note="install the Visual Studio Build Tools release this CUDA names (it can sit beside the newer one) and build "
+                            "from its x64 Native Tools prompt, or install a CUDA toolkit whose host_config.h accepts the installed one"),
+        )
     gcc = facts.get("compilers.gcc_default")
-    have = f"gcc {gcc['version']}" if isinstance(gcc, dict) and gcc.get("version") else "the gcc nvcc ran"
+    limit = _gcc_limit(first, kb)
+    accepts = f"torch.utils.cpp_extension allows with CUDA {first['cuda']}" if first.get("cuda") else "this nvcc accepts"
+    if first.get("compiler_version"):
+        have = f"{first['compiler']} {first['compiler_version']}"
+    else:
+        have = f"gcc {gcc['version']}" if isinstance(gcc, dict) and gcc.get("version") else "the gcc nvcc ran"
+    if first.get("side") == "less":
+        return Hit(
+            f"{have} is older than {accepts} (>= {first.get('min_version') or first.get('stated')}): {_line(first)}",
+            evidence={"report.errors": said, "compilers.gcc_default": gcc},
+            fix=FixRef(recipe="env", note="install a newer gcc/g++ and export CC and CXX to it before building"),
+        )
+    if limit is None:
+        return Hit(f"{have} is newer than {accepts}: {_line(first)}", evidence={"report.errors": said, "compilers.gcc_default": gcc},
+                   fix=FixRef(recipe="cuda-toolkit", note="build with an older gcc (export CC and CXX), or install a newer CUDA toolkit"))
     return Hit(
-        f"{have} is newer than this nvcc accepts (gcc <= {limit}): {_line(said[0])}",
+        f"{have} is newer than {accepts} (gcc <= {limit}): {_line(first)}",
         evidence={"report.errors": said, "compilers.gcc_default": gcc, "host_gcc_max": limit},
         fix=FixRef(recipe="env", commands=(f"sudo apt-get install {sh(f'gcc-{limit}')} {sh(f'g++-{limit}')}",
                                             f"export CC={sh(f'/usr/bin/gcc-{limit}')} CXX={sh(f'/usr/bin/g++-{limit}')} CUDAHOSTCXX={sh(f'/usr/bin/g++-{limit}')}"),
@@ -154,15 +200,31 @@ def unsupported_gnu(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+def _arch_releases(target: str, kb: KB) -> str:
+    """Which nvcc releases compile for `target` (compute_89, sm_30), from the KB; "" when it
+    has no row for that compute capability."""
+    digits = re.sub(r"\D", "", target.split("_", 1)[-1])
+    if len(digits) < 2:
+        return ""
+    span = kb.cuda.arch_first_last(f"{digits[:-1]}.{digits[-1]}")
+    if span is None:
+        return ""
+    first_cuda, last_cuda = span
+    if last_cuda is None:
+        return f"; CUDA {first_cuda} and later compile for it"
+    return f"; CUDA {first_cuda} to {last_cuda} compile for it (later releases removed it)"
+
+
 @rule("gpu-arch-unsupported-by-toolkit", needs=("report.errors",))
 def unsupported_arch(facts: Facts, kb: KB) -> Hit | None:
-    """nvcc's own "Unsupported gpu architecture 'compute_89'" (see gpu-arch-unsupported-by-toolkit)."""
-    said = _errors(facts, "unsupported-gpu-arch")
+    """nvcc's own "Unsupported gpu architecture 'compute_89'" or "Value 'sm_86' is not defined
+    for option 'gpu-architecture'" (see gpu-arch-unsupported-by-toolkit)."""
+    said = _errors(facts, "unsupported-gpu-arch") + _errors(facts, "nvcc-arch-value-not-defined")
     if not said:
         return None
     target = said[0]["arch"]
     return Hit(
-        f"the nvcc that ran cannot compile for {target}: {_line(said[0])}",
+        f"the nvcc that ran cannot compile for {target}{_arch_releases(target, kb)}: {_line(said[0])}",
         evidence={"report.errors": said},
         fix=FixRef(recipe="cuda-toolkit", note=f"use a CUDA toolkit that supports {target} (set CUDA_HOME to it), or drop {target} from TORCH_CUDA_ARCH_LIST"),
     )
@@ -659,6 +721,54 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
 _DRIVER_LIBRARY = re.compile(r"(?:.{0,200}[/\\])?(?:libcuda\.so|nvcuda\.dll)", re.IGNORECASE)
 
 
+# The nvidia-* wheel of jax[cuda12]/[cuda13] that holds each library JAX's CUDA plugin checks.
+_JAX_LIB_WHEEL = {"CUDA": "nvidia-cuda-runtime", "cuDNN": "nvidia-cudnn", "cuBLAS": "nvidia-cublas", "cuFFT": "nvidia-cufft",
+                  "cuSOLVER": "nvidia-cusolver", "cuSPARSE": "nvidia-cusparse", "cuPTI": "nvidia-cuda-cupti", "NCCL": "nvidia-nccl"}
+
+
+@rule("cuda-lib-not-found", needs=("report.errors",))
+def jax_cuda_lib_unloadable(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads JAX's "Unable to load cuSPARSE. Is it installed?" (jax_plugins/xla_cuda12's
+        check of each CUDA library at start-up; jaxlib 0.4.x prefixes "CUDA backend failed to
+        initialize: "): a CUDA library the plugin opens did not load.
+
+    Why is this bad?
+        JAX then registers no CUDA backend and runs on the CPU ("Falling back to cpu").
+        The plugin loads the nvidia-* wheels of `jax[cuda12]` first; the load fails where the
+        wheel is missing, or where an LD_LIBRARY_PATH puts another CUDA's libraries in front of
+        them (a system libnvJitLink older than the one the wheel's cuSPARSE links against:
+        jax-ml/jax#29843, fixed by `unset LD_LIBRARY_PATH`).
+
+    Example
+        jax[cuda12] 0.6.2 with LD_LIBRARY_PATH=/usr/local/cuda-12.6/lib64: "Unable to load
+        cuSPARSE. Is it installed?" (jax-ml/jax#30050): invalid. The same env with
+        LD_LIBRARY_PATH unset: valid.
+
+    Fix
+        Run JAX without LD_LIBRARY_PATH, and reinstall jax with its CUDA extra so every
+        nvidia-* wheel it needs is there:
+
+            env -u LD_LIBRARY_PATH python -c 'import jax; print(jax.devices())'
+            python -m pip install -U "jax[cuda12]"
+    """
+    said = _errors(facts, "jax-cuda-lib-unloadable")
+    if not said:
+        return None
+    error = said[0]
+    library = str(error.get("library") or "a CUDA library")
+    wheel = _JAX_LIB_WHEEL.get(library, "nvidia-*")
+    return Hit(
+        f"JAX's CUDA plugin could not load {library} (the {wheel}-cu12/-cu13 wheel is missing, or an LD_LIBRARY_PATH folder shadows it "
+        f"with another CUDA's libraries), so JAX runs on the CPU: {_line(error)}",
+        evidence={"report.errors": said, "library": library},
+        fix=FixRef(commands=("env -u LD_LIBRARY_PATH python -c 'import jax; print(jax.devices())'   # a CudaDevice here: LD_LIBRARY_PATH is the cause",
+                             f"python -m pip list 2>/dev/null | grep -i -E 'jax|{wheel}'   # the plugin and the wheel it loads",
+                             "python -m pip install -U 'jax[cuda12]'   # reinstalls the plugin with the nvidia-* wheels it needs"),
+                   note="JAX's pip install brings its own CUDA libraries: unset LD_LIBRARY_PATH (or drop the system CUDA lib64 from it) for the JAX process"),
+    )
+
+
 def _major_minor(version: str) -> tuple[int, int] | None:
     parts = re.match(r"(\d{1,2})\.(\d{1,2})", str(version))
     return (int(parts.group(1)), int(parts.group(2))) if parts else None
@@ -869,8 +979,11 @@ def image_driver_libs_said(facts: Facts, kb: KB) -> Hit | None:
 
 _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "cuda-version-mismatch", "sm-incompatible", "unsupported-gnu",
                       "unsupported-gpu-arch", "cudnn-undefined-symbol",
+                      # issue 26, build-ext: the same two rules read the other wordings (unsupported_gnu, unsupported_arch)
+                      "torch-compiler-version-bound", "unsupported-msvc", "nvcc-arch-value-not-defined",
                       # issue 26, part B: the rules above with their own explanation
                       "cudnn-runtime-older", "paddle-cudnn-older", "jax-lib-older-than-built", "xla-ptxas-newer-than-driver",
+                      "jax-cuda-lib-unloadable",  # jax_cuda_lib_unloadable reads it (cuda-lib-not-found with JAX's fix)
                       "dlopen-failed", "nccl-ibv-modify-qp-failed", "nccl-ib-completion-timeout", "paddle-cuda-error-35",
                       # its facts (a CPU-only Paddle, a GPU asked for) feed framework_cpu_build_gpu_expected
                       "paddle-cpu-build-asked-for-gpu", "nccl-maxsharedmem-exceeds",
@@ -924,7 +1037,7 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_too_old, sm_incompatible, torch_no_kernel_below_every_release, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
                            framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, conda_cuda_label_contradicted, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
-                           framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, tf_built_for_other_cuda, nccl_ib_connect_failed, nccl_gpu_unsupported,
+                           framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, jax_cuda_lib_unloadable, tf_built_for_other_cuda, nccl_ib_connect_failed, nccl_gpu_unsupported,
                            *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
                            *rdma.RULES)
 
@@ -934,7 +1047,9 @@ RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_to
 # plugin (issue 26: jax 0.4.35 = jaxlib 0.4.35 shown, while the plugin's own traceback shows it
 # is of another release). Elsewhere a fact shown beats the text (a big /dev/shm shown wins over
 # NCCL's shared-memory error, tests/test_triage_readers_env.py).
-_TEXT_OVER_FACTS = frozenset({"framework-packages-mismatched"})
+# The extension-build pre-flight's ids (`fwdoctor build ext`) have rules triage never runs (no
+# pasted text holds ext.source or build.toolkit): a project's own refusal in the text judges them.
+_TEXT_OVER_FACTS = frozenset({"framework-packages-mismatched", "ext-arch-unsupported-by-project"})
 _ROW_RULES = _from_rows()
 # conda_cuda_label_contradicted reads the framework's own answer, which the regular rule (the
 # KB's known-broken builds on the same conda.packages) does not: it runs where that one passed.
