@@ -288,13 +288,29 @@ def nccl_p2p_disabled_nvlink(facts: Facts, kb: KB) -> Hit | None:
         reasons.append(f"NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}")
     run = facts.get("nccl.run") or {}
     transports = run.get("transports") or {}
-    if transports and not any(t.startswith("P2P") for t in transports) and "SHM" in transports:
+    if transports and not any(t.startswith("P2P") for t in transports) and "SHM" in transports and _shm_over_nvlink(facts["topology.nvlink"] or [], run):
         reasons.append(f"the all-reduce connected its GPUs via SHM ({transports['SHM']} channel(s)), never P2P")
     if not reasons:
         return None
     return Hit(f"{len(linked)} GPU(s) have active NVLinks but NCCL peer-to-peer is off: {'; '.join(reasons)}",
                evidence={"nvlink": linked, "reasons": reasons, "transports": transports},
                fix=FixRef(commands=("unset NCCL_P2P_DISABLE NCCL_P2P_LEVEL",), note="Then rerun `fwdoctor smoke allreduce` and check the transports say P2P."))
+
+
+def _shm_over_nvlink(gpus: list[dict[str, Any]], run: dict[str, Any]) -> bool:
+    """Whether the log's SHM connections join GPUs an NVLink joins. Known only where the
+    links name their peers (`nvidia-smi topo -m`) and the log its GPUs: since NCCL 2.18.3 a
+    connection line names each rank's NVML index, "0[2] -> 1[3] via SHM/direct/direct" (src/transport/shm.cc;
+    before, its PCI bus id in hex, "0[3b000] -> 1[5e000]"), the index `nvidia-smi topo -m`
+    numbers its GPUs by. A run on GPU1 and GPU2 of a board whose NVLink pairs GPU0 and GPU1
+    goes over SHM rightly. Where the log's numbers are not all GPUs of the matrix (bus ids),
+    or the links name no peers (NVML's counts), any SHM connection counts, as before."""
+    pairs = {(g.get("index"), p) for g in gpus for p in g.get("peers") or []}
+    indices = {g.get("index") for g in gpus}
+    named = [(p.get("from_dev"), p.get("to_dev")) for p in run.get("peers") or [] if p.get("transport") == "SHM"]
+    if not pairs or not named or not all(str(d).isdigit() and int(d) in indices for pair in named for d in pair):
+        return True
+    return any((int(a), int(b)) in pairs for a, b in named)
 
 
 @rule("nccl-socket-with-ib", needs=("nccl.run", "fabric.ib_devices"))
@@ -324,13 +340,20 @@ def nccl_socket_with_ib(facts: Facts, kb: KB) -> Hit | None:
     """
     run = facts["nccl.run"] or {}
     socket_peers = [p for p in run.get("peers") or [] if p.get("transport") == "NET/Socket"]
-    if not socket_peers:
+    # NCCL's own choice, before any connection: it looked for IB devices, found none it could
+    # open, and took sockets ("NET/IB : No device found." then "Using network Socket",
+    # src/transport/net_ib.cc, net_ib/init.cc after 2.28, and src/init.cc), as logs pasted
+    # from containers without /dev/infiniband show (NVIDIA/nccl#451, #941).
+    fell_back = run.get("network") == "Socket" and run.get("ib_none") is True
+    if not socket_peers and not fell_back:
         return None
     active = [f"{d['name']}:{p['port']} ({p.get('link_layer')}, {p.get('rate')})" for d in facts["fabric.ib_devices"] for p in d.get("ports", []) if p.get("state") == "ACTIVE"]
     if not active:
         return None
     ifaces = ", ".join(sorted({s["iface"] for s in run.get("socket_ifaces") or []})) or "?"
-    return Hit(f"NCCL sent {len(socket_peers)} inter-rank connection(s) over NET/Socket ({ifaces}) while InfiniBand/RoCE port(s) are ACTIVE: {', '.join(active)}",
+    what = (f"NCCL sent {len(socket_peers)} inter-rank connection(s) over NET/Socket ({ifaces})" if socket_peers
+            else f"NCCL found no IB device it could use (\"NET/IB : No device found\") and chose sockets ({ifaces})")
+    return Hit(f"{what} while InfiniBand/RoCE port(s) are ACTIVE: {', '.join(active)}",
                evidence={"socket_peers": socket_peers[:8], "ib_active": active, "ib_none": run.get("ib_none"), "env": run.get("env")},
                fix=FixRef(commands=("unset NCCL_IB_DISABLE", "docker run --device=/dev/infiniband ...   # and rdma-core/libibverbs in the image"),
                           note="NCCL's log says why: look for 'NET/IB : No device found' or 'NCCL_IB_DISABLE set by environment'."))

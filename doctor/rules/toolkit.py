@@ -43,6 +43,23 @@ def _env_commands(root: str) -> tuple[str, ...]:
     )
 
 
+def _windows_root(root: Any) -> bool:
+    """A Windows toolkit folder (C:\\...\\CUDA\\v12.4): its fix is cmd's `set`, never export/apt."""
+    return bool(re.match(r"^[A-Za-z]:[\\/]", str(root or "")))
+
+
+def _env_fix(root: str) -> FixRef:
+    """Point everything at one toolkit: recipe env on Linux; on Windows the variables NVIDIA's
+    installer sets (CUDA_PATH; CUDA_HOME, which torch reads first) and PATH, in cmd."""
+    if not _windows_root(root):
+        return FixRef(recipe="env", options={"cuda_home": root}, commands=_env_commands(root))
+    return FixRef(
+        commands=(f'set "CUDA_HOME={root}"', f'set "CUDA_PATH={root}"', f'set "PATH={root}\\bin;%PATH%"', "where nvcc   # its first line must be that bin's nvcc.exe"),
+        note="these hold in this cmd window; to keep them, set CUDA_PATH in System Properties > Environment Variables "
+             "and move that toolkit's bin above the other CUDA bin folders in Path, then open a new shell",
+    )
+
+
 def _apt_command(xy: str) -> str:
     # NVIDIA's apt repository names the toolkit package cuda-toolkit-X-Y.
     return f"sudo apt-get install {sh('cuda-toolkit-' + xy.replace('.', '-'))}"
@@ -157,11 +174,16 @@ def multiple_toolkits(facts: Facts, kb: KB) -> Hit | None:
     listing = "; ".join(_describe(tk) for tk in toolkits)
     if active:
         chosen = f"active: {active.get('root')} via {active.get('why')}"
+    elif not facts.known("cuda.active"):
+        chosen = "which one builds is not shown (CUDA_HOME's nvcc)"  # a report's text
     else:
         chosen = "none is active (no CUDA_HOME, CUDA_PATH, nvcc on PATH or /usr/local/cuda)"
     target = _preferred_root(facts)
     if target:
-        fix = FixRef(recipe="env", options={"cuda_home": target}, commands=_env_commands(target))
+        fix = _env_fix(target)
+    elif any(_windows_root(tk.get("root")) for tk in toolkits):
+        fix = FixRef(commands=("where nvcc   # the nvcc.exe PATH finds first", "echo %CUDA_PATH%"),
+                     note="choose one toolkit: set CUDA_PATH (and CUDA_HOME, which torch reads first) to its folder and put its bin first in Path")
     else:
         fix = FixRef(recipe="env", note="choose one toolkit root and pass it as cuda_home")
     return Hit(
@@ -225,7 +247,7 @@ def cuda_path_inconsistent(facts: Facts, kb: KB) -> Hit | None:
     return Hit(
         f"CUDA pointers disagree: {detail}",
         evidence={"cuda.pointers": dict(pointers), "cuda.active": active or None},
-        fix=FixRef(recipe="env", options={"cuda_home": target}, commands=_env_commands(str(target))),
+        fix=_env_fix(str(target)),
     )
 
 
@@ -299,7 +321,7 @@ def cuda_home_invalid(facts: Facts, kb: KB) -> Hit | None:
     target = preferred if preferred in with_nvcc else (with_nvcc[0] if with_nvcc else None)
     whys = "; ".join(why for _, _, why in bad)
     if target:
-        fix = FixRef(recipe="env", options={"cuda_home": target}, commands=_env_commands(str(target)))
+        fix = _env_fix(str(target))
     else:
         fix = FixRef(commands=("ls -d /usr/local/cuda*/bin/nvcc   # the toolkit folders; CUDA_HOME is the one before /bin/nvcc",),
                      note="set CUDA_HOME (and CUDA_PATH, if set) to one toolkit folder, e.g. export CUDA_HOME=/usr/local/cuda-12.4; only PATH and LD_LIBRARY_PATH are lists")

@@ -34,13 +34,15 @@ def _pip(facts: Facts) -> str:
 
 # Facts that say the driver version is a Windows driver's: a Windows build (`ver`,
 # systeminfo, collect_env, in a report) or WSL 2 (a report's platform.wsl, a live host's
-# driver.wsl), where nvidia-smi and NVML show the Windows host's driver.
-WINDOWS_KEYS = ("platform.windows_build", "platform.wsl", "driver.wsl")
+# driver.wsl), where nvidia-smi and NVML show the Windows host's driver, or a report's
+# nvidia-smi that says so itself (driver.windows: its TCC/WDDM column, nvidia-smi.exe, WSL 2's
+# Linux nvidia-smi version beside the Windows driver's; fwdoctor.triage.nvidia_smi).
+WINDOWS_KEYS = ("platform.windows_build", "platform.wsl", "driver.wsl", "driver.windows")
 
 
 def windows_driver(facts: Facts) -> bool:
     """Whether driver.version is numbered as a Windows driver (10.2: 441.22, not 440.33)."""
-    if isinstance(facts.get("platform.windows_build"), dict):
+    if isinstance(facts.get("platform.windows_build"), dict) or isinstance(facts.get("driver.windows"), dict):
         return True
     return any(isinstance(wsl, dict) and wsl.get("version") == 2 for wsl in (facts.get("platform.wsl"), facts.get("driver.wsl")))
 

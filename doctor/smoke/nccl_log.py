@@ -64,7 +64,7 @@ def classify(via: str) -> dict[str, Any]:
         kind = parts[1]
         # "direct pointer": both GPUs in one process (NCCL's own threads, not torchrun ranks).
         out["transport"] = "P2P/direct" if kind.startswith("direct") else f"P2P/{kind}"
-    elif head == "SHM":
+    elif head == "SHM" or via.startswith("direct shared memory"):  # 2.5 to 2.12: "via direct shared memory" (src/transport/shm.cc)
         out["transport"] = "SHM"
     elif head == "NET" and len(parts) > 1:
         out["transport"] = f"NET/{parts[1]}"

@@ -27,6 +27,9 @@ from fwdoctor.triage import gpu_intent, gpu_prose, kernel_log, windows
 from fwdoctor.triage import ulimit
 from fwdoctor.triage import nccl_packages
 from fwdoctor.triage import torch_device
+from fwdoctor.triage import windows_cuda
+from fwdoctor.triage import nvidia_topo
+from fwdoctor.triage import ib_devices
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -48,6 +51,9 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     gpu_prose.find,  # the one NVIDIA GPU a report names in prose or a log line, where no tool lists it
     kernel_log.find,  # dmesg / journalctl -k / kern.log lines: NVIDIA Xid events, the legacy-branch notice
     ulimit.find,  # `ulimit -a` / `ulimit -l` / /proc/PID/limits: the locked-memory limit RDMA registration counts against
+    windows_cuda.find,  # Windows toolkits: cmd's `set` / PowerShell's `ls env:` (CUDA_PATH, CUDA_PATH_VX_Y, Path), `where nvcc`
+    nvidia_topo.find,  # `nvidia-smi topo -m`: which GPUs NVLink joins (NV#), judged beside a pasted NCCL_DEBUG=INFO log
+    ib_devices.find,  # ibv_devinfo / ibstat / ibstatus: the RDMA ports and their states, beside NCCL's "Using network Socket"
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.
@@ -55,6 +61,7 @@ UNSHOWN = {
     "driver.version": "the driver version (`nvidia-smi`, or `cat /proc/driver/nvidia/version`)",
     "driver.loaded": "whether the NVIDIA kernel module is loaded (`nvidia-smi`, `cat /proc/driver/nvidia/version`)",
     "driver.cuda_version": "the CUDA version the driver supports (the `nvidia-smi` header)",
+    "driver.windows": "whether the driver is a Windows driver (Windows' `nvidia-smi`: its TCC/WDDM column)",
     "driver.userspace_libs": "the user-space driver libraries' version (`dpkg -l | grep libnvidia-compute`, or `ls -l /usr/lib/x86_64-linux-gnu/libcuda.so.*`)",
     "driver.nvml_error": "whether NVML initialises (`nvidia-smi`)",
     "driver.module_flavor": "the kernel module flavour (`cat /proc/driver/nvidia/version`)",
@@ -80,6 +87,8 @@ UNSHOWN = {
     "fabric.ib_devices": "the RDMA devices (`ibv_devinfo`, `ls /sys/class/infiniband`)",
     "nccl.env": "the NCCL_* variables of the run (`env | grep ^NCCL_`, or NCCL_DEBUG=INFO's \"set by environment to\" lines)",
     "net.interfaces": "the host's network interfaces (`ip -brief address`, `ls /sys/class/net`)",
+    "topology.nvlink": "which GPUs NVLink joins (`nvidia-smi topo -m`)",
+    "torch.requires": "the NCCL wheel torch pins (`pip show torch`'s Requires, or `pip list | grep nvidia-nccl`)",
     "pci.acs": "the ACS control bits of the PCIe bridges above the GPUs (`sudo lspci -vvv`, its ACSCtl lines)",
     "platform.cpu": "the CPU's flags (`lscpu`, or `grep -m1 -E '^(model name|flags)' /proc/cpuinfo`)",
     "platform.wheel_glibc": "the manylinux tags of the installed wheels (`grep ^Tag: $SITE/*.dist-info/WHEEL`)",
@@ -139,6 +148,15 @@ def _merge(fragments: list[Fragment]) -> Facts:
             if key not in seen:
                 seen[key] = tk
                 sources.append(fact.source)
+        # An nvcc shown without its folder (`nvcc -V`, collect_env) is the Windows toolkit of its
+        # release that the report places (windows_cuda: CUDA_PATH_V11_8, `where nvcc`), not another.
+        def release(tk: dict[str, Any]) -> str:
+            return ".".join(str(tk.get("version")).split(".")[:2])
+
+        placed = {release(tk) for tk in seen.values() if str(tk.get("root"))[1:3] in (":\\", ":/")}
+        for key, tk in list(seen.items()):
+            if str(tk.get("root")).startswith("(") and release(tk) in placed:
+                del seen[key]
         facts.append(Fact("cuda.toolkits", list(seen.values()), source="; ".join(dict.fromkeys(sources))))
     facts.append(Fact("report.errors", error_entries, source="; ".join(error_sources) or "the whole report"))
     known = {f.key for f in facts}

@@ -44,6 +44,33 @@ _CPU = re.compile(r"(?:^|_)cpu(?:_|$)")
 _DEFAULTS_TF_CPU = re.compile(r"(?:mkl|eigen)_py\d")
 _MAX_WORD = 200
 
+# A package record written out whole, one to a line (issue 26): `conda list --explicit`'s URL
+# (channel, subdir, then the file conda's repodata names "<name>-<version>-<build>.tar.bz2" or
+# ".conda", with --md5's "#<hash>"), and `conda env export`'s / `conda list --export`'s pin
+# "name=version=build" (the export with "  - " before it; `conda env create --dry-run` writes
+# "- conda-forge/linux-64::_libgcc_mutex==0.1=conda_forge", conda/conda-libmamba-solver#115).
+# conda's docs: "Building identical conda environments" (docs.conda.io,
+# user-guide/tasks/manage-environments).
+_EXPLICIT = re.compile(r"^\s{0,8}https?://[\w.:@/~%+-]{1,300}?/(?P<channel>[\w.-]{1,80})/(?:noarch|(?:linux|osx|win)-[a-z0-9_]{1,10})/"
+                       r"(?P<file>[\w.+!-]{1,200})\.(?:tar\.bz2|conda)(?:#[0-9a-f]{32,64})?\s{0,4}$")
+_PIN = re.compile(r"^\s{0,8}(?:-\s{1,4})?(?:(?P<channel>[\w.-]{1,80})(?:/[\w-]{1,30})?::)?(?P<name>[A-Za-z0-9_][\w.-]{0,80})==?(?P<version>\d[\w.+!]{0,40})=(?P<build>[\w.+]{1,80})\s{0,4}$")
+
+
+def record(text: str) -> tuple[str, str, str, str | None] | None:
+    """(name, version, build, channel) of an explicit-list URL or an export pin, else None:
+
+        https://conda.anaconda.org/pytorch/linux-64/pytorch-1.12.1-py3.8_cuda11.3_cudnn8.3.2_0.tar.bz2
+          - pytorch=1.13.1=py3.10_cuda11.6_cudnn8.3.2_0                 conda env export
+        pytorch=1.11.0=py3.9_cuda11.3_cudnn8.2.0_0                      conda list --export"""
+    if "://" in text:
+        url = _EXPLICIT.match(text)
+        parts = url.group("file").rsplit("-", 2) if url else []
+        return (parts[0], parts[1], parts[2], url.group("channel")) if url and len(parts) == 3 and all(parts) else None
+    if "=" not in text:
+        return None
+    pin = _PIN.match(text)
+    return (pin.group("name"), pin.group("version"), pin.group("build"), pin.group("channel")) if pin else None
+
 
 def _row(text: str) -> tuple[str, str, str] | None:
     """(name, version, build) of a package row, else None:
@@ -59,7 +86,11 @@ def _row(text: str) -> tuple[str, str, str] | None:
         pytorch-1.12.1   |   py3.8_cpu_0   133.8 MB  pytorch            conda's download table
         pytorch     2.5.1    cpu_mkl_py312_h...   38.9 MiB  conda  ...  pixi list
 
-    A row mamba's plan removes ("- jaxlib ...") is not installed and is not read."""
+    A row mamba's plan removes ("- jaxlib ...") is not installed and is not read; an explicit
+    list's URL and an export's pin are read by `record`."""
+    whole = record(text) if ("=" in text or "://" in text) else None
+    if whole is not None:
+        return whole[:3]
     if "|" in text:
         return _download_row(text)
     words = text.split()
@@ -154,6 +185,9 @@ def in_search_listing(norm: tuple[str, ...], i: int, row: tuple[str, str, str]) 
 def _channel(text: str, build: str) -> str | None:
     """The channel after the build in a row: the first word there that is no size ("133.8",
     "MB", "45MB") and not mamba's "Cached"."""
+    whole = record(text) if ("=" in text or "://" in text) else None
+    if whole is not None:
+        return whole[3]
     words = text.replace("|", " ").split()
     at = words.index(build) + 1 if build in words else len(words)
     return next((w for w in words[at:] if not (w[:1].isdigit() or _UNIT.fullmatch(w) or w == "Cached")), None)
@@ -183,8 +217,14 @@ def _pytorch(lines: Lines) -> list[Fragment]:
                                "record": f"report line {i + 1}"})
         if request is None and ("cudatoolkit" in text or "pytorch-cuda" in text):
             found = _CUDA_REQUEST.search(text)
+            held = _row(text) if found is None else None
             if found:
-                request = (i + 1, found.group(0))
+                request = (i + 1, f"conda was asked for {found.group(0)}")
+            elif (held is not None and held[0] in ("cudatoolkit", "pytorch-cuda") and _VERSION.fullmatch(held[1])
+                  and not in_search_listing(lines.norm, i, held)):
+                # the env holds a CUDA package (`conda list`'s "pytorch-cuda 11.7 h778d358_5"): it was
+                # installed to run pytorch on a GPU (facebookresearch/DiT#109, beside py3.12_cpu_0)
+                request = (i + 1, f"the env holds {held[0]} {held[1]}")
     kind = "conda list"
     if cpu is None:
         cpu = _said_cpu(lines)
@@ -196,7 +236,7 @@ def _pytorch(lines: Lines) -> list[Fragment]:
     out.append(frag)
     if request is not None:
         asked = Fragment("conda list", request[0], request[0])
-        asked.add("report.gpu_expected", f"conda was asked for {request[1]}")
+        asked.add("report.gpu_expected", request[1])
         out.append(asked)
     return out
 

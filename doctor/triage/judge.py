@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from fwdoctor.engine import Report, judge
 from fwdoctor.findings import FINDING_KINDS
 from fwdoctor.rules import RULES
+from fwdoctor.rules.fabric import RUN_RULES
 from fwdoctor.rules.report_text import REPORT_RULES
 from fwdoctor.triage import Fragment, triage
 from fwdoctor.triage import rules as report_rules
@@ -30,6 +31,8 @@ class Triage:
 def run(text: str, kb: KB) -> Triage:
     facts, fragments = triage(text)
     rules = [r for r in RULES if r.area in AREAS]
+    if facts.known("nccl.run"):  # a pasted NCCL_DEBUG=INFO log: judged as `smoke allreduce` judges its ranks' logs
+        rules += [r for r in RUN_RULES if r not in rules]
     report = judge(facts, kb, rules)
     report.require_facts = False  # a report with no environment in it is said so plainly, exit 0
     fired = {f.id for f in report.findings}

@@ -6,8 +6,10 @@ its socket transport uses -> nccl.socket_ifaces:
     node1:12345:12380 [0] NCCL INFO NET/Socket : Using [0]bond0:192.168.1.161<0> [1]br-05ab815fa14e:172.19.0.1<0>
 
 Read by doctor/smoke/nccl_log.py's parser (the one `smoke allreduce` reads its ranks'
-logs with), one line at a time so that each value keeps its line number; a line without
-NCCL's "host:pid:tid [dev] NCCL INFO" prefix is not read. What NCCL says it was told is
+logs with), one line at a time so that each value keeps its line number; a line needs
+NCCL's "host:pid:tid [dev] NCCL INFO" prefix, or to start with its "NCCL INFO " where the
+paste cut the rest off (NVIDIA/nccl#451, #1190): prose that quotes "X set by environment to
+Y" is not read. What NCCL says it was told is
 what it used, as good as an `env` dump of the same variables. A "NET/Socket : Using" list
 is read with or without the prefix, and where a paste breaks it one "[N]iface:addr<0>" a line
 (NVIDIA/nccl#697), those lines too.
@@ -70,7 +72,7 @@ def find(lines: Lines) -> list[Fragment]:
             continue
         from fwdoctor.smoke import nccl_log
 
-        said = nccl_log.parse(nccl_line(text))["env"]
+        said = nccl_log.parse(_own(text))["env"]
         for name, value in said.items():
             env.setdefault(name, str(value)[:_MAX_VALUE])  # ranks repeat it: the first says it
             numbers.append(i + 1)
@@ -87,7 +89,37 @@ def find(lines: Lines) -> list[Fragment]:
         frag = Fragment("NCCL_DEBUG", start, end)
         frag.add("nccl.socket_ifaces", ifaces)
         out.append(frag)
+    out.extend(_run(lines.norm))
     return out
+
+
+def _run(norm: tuple[str, ...]) -> list[Fragment]:
+    """nccl.run: the log folded as `smoke allreduce` folds its ranks' logs (nccl_log.summarize:
+    the network NCCL chose, each peer's transport, the version, the environment it was told),
+    so the rules that judge an all-reduce's log judge a pasted one. Only a log that shows what
+    NCCL connected: a "Channel NN/C : a[d] -> b[e] via ..." line (src/transport/p2p.cc, shm.cc,
+    net.cc; "Ring NN" before 2.4) or "Using network IB|Socket|<plugin>" (src/init.cc).
+    A line whose "host:pid:tid [dev]" the paste cut off ("NCCL INFO Using network Socket",
+    NVIDIA/nccl#451) is read as NCCL's own all the same."""
+    picked = [i for i, text in enumerate(norm) if "NCCL INFO " in text and (" via " in text or "Using network" in text)]
+    if not picked:
+        return []
+    from fwdoctor.smoke import nccl_log
+
+    # Every NCCL line of the report, launcher prefixes dropped: the version, env and IB lines
+    # fold in beside the connections.
+    summary = nccl_log.summarize(["\n".join(_own(text) for text in norm if "NCCL" in text)])
+    if not (summary["peers"] or summary["network"]):
+        return []
+    frag = Fragment("NCCL_DEBUG", picked[0] + 1, picked[-1] + 1)
+    frag.add("nccl.run", summary)
+    return [frag]
+
+
+def _own(text: str) -> str:
+    """NCCL's line from its prefix on; one pasted without the prefix gets a stand-in."""
+    line = nccl_line(text).strip()
+    return f"report:0:0 [0] {line}" if line.startswith(("NCCL INFO ", "NCCL WARN ")) else line
 
 
 def _loaded(norm: tuple[str, ...]) -> list[Fragment]:

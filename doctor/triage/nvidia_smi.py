@@ -36,6 +36,20 @@ _CSV_NAMES = {"name", "gpu_name"}
 # Columns distinctive enough to mark a line of query names as nvidia-smi's header.
 _CSV_KEYS = {*_CSV_NAMES, "compute_cap", "driver_version", "pci.bus_id", "index", "uuid", "gpu_uuid", "gpu_bus_id"}
 _CC = re.compile(r"^\d{1,2}\.\d$")
+# A Windows driver's nvidia-smi (issue 26): the table's driver-model column, "TCC/WDDM" in the
+# header and WDDM or TCC in a GPU row (Windows' nvidia-smi, e.g. microsoft/WSL#9134, #11277:
+# "|   0  NVIDIA T1200 Laptop GPU      WDDM  |"), `nvidia-smi -q`'s "Driver Model / Current : WDDM"
+# (NVIDIA/nvidia-docker#1604), the command run as nvidia-smi.exe or from C:\Windows\System32
+# (microsoft/WSL#6014), or WSL 2's nvidia-smi, whose own version is a Linux one while the
+# driver it reports is the Windows host's ("NVIDIA-SMI 535.103  Driver Version: 537.13",
+# microsoft/WSL#11277; "NVIDIA-SMI 545.46  Driver Version: 546.80", #11589; dmlc/xgboost#11471: "On
+# WSL2, nvidia-smi returns a driver version of form 573.24, with two components instead of
+# three"). Such a driver is numbered as a Windows driver (546.33 is no Linux branch): -> driver.windows.
+_WIN_MODEL_HEAD = re.compile(r"\bTCC/WDDM\b")
+_WIN_MODEL_ROW = re.compile(r"\s(WDDM|TCC)\s{1,8}\|")
+_WIN_MODEL_Q = re.compile(r"^\s*Current\s*:\s*(WDDM|TCC)\s*$")
+_WIN_SMI_CMD = re.compile(r"nvidia-smi\.exe\b|System32[\\/]nvidia-smi\b", re.IGNORECASE)
+_WIN_DRIVER = re.compile(r"\d{3}\.\d{2}")  # Windows drivers have two parts (546.33)
 
 
 def find(lines: Lines) -> list[Fragment]:
@@ -152,6 +166,11 @@ def _table(lines: Lines, i: int) -> tuple[Fragment, int]:
         frag.add("driver.nvml_error", None, driver[1] + 1)  # the table printed: NVML initialised
     if cuda:
         frag.add("driver.cuda_version", cuda[0], cuda[1] + 1)
+    windows = _windows_driver(norm, i, driver[0] if driver else None)
+    if windows:
+        frag.add("driver.windows", windows, i + 1)
+        if windows["wsl"]:  # only WSL 2's nvidia-smi shows the Windows host's driver beside its own version
+            frag.add("platform.wsl", {"version": 2, "text": windows["text"]}, i + 1)
     # GPU rows follow within the next ~40 lines, until the processes table.
     gpus: list[dict[str, Any]] = []
     last = max(j for j in window) if window else i
@@ -172,6 +191,22 @@ def _table(lines: Lines, i: int) -> tuple[Fragment, int]:
             frag.notes.append("nvidia-smi truncates long GPU names; a truncated name may not identify the model")
     frag.end = max(frag.end, last + 1)
     return frag, max(j, i + 1)
+
+
+def _windows_driver(norm: list[str], i: int, driver: str | None) -> dict[str, Any] | None:
+    """What says the table at line i is a Windows driver's (_WIN_* above), else None."""
+    for j in range(max(0, i - 3), min(len(norm), i + 60)):
+        text = norm[j]
+        if j > i and (_SMI.search(text) or re.search(r"\bProcesses\s*:", text)):
+            break
+        if j <= i and _WIN_SMI_CMD.search(text):
+            return {"wsl": False, "text": _WIN_SMI_CMD.search(text).group(0), "line": j + 1}
+        if j >= i and (m := _WIN_MODEL_HEAD.search(text) or _WIN_MODEL_ROW.search(text) or _WIN_MODEL_Q.match(text)):
+            return {"wsl": False, "text": f"driver model {m.group(0).strip(' |')}", "line": j + 1}
+    smi = _SMI.search(norm[i])
+    if smi and driver and smi.group(1) != driver and _WIN_DRIVER.fullmatch(driver):
+        return {"wsl": True, "text": f"NVIDIA-SMI {smi.group(1)} with Driver Version {driver} (WSL 2 shows the Windows host's driver)", "line": i + 1}
+    return None
 
 
 def _row(text: str) -> tuple[int, str, str] | None:

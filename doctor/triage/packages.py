@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 from fwdoctor.triage.base import Fragment, cuda_from_local
-from fwdoctor.triage.conda_builds import in_search_listing
+from fwdoctor.triage.conda_builds import in_search_listing, record
+from fwdoctor.versions import conda_cuda_label
 from fwdoctor.triage.text import Lines
 
 _FREEZE = re.compile(r"^\s*(?:\[pip3?\]\s*)?(torch)\s*==\s*(\d[\w.+-]*)\s*$", re.IGNORECASE)
@@ -32,6 +33,11 @@ def _conda_cuda(build: str, channel: str | None) -> tuple[bool, str | None]:
     if match:
         digits = match.group(1)
         return True, f"{digits[:-1]}.{digits[-1]}"
+    # conda-forge's older label runs on into the Python tag: "cuda112py39h4de5995_1" (pytorch
+    # 1.10-1.12 on conda-forge/pytorch-cpu-feedstock); a bare major ("cuda12py...") says no minor
+    label = conda_cuda_label(build)
+    if label and "." in label:
+        return True, label
     if re.search(r"(^|_)cpu(_|$)", build):
         return True, None
     return False, None
@@ -49,6 +55,18 @@ def find(lines: Lines) -> list[Fragment]:
     out = []
     for i, text in enumerate(lines.norm):
         conda = _CONDA.match(text)
+        whole = record(text) if ("=" in text or "://" in text) and "torch" in text else None
+        if whole is not None and whole[0] in ("pytorch", "torch"):  # `conda list --explicit`'s URL, an export's pin
+            frag = Fragment("conda list", i + 1, i + 1)
+            frag.add("torch.installed", True)
+            frag.add("torch.version", whole[1])
+            settled, cuda = _conda_cuda(whole[2], whole[3])
+            if not settled:
+                settled, cuda = cuda_from_local(whole[1])
+            if settled:
+                frag.add("torch.cuda", cuda)
+            out.append(frag)
+            continue
         if conda and not _pip(text):
             version, build, channel = conda.group(2), conda.group(3), conda.group(4)
             if in_search_listing(lines.norm, i, (conda.group(1), version, build)):
