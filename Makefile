@@ -70,9 +70,16 @@ mutants: venv
 
 ## gpu-check: every GPU-only path (check --deep, smoke kernel on each GPU and on the CPU,
 ## compile-only + run, NCCL all-reduce with its transports, image validation when Docker is
-## here) in under 10 minutes -> gpu-check-report/gpu-check.{json,md}; no GPU: a clear skip report
+## here) in under 10 minutes -> gpu-check-report/gpu-check.{json,md}; no GPU: a clear skip report.
+## GPU_PYTHON=python3: use that interpreter (its torch; fwdoctor installed in it or on its
+## PYTHONPATH) and build no venv, for a GPU machine that reaches no package index
+ifdef GPU_PYTHON
+gpu-check:
+	$(GPU_PYTHON) tools/gpu_check.py --python $(GPU_PYTHON) --out gpu-check-report
+else
 gpu-check: test-venv
 	$(BIN)/python tools/gpu_check.py --python $(BIN)/python --out gpu-check-report
+endif
 
 ## lockfiles: re-lock the committed stacks (needs PyPI; see lockfiles/README.md)
 lockfiles: venv

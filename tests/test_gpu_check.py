@@ -65,3 +65,27 @@ def test_on_this_machine_a_clear_no_gpu_report(tmp_path):
         assert steps[name]["status"] == "skipped" and steps[name]["why"].startswith("no GPU: torch.cuda.device_count() in the interpreter under test is 0")
     assert "**No GPU**" in (tmp_path / "gpu-check.md").read_text()
     assert data["figures"]["kernel cpu"]["conv_backends"] == ["Mkldnn"]
+
+
+def test_gpu_python_runs_the_check_with_that_interpreter_and_builds_no_venv():
+    # A GPU machine that reaches no package index (the H200 of 2026-12-04): the test venv's
+    # `pip install` cannot run there, the machine's own Python with torch can.
+    import subprocess
+
+    plan = subprocess.run(["make", "-n", "gpu-check", "GPU_PYTHON=/opt/torch/.venv/bin/python3"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert plan.returncode == 0, plan.stderr
+    assert plan.stdout.strip().splitlines() == [
+        "/opt/torch/.venv/bin/python3 tools/gpu_check.py --python /opt/torch/.venv/bin/python3 --out gpu-check-report"]
+
+
+def test_an_interpreter_without_fwdoctor_is_told_how_to_install_it(tmp_path):
+    import subprocess
+
+    # -S: no site-packages, so neither the editable install nor click: fwdoctor is not importable.
+    res = subprocess.run([sys.executable, "-S", str(REPO / "tools" / "gpu_check.py"), "--out", str(tmp_path / "out")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert f"fwdoctor is not importable by {sys.executable}" in res.stderr
+    assert "pip install --no-index --no-deps --target" in res.stderr and f"GPU_PYTHON={sys.executable}" in res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "out").exists()

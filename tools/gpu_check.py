@@ -33,7 +33,18 @@ from typing import Any, Callable
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout: the editable install finds the rest
 
-from fwdoctor import runner  # noqa: E402
+try:
+    from fwdoctor import runner  # noqa: E402
+except ImportError as exc:  # GPU_PYTHON=... without fwdoctor installed in it (make gpu-check)
+    print(
+        f"gpu_check: fwdoctor is not importable by {sys.executable} ({exc}).\n"
+        "Install it there first; on a machine with no package index, carry the wheel built elsewhere "
+        "(`python -m pip wheel --no-deps -w dist .`) and run:\n"
+        f"  {sys.executable} -m pip install --no-index --no-deps --target /tmp/fwdoctor-site dist/fwdoctor-*.whl\n"
+        f"  PYTHONPATH=/tmp/fwdoctor-site make gpu-check GPU_PYTHON={sys.executable}",
+        file=sys.stderr,
+    )
+    sys.exit(2)
 
 SCHEMA = "fwdoctor-gpu-check/1"
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
