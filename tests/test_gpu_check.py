@@ -72,8 +72,13 @@ def test_gpu_python_runs_the_check_with_that_interpreter_and_builds_no_venv():
     # `pip install` cannot run there, the machine's own Python with torch can.
     import subprocess
 
-    plan = subprocess.run(["make", "-n", "gpu-check", "GPU_PYTHON=/opt/torch/.venv/bin/python3"], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    import os
+
+    # Run under `make test` too: a nested make inherits MAKEFLAGS/MAKELEVEL and prints
+    # "make[1]: Entering directory" around the plan.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    plan = subprocess.run(["make", "--no-print-directory", "-n", "gpu-check", "GPU_PYTHON=/opt/torch/.venv/bin/python3"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60, env=env)
     assert plan.returncode == 0, plan.stderr
     assert plan.stdout.strip().splitlines() == [
         "/opt/torch/.venv/bin/python3 tools/gpu_check.py --python /opt/torch/.venv/bin/python3 --out gpu-check-report"]
