@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fwdoctor.smicsv import parse_smi_csv
 from fwdoctor.triage.base import VERSION, Fragment, gpu_entry
 from fwdoctor.triage.text import Lines
 
@@ -35,7 +36,6 @@ _QUERY_CMD = re.compile(r"--query-gpu[= ]([A-Za-z0-9_.,]+)")
 _CSV_NAMES = {"name", "gpu_name"}
 # Columns distinctive enough to mark a line of query names as nvidia-smi's header.
 _CSV_KEYS = {*_CSV_NAMES, "compute_cap", "driver_version", "pci.bus_id", "index", "uuid", "gpu_uuid", "gpu_bus_id"}
-_CC = re.compile(r"^\d{1,2}\.\d$")
 # A Windows driver's nvidia-smi (issue 26): the table's driver-model column, "TCC/WDDM" in the
 # header and WDDM or TCC in a GPU row (Windows' nvidia-smi, e.g. microsoft/WSL#9134, #11277:
 # "|   0  NVIDIA T1200 Laptop GPU      WDDM  |"), `nvidia-smi -q`'s "Driver Model / Current : WDDM"
@@ -121,30 +121,25 @@ def _csv_header(text: str) -> list[str] | None:
 
 
 def _csv(norm: list[str], i: int, fields: list[str]) -> tuple[Fragment | None, int]:
-    """The rows under a CSV header (or a `noheader` command) at line i: gpus.list (name,
-    compute capability, bus id) and driver.version when every row states the same one."""
-    rows: list[dict[str, str | None]] = []
+    """The rows under a CSV header (or a `noheader` command) at line i, read by the live
+    probe's own parser (fwdoctor.smicsv): gpus.list and driver.version when every row states
+    the same one."""
     j = i + 1
     while j < len(norm):
-        cells = [c.strip() for c in norm[j].split(",")]
-        if len(cells) != len(fields) or not cells[0]:
+        cells = norm[j].split(",")
+        if len(cells) != len(fields) or not cells[0].strip():
             break
-        rows.append({f: (None if c.startswith("[") or not c else c) for f, c in zip(fields, cells)})
         j += 1
+    columns = ["name" if f in _CSV_NAMES else f for f in fields]
+    rows = parse_smi_csv("\n".join(norm[i + 1 : j]), columns) if j > i + 1 else None
     if not rows:
-        return None, i + 1
+        return None, max(j, i + 1)
     frag = Fragment("nvidia-smi", i + 1, j)
-    name_key = next((f for f in fields if f in _CSV_NAMES), None)
-    if name_key or "compute_cap" in fields:
-        gpus = []
-        for n, row in enumerate(rows):
-            index = row.get("index")
-            cc = row.get("compute_cap")
-            gpus.append(gpu_entry(int(index) if index and index.isdigit() else n, (row.get(name_key) if name_key else None) or "",
-                                  bus_id=row.get("pci.bus_id"), cc=cc if cc and _CC.match(cc) else None))
+    if "name" in columns or "compute_cap" in columns:
+        gpus = [{**{k: v for k, v in row.items() if k != "driver_version"}, "name": (row["name"] or "").strip(), "source": "report"} for row in rows]
         frag.add("gpus.list", gpus, i + 2, j)
-    drivers = {row.get("driver_version") for row in rows}
-    if len(drivers) == 1 and (driver := drivers.pop()) and re.fullmatch(VERSION, driver):
+    drivers = {row["driver_version"] for row in rows}
+    if len(drivers) == 1 and (driver := drivers.pop()):
         frag.add("driver.version", driver, i + 2, j)
         frag.add("driver.loaded", True, i + 2, j)
         frag.add("driver.nvml_error", None, i + 2, j)  # the query answered: NVML initialised
