@@ -33,7 +33,7 @@ import re
 import shlex
 from typing import Iterable
 
-__all__ = ["QuotingError", "shell_word", "shell_line", "script_word", "script_line", "comment",
+__all__ = ["QuotingError", "cmd_text", "cmd_word", "shell_word", "shell_line", "script_word", "script_line", "comment",
            "dockerfile_value", "dockerfile_string", "dockerfile_json", "lock_line", "env_name"]
 
 
@@ -86,6 +86,34 @@ def shell_word(value: str, what: str = "value") -> str:
         else:
             out.append(ch)
     return "$'" + "".join(out) + "'"
+
+
+# cmd.exe has no escape that holds inside double quotes for '"' or '%' (nor '!' under delayed
+# expansion), and '^ & | < >' end or redirect a command outside them: a Windows folder or file
+# name is written only when it holds none of these, else refused (the caller then prints a
+# fix without the value).
+_CMD_SAFE = re.compile(r"[A-Za-z0-9 _.,:;\\/()+~#@'\[\]{}=$-]*\Z")
+
+
+def cmd_text(value: str, what: str = "value") -> str:
+    """`value` unchanged, to stand inside a cmd.exe double-quoted string (`set "NAME=value"`);
+    QuotingError for a value that holds a character cmd would interpret (" % ! ^ & | < > `)
+    or a control character."""
+    _refuse_nul(value, what)
+    if not _CMD_SAFE.match(value):
+        raise QuotingError(f"{what} {_show(value)} holds a character cmd.exe would interpret")
+    return value
+
+
+# No blank and none of cmd's other separators (; , = and the parentheses of a block).
+_CMD_BARE = re.compile(r"[A-Za-z0-9_.:\\/+~#@'\[\]{}$-]+\Z")
+
+
+def cmd_word(value: str, what: str = "value") -> str:
+    """`value` as one word of a cmd.exe line: as is when it holds no separator, else in double
+    quotes; refused as cmd_text refuses."""
+    cmd_text(value, what)
+    return value if _CMD_BARE.match(value) else f'"{value}"'
 
 
 def shell_line(words: Iterable[str], what: str = "value") -> str:

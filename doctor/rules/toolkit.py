@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor.model import Facts, FixRef, Severity
+from fwdoctor.quoting import QuotingError, cmd_text
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
 from fwdoctor.versions import best_match, major_minor, parse_version
 
@@ -53,8 +54,15 @@ def _env_fix(root: str) -> FixRef:
     installer sets (CUDA_PATH; CUDA_HOME, which torch reads first) and PATH, in cmd."""
     if not _windows_root(root):
         return FixRef(recipe="env", options={"cuda_home": root}, commands=_env_commands(root))
+    try:  # a report's folder, whatever it holds: written for cmd only when cmd reads it as text
+        folder = cmd_text(root, "toolkit folder")
+    except QuotingError:
+        return FixRef(commands=("where nvcc   # the nvcc.exe PATH finds first", "echo %CUDA_PATH%"),
+                      note="set CUDA_PATH (and CUDA_HOME, which torch reads first) to that toolkit's folder in System Properties > "
+                           "Environment Variables and put its bin first in Path; its name holds characters cmd would interpret, so no command is given")
     return FixRef(
-        commands=(f'set "CUDA_HOME={root}"', f'set "CUDA_PATH={root}"', f'set "PATH={root}\\bin;%PATH%"', "where nvcc   # its first line must be that bin's nvcc.exe"),
+        commands=(f'set "CUDA_HOME={folder}"', f'set "CUDA_PATH={folder}"', f'set "PATH={folder}\\bin;%PATH%"',
+                  "where nvcc   # its first line must be that bin's nvcc.exe"),
         note="these hold in this cmd window; to keep them, set CUDA_PATH in System Properties > Environment Variables "
              "and move that toolkit's bin above the other CUDA bin folders in Path, then open a new shell",
     )
@@ -263,8 +271,7 @@ def path_list(value: str) -> bool:
 
 def _is_abs(root: Any) -> bool:
     """A folder named in full: /usr/local/cuda-12.4, C:\\Program Files\\... (not a report's placeholder)."""
-    text = str(root or "")
-    return text.startswith("/") or bool(re.match(r"^[A-Za-z]:[\\/]", text))
+    return str(root or "").startswith("/") or _windows_root(root)
 
 
 def _invalid_cuda_vars(pointers: dict[str, Any], toolkits: list[dict[str, Any]] | None) -> list[tuple[str, str, str]]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from fwdoctor import arch
 from fwdoctor.model import Facts, FixRef, Severity
+from fwdoctor.quoting import QuotingError, cmd_word
 from fwdoctor.rules import driver as driver_rules
 from fwdoctor.rules import platform
 from fwdoctor.rules import windows as windows_rules
@@ -707,7 +708,11 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
                  note="install the CUDA and cuDNN that this TensorFlow release was built with (tensorflow.org/install/source#gpu) "
                       "and put their lib64 on LD_LIBRARY_PATH; on Linux, TensorFlow >= 2.14 brings them: pip install 'tensorflow[and-cuda]'")
     if library.lower().endswith(".dll"):  # native Windows (cudart64_110.dll): PATH is the loader path
-        fix = FixRef(commands=(f"where {library}   # in cmd: which folder on PATH holds it", "echo %CUDA_PATH%"),
+        try:  # the report's name, written for cmd only when cmd reads it as text
+            where = (f"where {cmd_word(library, 'library name')}   # in cmd: which folder on PATH holds it",)
+        except QuotingError:
+            where = ()
+        fix = FixRef(commands=(*where, "echo %CUDA_PATH%"),
                      note="install the CUDA and cuDNN that this TensorFlow release was built with (tensorflow.org/install/source_windows#gpu) "
                           "and put their bin folders on PATH, then open a new shell; TensorFlow 2.10 was the last release with GPU support on native Windows (use WSL2 after it)")
     return Hit(
