@@ -1,5 +1,5 @@
 """`python -m fwdoctor ...` is `fwdoctor ...`."""
 
-from fwdoctor.cli import main
+from fwdoctor.launch import main
 
-main(prog_name="fwdoctor")
+main()

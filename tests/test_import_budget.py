@@ -42,14 +42,16 @@ NOT_IMPORTED_BY_TRIAGE = (
     "fwdoctor.host", "fwdoctor.runner", "subprocess",
 )
 
+# As the `fwdoctor` command starts (fwdoctor.launch: the dataclass code cache, then the CLI).
 AUDIT = """
 import json, sys
-from fwdoctor.cli import main
+out, sys.argv = sys.argv[1], ["fwdoctor", *sys.argv[2:]]
+from fwdoctor.launch import main
 try:
-    main(sys.argv[2:], standalone_mode=True)
+    main()
 except SystemExit:
     pass
-with open(sys.argv[1], "w") as handle:
+with open(out, "w") as handle:
     json.dump(sorted(sys.modules), handle)
 """
 
