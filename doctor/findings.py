@@ -82,6 +82,10 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     # WSL and the Windows under it, judged from a report's text (rules/windows.py).
     FindingKind("wsl-gpu-unsupported", "FWD150", E, "driver", "this WSL has no GPU access (WSL 1, or a Windows build before Windows 10 21H2)"),
     FindingKind("wsl-linux-driver-installed", "FWD151", E, "driver", "a Linux NVIDIA driver is installed inside WSL, over the Windows driver's libraries"),
+    # issue 26 (containers): what a report's text shows about the engine, SELinux and the host's UVM module (rules/report_text.py).
+    FindingKind("cdi-spec-too-new-for-engine", "FWD152", E, "driver", "the container engine cannot read the CDI spec the NVIDIA Container Toolkit wrote (a newer CDI spec version than its parser knows)"),
+    FindingKind("container-gpu-devices-denied", "FWD153", E, "driver", "a container may not open the NVIDIA device nodes it was given (NVML: Insufficient Permissions): SELinux, or a non-root user without their group"),
+    FindingKind("nvidia-uvm-broken", "FWD154", E, "driver", "CUDA cannot initialise (CUDA unknown error) while the driver answers: nvidia_uvm is not loaded or broke in a suspend/resume"),
     FindingKind("toolkit-missing", "FWD201", I, "toolkit", "CUDA torch installed but no nvcc anywhere"),
     FindingKind("multiple-toolkits", "FWD202", I, "toolkit", "several CUDA toolkits installed"),
     FindingKind("cuda-path-inconsistent", "FWD203", W, "toolkit", "PATH, CUDA_HOME, the link and LD_LIBRARY_PATH disagree"),

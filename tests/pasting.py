@@ -32,3 +32,8 @@ def stamped(text: str) -> str:
 def forms(text: str) -> list[str]:
     """The text quoted, fenced, with CRLF, coloured and timestamped (not as is)."""
     return [quoted(text), fenced(text), crlf(text), coloured(text), stamped(text)]
+
+
+def as_pasted(*texts: str) -> list[str]:
+    """Each text as is and in every one of `forms`."""
+    return [form for text in texts for form in (text, *forms(text))]

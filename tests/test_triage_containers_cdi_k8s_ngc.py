@@ -23,19 +23,9 @@ import pytest
 
 from fwdoctor.model import Severity
 from fwdoctor.triage.judge import run
-from tests.pasting import forms
-
-
-def findings(text: str, kb) -> dict[str, Severity]:
-    return {f.id: f.severity for f in run(text, kb).report.findings}
-
-
-def messages(text: str, kb) -> dict[str, str]:
-    return {f.id: f.message for f in run(text, kb).report.findings}
-
-
-def as_pasted(*texts: str) -> list[str]:
-    return [form for text in texts for form in (text, *forms(text))]
+from tests.pasting import as_pasted
+from tests.triage_run import messages
+from tests.triage_run import severities as findings
 
 
 # ----------------------------------------------------------------------------- CDI

@@ -119,7 +119,11 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         )
     # issue 26: engines that take GPUs through CDI specs, and the Kubernetes device plugin, whose
     # pod sees the GPUs only through the NVIDIA runtime (doctor/kb/errors.yaml).
-    no_cdi = _errors(facts, "cdi-device-unresolvable")
+    # A spec the report's `nvidia-ctk cdi list` lists, or one this engine is too old to read,
+    # is there: cdi-spec-too-new-for-engine speaks for it (issue 26, containers).
+    no_cdi = [e for e in _errors(facts, "cdi-device-unresolvable") if not e.get("listed") and _cdi_too_new(e) is None]
+    if _errors(facts, "cdi-spec-unknown-field"):
+        no_cdi = []  # the engine's own log says it refused the spec there is
     if no_cdi and not no_nvml:
         return Hit(
             f"no CDI specification names {no_cdi[0].get('device', 'the GPU')} for this container engine: {_line(no_cdi[0])}",
@@ -149,6 +153,160 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
     return None
 
 
+# issue 26 (containers): CDI spec v0.7.0 (toolkit 1.19.1's default) needs podman 5.1 or later
+# (NVIDIA/nvidia-container-toolkit#1860, #1940 and the 1.19.1 release notes' Known Issues).
+_CDI_070_TOOLKIT = (1, 19, 1)
+_CDI_070_PODMAN = (5, 1)
+
+
+def _release(text: object) -> tuple[int, ...] | None:
+    parts = re.match(r"(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?", str(text or ""))
+    return tuple(int(p) for p in parts.groups() if p is not None) if parts else None
+
+
+def _cdi_too_new(error: dict[str, Any]) -> Severity | None:
+    """For an "unresolvable CDI devices" entry: ERROR where the report shows a podman older than
+    5.1 beside a toolkit that writes spec v0.7.0; WARNING where it shows the old podman and its
+    own `nvidia-ctk cdi list` lists the device (a spec is there) without the toolkit's version;
+    None otherwise (a toolkit shown older than 1.19.1 writes a spec that podman reads)."""
+    podman, toolkit = _release(error.get("podman")), _release(error.get("toolkit"))
+    if podman is None or podman >= _CDI_070_PODMAN:
+        return None
+    if toolkit is not None:
+        return Severity.ERROR if toolkit >= _CDI_070_TOOLKIT else None
+    return Severity.WARNING if error.get("listed") else None
+
+
+_CDI_FIX = FixRef(
+    commands=("podman --version   # CDI spec v0.7.0 needs podman >= 5.1",
+              "sudo nvidia-ctk cdi generate --feature-flag no-additional-gids-for-device-nodes --output=/etc/cdi/nvidia.yaml",
+              "grep -H cdiVersion /etc/cdi/*.yaml /var/run/cdi/*.yaml   # the spec versions the engine reads"),
+    note="upgrade the engine (podman >= 5.1) or keep the toolkit's spec at an older version: the feature flag leaves out additionalGids, "
+         "and NVIDIA_CTK_CDI_GENERATE_FEATURE_FLAGS=no-additional-gids-for-device-nodes in /etc/nvidia-container-toolkit/nvidia-cdi-refresh.env "
+         "keeps the automatic refresh (/var/run/cdi/nvidia.yaml) from writing it again; or pin nvidia-container-toolkit to 1.18.x")
+
+
+@rule("cdi-spec-too-new-for-engine", needs=("report.errors",))
+def cdi_spec_too_new_for_engine(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads a CDI engine's refusal of the NVIDIA spec in its debug log ("failed to parse CDI
+        Spec ... json: unknown field "additionalGids""), and an "unresolvable CDI devices" in a
+        report that shows a podman older than 5.1 beside NVIDIA Container Toolkit 1.19.1 or
+        later (or beside its own `nvidia-ctk cdi list` listing the device, then a warning).
+
+    Why is this bad?
+        Toolkit 1.19.1 writes its CDI spec (/etc/cdi/nvidia.yaml, and the automatic
+        /var/run/cdi/nvidia.yaml) as version v0.7.0 of the CDI schema, with additionalGids on the
+        device nodes. An engine whose CDI parser is older (podman before 5.1, Ubuntu 24.04's
+        podman 4.9.3) refuses the whole file on the unknown field, so no device of it resolves:
+        every `--device nvidia.com/gpu=...` fails with "unresolvable CDI devices" although the
+        spec names the device. Regenerating the spec the usual way writes the same file again.
+
+    Example
+            Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=all
+            failed to parse CDI Spec "/var/run/cdi/nvidia.yaml": ... json: unknown field "additionalGids"
+
+    Fix
+        Upgrade podman to 5.1 or later, or generate the spec without the new field
+        (`sudo nvidia-ctk cdi generate --feature-flag no-additional-gids-for-device-nodes
+        --output=/etc/cdi/nvidia.yaml`, and the same flag in
+        /etc/nvidia-container-toolkit/nvidia-cdi-refresh.env), or stay on toolkit 1.18.x.
+    """
+    refused = _errors(facts, "cdi-spec-unknown-field")
+    if refused:
+        return Hit(
+            f"the container engine refuses the CDI spec: it does not know its field {refused[0].get('field', '')!r} ({_line(refused[0])}): "
+            "the spec is of a newer CDI version (toolkit 1.19.1+ writes v0.7.0) than the engine's parser reads, so none of its devices resolves",
+            evidence={"report.errors": refused + _errors(facts, "cdi-device-unresolvable")}, fix=_CDI_FIX)
+    for error in _errors(facts, "cdi-device-unresolvable"):
+        severity = _cdi_too_new(error)
+        if severity is None:
+            continue
+        shown = f"podman {error['podman']}" + (f" with NVIDIA Container Toolkit {error['toolkit']}" if error.get("toolkit") else "")
+        listed = f"; the report's `nvidia-ctk cdi list` lists it ({error['listed']})" if error.get("listed") else ""
+        return Hit(
+            f"{error.get('device', 'the GPU')} is unresolvable ({_line(error)}) under {shown}{listed}: podman before 5.1 cannot read "
+            "the CDI spec v0.7.0 that NVIDIA Container Toolkit 1.19.1 and later write"
+            + ("" if severity is Severity.ERROR else " (the report does not show the toolkit's version: `nvidia-ctk --version`)"),
+            evidence={"report.errors": [error]}, fix=_CDI_FIX, severity=None if severity is Severity.ERROR else severity)
+    return None
+
+
+@rule("container-gpu-devices-denied", needs=("report.errors",))
+def container_gpu_devices_denied(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads NVML's "Failed to initialize NVML: Insufficient Permissions" in a report that names
+        a container (docker, podman, compose, Kubernetes).
+
+    Why is this bad?
+        The runtime gave the container the NVIDIA device nodes, but the process may not open
+        them. With SELinux enforcing (Fedora, RHEL, CentOS; Fedora's moby-engine and podman
+        label containers) the container's type may not use devices until the
+        container_use_devices boolean is on; rootless podman with a non-root container user
+        also needs the nodes' group (NVIDIA/nvidia-container-toolkit#33, #210,
+        NVIDIA/nvidia-docker#676). nvidia-smi and every CUDA program in the container fail.
+
+    Example
+            $ docker run --rm --gpus all nvidia/cuda:11.0.3-base-ubuntu20.04 nvidia-smi
+            Failed to initialize NVML: Insufficient Permissions
+
+    Fix
+        On an SELinux host (`getenforce` says Enforcing): `sudo setsebool -P container_use_devices 1`,
+        or run that container with `--security-opt label=disable`. Rootless podman with a non-root
+        user in the container: `--group-add keep-groups`, or run the container's process as root.
+    """
+    said = [e for e in _errors(facts, "nvml-insufficient-permissions") if e.get("container")]
+    if not said:
+        return None
+    return Hit(
+        f"NVML in a container ({said[0]['container']}) may not open the NVIDIA device nodes it was given: {_line(said[0])}; "
+        "SELinux denies containers devices unless container_use_devices is on (Fedora, RHEL), or a non-root container user lacks the nodes' group",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("getenforce   # Enforcing: SELinux is the cause",
+                             "sudo setsebool -P container_use_devices 1",
+                             "docker run --security-opt label=disable --gpus all IMAGE nvidia-smi   # the same test with SELinux labels off for this container"),
+                   note="rootless podman with a non-root user in the container: add --group-add keep-groups, or run the process as root in the container"),
+    )
+
+
+@rule("nvidia-uvm-broken", needs=("report.errors",))
+def nvidia_uvm_broken(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads torch's "CUDA unknown error - this may be due to an incorrectly set up
+        environment" (cuInit's CUDA_ERROR_UNKNOWN) in a report that does not name WSL.
+
+    Why is this bad?
+        cuInit answers "unknown error" while the driver itself works (nvidia-smi lists the GPU)
+        when the nvidia_uvm kernel module is not loaded (no /dev/nvidia-uvm, as on a host that
+        booted without it) or broke in a suspend/resume of the machine: every CUDA program fails,
+        on the host and in every container, until the module is reloaded (pytorch/pytorch#49081,
+        pop-os/default-settings#64). torch's hint about CUDA_VISIBLE_DEVICES is generic; nothing
+        in the environment or image is wrong.
+
+    Example
+            RuntimeError: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero.
+
+    Fix
+        Stop the CUDA programs and reload the module: `sudo rmmod nvidia_uvm && sudo modprobe
+        nvidia_uvm` (or `sudo nvidia-modprobe -u -c 0` where /dev/nvidia-uvm is missing), or reboot.
+        Laptops: enable NVIDIA's suspend services (nvidia-suspend, nvidia-resume) so it keeps working.
+    """
+    said = [e for e in _errors(facts, "torch-cuda-unknown-error") if not e.get("wsl")]
+    if not said:
+        return None
+    return Hit(
+        f"CUDA could not initialise ({_line(said[0])}): where nvidia-smi still lists the GPU, cuInit's unknown error is the nvidia_uvm "
+        "module not loaded or broken by a suspend/resume (torch's CUDA_VISIBLE_DEVICES hint is generic); the text alone does not show which",
+        evidence={"report.errors": said},
+        # A warning: other causes give cuInit the same error; `lsmod` and `ls -l /dev/nvidia-uvm` settle it.
+        severity=Severity.WARNING,
+        fix=FixRef(commands=("ls -l /dev/nvidia-uvm; lsmod | grep nvidia_uvm",
+                             "sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm   # after stopping the CUDA programs; or: sudo nvidia-modprobe -u -c 0"),
+                   note="or reboot; in a container run this on the host, then restart the container; "
+                        "on a laptop enable nvidia-suspend.service and nvidia-resume.service so suspend keeps CUDA working"),
+    )
+
+
 
 # For a program that opens the unversioned libcuda.so, which only /usr/lib/wsl/lib holds.
 _WSL_UNVERSIONED_FIX = FixRef(
@@ -162,7 +320,8 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
         of /usr/lib/wsl/lib that shows libcuda.so.1 as a plain file (with its path, or under
         `ls -l /usr/lib/wsl/lib`), in a report from WSL2; the report's own "adding
         /usr/lib/wsl/lib to the LD_LIBRARY_PATH fixes it"; and a program's "libcuda.so: cannot open shared object file" (or cuda-python's
-        "Failed to dlopen libcuda.so", cudarc's "Unable to find cuda lib under the names")
+        "Failed to dlopen libcuda.so", cudarc's "Unable to find cuda lib under the names",
+        bitsandbytes' "CUDA SETUP: WARNING! libcuda.so not found!")
         in a report that says it runs on WSL2.
 
     Why is this bad?
@@ -182,7 +341,7 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     """
     said = _errors(facts, "wsl-ldconfig-not-symlink", "wsl-libcuda-plain-file", "wsl-libcuda-plain-file-listed")
     # A program that could not open plain libcuda.so, in a report that says it runs on WSL2.
-    unversioned = [e for e in _errors(facts, "libcuda-unversioned-cannot-open", "cudarc-libcuda-not-found") if e.get("wsl")]
+    unversioned = [e for e in _errors(facts, "libcuda-unversioned-cannot-open", "cudarc-libcuda-not-found", "bnb-libcuda-not-found") if e.get("wsl")]
     # The report's own fix: /usr/lib/wsl/lib put on LD_LIBRARY_PATH (issue 26, chelsea0x3b/cudarc#296).
     fixed_by_path = _errors(facts, "wsl-lib-on-ld-library-path-fixes")
     if fixed_by_path and not unversioned and not said:
@@ -402,7 +561,8 @@ def conda_cuda_pin_conflict(facts: Facts, kb: KB) -> Hit | None:
         package in a range ("pytorch=1.3.1 -> cudatoolkit[version='>=10.1,<10.2']",
         "pytorch-cuda=12.1 -> __cuda[version='>=12']"), and the version the same report pins or
         the host gives ("cudatoolkit=10.0" in the listing, the environment file or the
-        command; __cuda from conda info), outside that range; and mamba's and the libmamba
+        command; __cuda from conda info, or libsolv's own "package cudatoolkit-11.0.3-h15472ef_6
+        has constraint __cuda >=11.0 conflicting with __cuda-10.2-0"), outside that range; and mamba's and the libmamba
         solver's own word that no __cuda satisfies a build ("nothing provides __cuda needed by
         tensorflow-2.7.0-cuda102py310hcf4adbc_0", "└─ __cuda, which is missing on the system"):
         the solve ran where no driver answered (a docker build, a login node).
@@ -485,7 +645,9 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
         OSError, ctranslate2's "Could not load library libcudnn_ops_infer.so.8"), Paddle's
         "The third-party dynamic library (cudnn64_8.dll) that Paddle depends on is not
         configured correctly", TensorFlow's "Could not load dynamic library" (and before 1.x
-        "Unable to load cuDNN DSO").
+        "Unable to load cuDNN DSO"), cuDNN 8's own on Windows ("Could not load library
+        cudnn_cnn_infer64_8.dll. Error code 126", "Could not locate zlibwapi.dll"): cuDNN 8.3
+        and later 8.x load zlibwapi.dll, which their Windows install guide has one install.
 
     Why is this bad?
         The program opens the CUDA runtime or cuDNN by its file name at run time and stops
@@ -511,7 +673,8 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     # TensorFlow's dso_loader line also carries the loader's "cannot open": that line is
     # fwdoctor.triage.rules' (dlopen-failed), whose fix names TensorFlow's tested builds.
     tf_lines = {e["line"] for e in _errors(facts, "dlopen-failed")}
-    said = [e for e in _errors(facts, "cuda-library-cannot-open", "paddle-third-party-library", "tf-unable-to-load-dso", "tf-windows-cuda-dll-not-found")
+    said = [e for e in _errors(facts, "cuda-library-cannot-open", "paddle-third-party-library", "tf-unable-to-load-dso", "tf-windows-cuda-dll-not-found",
+                                "cudnn-windows-dll-load-failed", "cudnn-windows-dll-not-located")
             if e["line"] not in tf_lines]
     if not said:
         return None
@@ -519,6 +682,20 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     library = str(error.get("library") or "a CUDA library").replace(",so", ".so")
     if error["kind"] == "tf-unable-to-load-dso":  # "Unable to load cuDNN DSO": the soname's stem
         library = "lib" + library.lower()
+    # cuDNN 8.3+ on Windows loads zlibwapi.dll (its install guide's "Installing Zlib"): a cuDNN DLL
+    # that fails with error code 126 although it is on PATH lacks it (Softcatala/whisper-ctranslate2#41).
+    zlib = library.lower() == "zlibwapi.dll" or error["kind"] == "cudnn-windows-dll-load-failed"
+    if zlib:
+        failed = "is nowhere on PATH" if library.lower() == "zlibwapi.dll" else \
+            "failed to load (Windows error code 126: it, or a DLL it needs, was not found)"
+        return Hit(
+            f"cuDNN 8's {library} {failed}: the cuDNN bin folder is not on PATH, or zlibwapi.dll, which cuDNN 8.3 and later "
+            f"8.x need on Windows, is missing: {_line(error)}",
+            evidence={"report.errors": said, "library": library},
+            fix=FixRef(commands=("where cudnn64_8.dll zlibwapi.dll   # in a new cmd.exe: both must be found on PATH",),
+                       note="put zlibwapi.dll (cuDNN's install guide, 'Installing Zlib' for Windows) into a folder on PATH, "
+                            "e.g. CUDA's bin folder, and the cuDNN bin folder on PATH; then open a new shell"),
+        )
     if library.lower().endswith(".dll"):
         where = "PATH (Windows' DLL search path)"
         commands = ("where " + library.split(";")[0] + "   # in a new cmd.exe: is its folder on PATH?",)
@@ -665,4 +842,6 @@ def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
 
 REPORT_RULES: tuple[Rule, ...] = (container_toolkit_known_bug, container_gpu_access_lost, container_gpu_runtime_missing, wsl_libcuda_not_linked,
                                   extension_built_for_other_torch, system_libstdcxx_too_old, conda_mkl_breaks_pytorch, conda_cuda_pin_conflict, cuda_lib_not_found,
-                                  driver_too_old_for_image)
+                                  driver_too_old_for_image,
+                                  # issue 26 (containers): a CDI spec too new for the engine, SELinux and the device nodes, nvidia_uvm after suspend
+                                  cdi_spec_too_new_for_engine, container_gpu_devices_denied, nvidia_uvm_broken)

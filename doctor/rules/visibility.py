@@ -295,7 +295,9 @@ _NO_CUDA_DRIVER_KINDS = ("no-nvidia-driver", "libcuda-so-1-not-found", *_NO_DEVI
 # kernel module is loaded where it ran (a machine without a GPU, a driver not loaded): no
 # CUDA_VISIBLE_DEVICES value removes the module, so the "no device" beside it is not that.
 _NO_KERNEL_DRIVER_KINDS = ("tf-kernel-driver-not-running",)
-REPORT_KINDS = frozenset((*_NO_DEVICE_KINDS, *_NO_GPU_IN_CONTAINER_KINDS, *_CAPS_KINDS, _CUDA_NA_KIND, "libcuda-so-1-not-found"))
+# issue 26 (containers): a compose GPU reservation with neither count nor device_ids (doctor/kb/errors.yaml).
+_COMPOSE_NO_COUNT_KIND = "compose-gpu-reservation-without-count"
+REPORT_KINDS = frozenset((*_NO_DEVICE_KINDS, *_NO_GPU_IN_CONTAINER_KINDS, *_CAPS_KINDS, _CUDA_NA_KIND, "libcuda-so-1-not-found", _COMPOSE_NO_COUNT_KIND))
 
 
 def _said(facts: Facts, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -391,4 +393,41 @@ def driver_capabilities_said(facts: Facts, kb: KB) -> Hit | None:
                severity=None if symptoms or first.get("kind") == _CUDA_NA_KIND else Severity.WARNING)
 
 
-REPORT_RULES: tuple[Rule, ...] = (driver_capabilities_said, visible_devices_hide_gpus, container_without_gpus_said)
+# Docker Compose 2.30.0 took compose-go 2.3.0, which reads a reservation without count or
+# device_ids as count: all (compose-spec/compose-go@v2.3.0:types/device.go); 1.x passed it as all.
+_COMPOSE_COUNT_DEFAULTS_ALL = (2, 30)
+
+
+def _release(text: object) -> tuple[int, ...] | None:
+    parts = re.match(r"(\d{1,4})\.(\d{1,4})", str(text or ""))
+    return (int(parts.group(1)), int(parts.group(2))) if parts else None
+
+
+@rule("container-started-without-gpus", needs=("report.errors",))
+def compose_reservation_without_count(facts: Facts, kb: KB) -> Hit | None:
+    """A compose file's GPU reservation (driver nvidia, capabilities [gpu]) with neither count
+    nor device_ids: Docker Compose 2.0 to 2.29 sends it to the engine as Count 0, so the
+    container starts without any GPU (docker/docs#20588, nv-morpheus/Morpheus#2099); 2.30 and
+    later read it as count: all. An error where the report shows a compose 2.x before 2.30, a
+    warning where it shows no version, nothing for 1.x or 2.30+."""
+    said = _said(facts, (_COMPOSE_NO_COUNT_KIND,))
+    if not said:
+        return None
+    first = said[0]
+    version = _release(first.get("compose"))
+    if version is not None and (version[0] < 2 or version >= _COMPOSE_COUNT_DEFAULTS_ALL):
+        return None
+    shown = f"Docker Compose {first['compose']}" if version is not None else "Docker Compose before 2.30 (the report does not show `docker compose version`)"
+    return Hit(
+        f"the compose file reserves a GPU device with neither count nor device_ids ({first.get('request', _quote(first))}): "
+        f"{shown} sends that as Count 0, so the container starts without any GPU",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("docker compose version   # 2.30 and later read a missing count as all",),
+                   note="add `count: all` (or `count: 1`, or `device_ids: ['0']`) to the device next to `driver: nvidia` and `capabilities: [gpu]`, "
+                        "then `docker compose up -d --force-recreate`"),
+        severity=None if version is not None else Severity.WARNING,
+    )
+
+
+REPORT_RULES: tuple[Rule, ...] = (driver_capabilities_said, visible_devices_hide_gpus, container_without_gpus_said,
+                                  compose_reservation_without_count)

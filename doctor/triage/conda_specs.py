@@ -34,6 +34,10 @@ mamba, micromamba and conda's libmamba solver say instead that no __cuda satisfi
     - nothing provides __cuda needed by tensorflow-2.7.0-cuda102py310hcf4adbc_0
     ├─ xgboost ==1.7.6 cuda120py310h379b205_0 is uninstallable because it requires
     │  └─ __cuda  , which is missing on the system;
+
+and libsolv names the build's __cuda range and the __cuda it had (a requirement with its pin):
+
+    - package cudatoolkit-11.0.3-h15472ef_6 has constraint __cuda >=11.0 conflicting with __cuda-10.2-0
 """
 
 from __future__ import annotations
@@ -258,6 +262,29 @@ _REQUIRER = re.compile(r"[└├]─\s{0,3}(?P<package>[A-Za-z0-9_][\w.-]{0,80})
                        r"(?:(?:is not installable|is uninstallable) because it requires|, which requires)\s*$")
 
 
+# libsolv's (mamba, micromamba, conda-libmamba-solver) sentence that a build's __cuda constraint
+# excludes the __cuda the solver has, which it names (the driver's CUDA, as conda info shows it):
+#   - package cudatoolkit-11.0.3-h15472ef_6 has constraint __cuda >=11.0 conflicting with __cuda-10.2-0
+#   - package cuda-version-12.0-hffde075_0 has constraint __cuda >=12 conflicting with __cuda-11.8-0
+# (https://github.com/mamba-org/mamba/issues/969; https://github.com/MPI-Dortmund/tomotwin-cryoet/issues/3,
+# fixed by a driver for CUDA 11.8; RAPIDS' troubleshooting, https://github.com/rapidsai/docs/pull/488)
+_CONSTRAINT = re.compile(r"package (?P<what>[\w.+!-]{1,200}) has constraint (?P<dep>__cuda)\s{1,3}(?P<range>[<>=!~]{0,2}\d[\w.,<>=!*|]{0,60})"
+                         r" conflicting with __cuda-(?P<have>\d{1,4}(?:\.\d{1,6}){0,3})-")
+
+
+def _solver_constraint(text: str, i: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A build's __cuda range and the __cuda the solver had, from libsolv's "has constraint"."""
+    found = _CONSTRAINT.search(text)
+    if found is None:
+        return None
+    # name-version-build, or name-version ("cuda-version-12.0"): the version is the first part that starts with a digit
+    parts = found.group("what").split("-")
+    at = next((k for k in range(1, len(parts)) if parts[k][:1].isdigit()), None)
+    package, version = ("-".join(parts[:at]), parts[at]) if at is not None else (found.group("what"), None)
+    return ({"package": package, "version": version, "dep": "__cuda", "range": found.group("range"), "line": i + 1},
+            {"dep": "__cuda", "version": found.group("have"), "line": i + 1})
+
+
 def _solver_missing(norm: tuple[str, ...], i: int, text: str) -> dict[str, Any] | None:
     """A __cuda requirement the solver says nothing satisfies (libsolv's or libmamba's wording)."""
     found = _NOTHING_PROVIDES.search(text)
@@ -283,6 +310,12 @@ def _cuda_conflict(lines: Lines) -> dict[str, Any] | None:
     for i, text in enumerate(lines.norm):
         if _CONFLICT_START.search(text):
             inside = i + _LISTING_LINES
+        if "has constraint __cuda" in text:
+            constraint = _solver_constraint(text, i)
+            if constraint is not None:
+                requires.append(constraint[0])
+                pins.append(constraint[1])
+                continue
         if "__cuda" in text and ("nothing provides" in text or "missing on the system" in text):
             missing = _solver_missing(lines.norm, i, text)
             if missing is not None:

@@ -271,6 +271,100 @@ def visible_devices_named(hit: Hit) -> bool:
     return True
 
 
+# issue 26 (containers): what decides between "no CDI spec names the device" and "the engine
+# cannot read the spec there is" (NVIDIA/nvidia-container-toolkit#1860: toolkit 1.19.1 writes CDI
+# spec v0.7.0, which podman before 5.1 refuses). podman's version as `podman --version`, apt,
+# dpkg -l and rpm print it; the toolkit's as `nvidia-ctk --version`, apt, dpkg -l and rpm do;
+# `nvidia-ctk cdi list`'s "Found N CDI devices" and the names under it (markdown links kept).
+_PODMAN_VERSION = re.compile(r"\bpodman(?: version|/[\w.,-]{1,60},now|-(?=\d))[ :]{0,3}v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)|^ii {1,4}podman {1,40}(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)",
+                             re.IGNORECASE)
+_CTK_VERSION = re.compile(r"NVIDIA Container Toolkit CLI version (\d{1,2}\.\d{1,3}\.\d{1,3})"
+                          r"|nvidia-container-toolkit(?:/[\w.,-]{1,60},now |-(?=\d)| is already the newest version \(|(?<=^ii  nvidia-container-toolkit) {1,40})"
+                          r"(\d{1,2}\.\d{1,3}\.\d{1,3})")
+_CDI_FOUND = re.compile(r"Found \d{1,4} CDI devices")
+_CDI_LIST_LINES = 64
+
+
+def cdi_engine_shown(hit: Hit) -> bool:
+    """Always stands; records the podman (`podman`) and NVIDIA Container Toolkit (`toolkit`)
+    versions the report shows, and where its `nvidia-ctk cdi list` lists the device the engine
+    could not resolve (`listed`: "report line N: name")."""
+    for key, pattern in (("podman", _PODMAN_VERSION), ("toolkit", _CTK_VERSION)):
+        for line in hit.norm:
+            found = pattern.search(line.strip())
+            if found:
+                hit.data[key] = next(g for g in found.groups() if g)
+                break
+    device = hit.data.get("device", "").split(",")[0]
+    for j, line in enumerate(hit.norm):
+        if not _CDI_FOUND.search(line):
+            continue
+        for k in range(j + 1, min(len(hit.norm), j + 1 + _CDI_LIST_LINES)):
+            name = hit.norm[k].strip().strip("`")
+            if name.startswith("[") and "](" in name:
+                name = name[1:name.index("](")]
+            if device and name == device:
+                hit.data["listed"] = f"report line {k + 1}: {name}"
+                return True
+    return True
+
+
+# issue 26 (containers): a compose GPU reservation with neither `count` nor `device_ids`.
+# Docker Compose 2.0-2.29 sent it to the engine as Count 0, no GPU (docker/docs#20588,
+# nv-morpheus/Morpheus#2099 with compose 2.29.7); compose-go 2.3.0 (Docker Compose 2.30.0) reads
+# it as count: all, and compose 1.x passed it as all. A commented-out "# count: all" is no count.
+_COMPOSE_VERSION = re.compile(r"\b[Dd]ocker[ -][Cc]ompose(?: version:?|/[\w.,-]{1,60},now|-plugin {1,40}| {1,4}v(?=\d))[ v]{0,3}(\d{1,2}\.\d{1,3}\.\d{1,3})")
+_RESERVATION_LINES = 30  # reservations: devices: - driver/count/device_ids/capabilities/options, a few lines each
+
+
+def compose_reservation_without_count(hit: Hit) -> bool:
+    """The match (a compose file's "reservations:") stands when a device under it asks for a
+    GPU (driver nvidia, or capabilities naming gpu) with neither count nor device_ids; records
+    the device's first line (`request`) and Docker Compose's version where the report shows it
+    (`compose`)."""
+    base = len(hit.match.group("indent"))
+    items: list[tuple[int, dict[str, str]]] = []
+    devices_at: int | None = None
+    key_at = -1
+    last = ""
+    for j in range(hit.i + 1, min(len(hit.norm), hit.i + 1 + _RESERVATION_LINES)):
+        line = hit.norm[j]
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if indent <= base:
+            break
+        if devices_at is None:
+            if text.startswith("devices:"):
+                devices_at = indent
+            continue
+        if indent <= devices_at and not text.startswith("-"):
+            break  # the next key under reservations (memory:)
+        if text.startswith("-") and (not items or indent < key_at):
+            items.append((j, {}))
+            key_at, last = indent + 2, ""
+            text = text[1:].strip()
+        elif text.startswith("-") and last:  # a block list's value ("capabilities:" / "- gpu")
+            items[-1][1][last] += " " + text[1:].strip()
+            continue
+        key, colon, value = text.partition(":")
+        if colon and items:
+            last = key.strip().strip("'\"")
+            items[-1][1][last] = value.split("#")[0].strip()
+    for j, keys in items:
+        gpu = "nvidia" in keys.get("driver", "") or "gpu" in keys.get("capabilities", "")
+        if gpu and "count" not in keys and "device_ids" not in keys:
+            hit.data["request"] = f"report line {j + 1}: {hit.norm[j].strip()[:_MAX_NAME]}"
+            for line in hit.norm:
+                found = _COMPOSE_VERSION.search(line)
+                if found:
+                    hit.data["compose"] = found.group(1)
+                    break
+            return True
+    return False
+
+
 # The command that started a container ("docker run", "podman run", "docker compose up",
 # "nerdctl run", "nvidia-docker run", "sudo docker run ..."), and what asks it for GPUs: Docker's
 # --gpus, the NVIDIA runtime, a CDI device, NVIDIA_VISIBLE_DEVICES, or the nvidia-docker wrapper.
@@ -484,6 +578,8 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "wsl_named_elsewhere": wsl_named_elsewhere,
     "libcuda_copy_listed": libcuda_copy_listed,
     "container_named": container_named,
+    "cdi_engine_shown": cdi_engine_shown,
+    "compose_reservation_without_count": compose_reservation_without_count,
     "visible_devices_named": visible_devices_named,
     "started_without_gpu_request": started_without_gpu_request,
     "driver_caps_without_compute": driver_caps_without_compute,

@@ -25,6 +25,7 @@ from fwdoctor.rules.toolkit import path_list
 from fwdoctor.rules.base import Hit, Rule, rule, sh
 from fwdoctor.triage import nccl_fabric
 from fwdoctor.triage import rdma
+from fwdoctor.triage import ray_shm
 from fwdoctor.versions import major
 
 if TYPE_CHECKING:
@@ -1004,7 +1005,9 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       # image_driver_libs_said reads it (container-image-ships-driver-libs)
                       "nvidia-container-cli-lib-exists",
                       # fwdoctor.triage.rdma reads these (rdma-memlock-too-low: a named limit is an error, a bare ENOMEM a warning)
-                      *rdma.KINDS})
+                      *rdma.KINDS,
+                      # fwdoctor.triage.ray_shm reads it (shm-too-small: only below the KB's /dev/shm floor)
+                      *ray_shm.KINDS})
 
 
 def _from_rows() -> tuple[Rule, ...]:
@@ -1044,7 +1047,7 @@ RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_to
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, jax_cuda_lib_unloadable, tf_built_for_other_cuda, nccl_ib_connect_failed, nccl_gpu_unsupported,
                            *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
-                           *rdma.RULES)
+                           *rdma.RULES, *ray_shm.RULES)
 
 # Finding ids whose regular rule sees only part of what the error text speaks of, so that
 # fwdoctor.triage.judge runs the rows' rule even where the regular one was checked on the
