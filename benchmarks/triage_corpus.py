@@ -152,7 +152,8 @@ def write_split(split: dict) -> None:
     head = ("# The development/test split of tests/data/triage-field (rule: SPLIT.md).\n"
             "# Written by `python benchmarks/triage_corpus.py --assign`; an entry never changes\n"
             "# part, except a test report moved to dev because a rule was changed for it\n"
-            "# (moved: the reason), which SPLIT.md lists too.\n")
+            "# (moved: the reason); a report that repeated a thread is deleted and its entry\n"
+            "# kept (dropped: the reason). SPLIT.md lists both.\n")
     SPLIT.write_text(head + yaml.safe_dump(split, sort_keys=False, width=200), encoding="utf-8")
 
 
