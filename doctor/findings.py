@@ -76,7 +76,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("cuda-visible-devices-hides-gpus", "FWD146", E, "driver", "CUDA_VISIBLE_DEVICES leaves no GPU visible to CUDA"),
     # What an image or the NVIDIA container toolkit itself gets wrong (rules/driver.py, rules/report_text.py).
     FindingKind("container-image-ships-driver-libs", "FWD147", E, "driver", "a container image ships the NVIDIA driver's own libraries (libcuda, libnvidia-ml), which the runtime mounts from the host"),
-    FindingKind("container-toolkit-known-bug", "FWD148", E, "driver", "nvidia-container-cli failed on the container's device cgroup (a toolkit release with a known regression, or rootless without no-cgroups)"),
+    FindingKind("container-toolkit-known-bug", "FWD148", E, "driver", "the NVIDIA container toolkit in use cannot set this host's containers up (a release with a known bug or without support the host needs: cgroup v2, WSL2 drivers 555+; or rootless without no-cgroups)"),
     # A container given its GPUs without the compute driver capability (rules/visibility.py).
     FindingKind("container-driver-capabilities-lack-compute", "FWD149", E, "driver", "a container's NVIDIA driver capabilities leave out compute: nvidia-smi works, but no libcuda is mounted and CUDA finds no GPU"),
     # WSL and the Windows under it, judged from a report's text (rules/windows.py).
@@ -151,6 +151,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-kernels-missing", "FWD714", E, "runtime", "the NCCL loaded was built without kernels for a GPU's architecture"),
     FindingKind("shm-not-writable", "FWD715", E, "runtime", "/dev/shm does not let every user create files (NCCL's SHM segments)"),
     FindingKind("rdma-memlock-too-low", "FWD716", E, "runtime", "the locked-memory limit (ulimit -l) is too low for RDMA (InfiniBand/RoCE/EFA) memory registration"),
+    FindingKind("nccl-socket-connect-failed", "FWD717", E, "runtime", "NCCL could not open a TCP connection to another rank (firewall, unreachable interface, or the rank died)"),
     # How old the knowledge is (rules/knowledge.py): what the KB has no row for is not judged.
     FindingKind("newer-than-kb", "FWD707", I, "runtime", "a torch, CUDA minor or driver newer than the knowledge base"),
     # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.

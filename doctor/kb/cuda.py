@@ -148,6 +148,9 @@ class WslFloor:
     windows_build_min: int
     confidence: str
     source: tuple[str, ...]
+    # The Windows driver models whose GPUs WSL 2 reaches (GPU paravirtualization shares only a
+    # GPU the Windows driver runs in WDDM mode; one in TCC mode is not exposed). Empty: no data.
+    driver_models: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -495,6 +498,9 @@ def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
         floor = wctx.field(wrow, "windows_build_min", int)
         if isinstance(floor, bool) or not 10000 <= floor <= 99999:
             raise wctx.at("windows_build_min").error(f"expected a Windows build number like 19044, got {floor!r}")
-        wsl = WslFloor(floor, _confidence(wctx, wrow), wctx.source(wrow))
+        models = wrow.get("driver_models") or []
+        if not isinstance(models, list) or not all(m in ("WDDM", "TCC", "MCDM") for m in models):
+            raise wctx.at("driver_models").error(f"expected a list of Windows driver models (WDDM, TCC, MCDM), got {models!r}")
+        wsl = WslFloor(floor, _confidence(wctx, wrow), wctx.source(wrow), tuple(models))
 
     return CudaKB(horizon, tuple(compat), tuple(drivers), tuple(archs), tuple(gccs), tuple(runfiles), tuple(branches), wsl)

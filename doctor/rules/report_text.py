@@ -73,10 +73,16 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         Reads Docker's refusal to start a container with `--gpus` ("could not select device
         driver "" with capabilities: [[gpu]]") or with `--runtime=nvidia` ("unknown or invalid
         runtime name: nvidia", older Docker: "Unknown runtime specified nvidia"),
-        nvidia-container-cli's "load library failed: libnvidia-ml.so.1", a CDI engine's
+        nvidia-container-cli's "load library failed: libnvidia-ml.so.1", an NVIDIA runtime binary
+        Docker is set up to run but that is not installed ("exec: "nvidia-container-runtime":
+        executable file not found in $PATH", "...-runtime-hook"), nvidia-container-cli's "ldcache
+        error: open failed: /sbin/ldconfig.real: no such file or directory" (its config names an
+        ldconfig this host does not have), a CDI engine's
         "unresolvable CDI devices nvidia.com/gpu=all" (podman, Docker 25+) and the Kubernetes
         device plugin's "If this is a GPU node, did you configure the NVIDIA Container
-        Toolkit?" ("Incompatible strategy detected auto", "could not load NVML library") in a report.
+        Toolkit?" ("Incompatible strategy detected auto", "could not load NVML library") in a report;
+        and the scheduler's "Insufficient nvidia.com/gpu" where the report's node lists no
+        nvidia.com/gpu (a warning where it shows no node).
 
     Why is this bad?
         `--gpus` (and compose's `capabilities: [gpu]`) needs the NVIDIA Container Toolkit
@@ -117,6 +123,32 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
                                  "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"),
                        note="`snap list docker`: a snap-installed Docker cannot use the toolkit on Ubuntu classic; install docker-ce instead"),
         )
+    # issue 26 (containers): the toolkit's config names an ldconfig this host does not have.
+    ldconfig = _errors(facts, "nvidia-container-cli-ldconfig-missing")
+    if ldconfig:
+        path = ldconfig[0].get("ldconfig", "ldconfig")
+        return Hit(
+            f"nvidia-container-cli cannot run the host's ldconfig its config names ({path}): {_line(ldconfig[0])}",
+            evidence={"report.errors": ldconfig},
+            fix=FixRef(commands=("ls -l /sbin/ldconfig* /usr/sbin/ldconfig*",
+                                 "grep -n ldconfig /etc/nvidia-container-runtime/config.toml"),
+                       note="set ldconfig in /etc/nvidia-container-runtime/config.toml to the one this host has (\"@/sbin/ldconfig.real\" is Ubuntu's; "
+                            "Debian, Fedora, Arch: \"@/sbin/ldconfig\"), or install the toolkit package built for this distribution; "
+                            "a host without ldconfig needs glibc's (libc-bin)"),
+        )
+    # issue 26 (containers): dockerd's config or the runtime's hook names an NVIDIA binary that is
+    # not installed (removed, or the EOL nvidia-container-runtime-hook package's): doctor/kb/errors.yaml.
+    no_binary = _errors(facts, "nvidia-runtime-binary-missing")
+    if no_binary:
+        return Hit(
+            f"Docker is set up to run {no_binary[0].get('binary', 'an NVIDIA runtime binary')}, which is not installed: {_line(no_binary[0])}",
+            evidence={"report.errors": no_binary + no_nvml},
+            fix=FixRef(commands=("sudo apt-get install -y nvidia-container-toolkit   # from NVIDIA's repository; dnf/zypper alike",
+                                 "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
+                                 "which nvidia-container-runtime nvidia-container-runtime-hook"),
+                       note="the toolkit ships nvidia-container-runtime and the hook (nvidia-container-runtime-hook links to nvidia-container-toolkit); "
+                            "a daemon.json or default-runtime naming a runtime that is gone breaks every container, GPU or not"),
+        )
     # issue 26: engines that take GPUs through CDI specs, and the Kubernetes device plugin, whose
     # pod sees the GPUs only through the NVIDIA runtime (doctor/kb/errors.yaml).
     # A spec the report's `nvidia-ctk cdi list` lists, or one this engine is too old to read,
@@ -142,6 +174,25 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
                                  "kubectl describe node NODE | grep nvidia.com/gpu   # Capacity/Allocatable once the plugin sees the GPUs"),
                        note="configure the runtime the kubelet uses (containerd, CRI-O: --runtime=crio; k3s/microk8s/RKE2 keep their own containerd config), "
                             "or create a RuntimeClass nvidia and deploy the plugin with runtimeClassName: nvidia"),
+        )
+    # issue 26 (containers): the scheduler finds no free nvidia.com/gpu. Only where the report's node
+    # lists none (error) or shows no node at all (warning); a node advertising GPUs is not this.
+    unscheduled = [e for e in _errors(facts, "k8s-insufficient-gpu") if not e.get("unhealthy") and not e.get("registered") and not e.get("capacity")]
+    if unscheduled and not no_nvml:
+        first = unscheduled[0]
+        shown = "capacity" in first
+        where = (f"and the node lists no nvidia.com/gpu ({first.get('node')})" if shown else
+                 "and the report does not show the node's nvidia.com/gpu (`kubectl describe node`)")
+        return Hit(
+            f"the Kubernetes scheduler finds no node with a free GPU: {_line(first)} {where}; most often the NVIDIA device plugin "
+            "advertises none, because it is not deployed or the node's container runtime does not run it through the NVIDIA runtime",
+            evidence={"report.errors": unscheduled},
+            fix=FixRef(commands=("kubectl describe node NODE | grep nvidia.com/gpu   # Capacity/Allocatable: 0 or absent means the plugin advertises none",
+                                 "kubectl -n kube-system logs -l name=nvidia-device-plugin-ds   # or the gpu-operator namespace's device-plugin pod",
+                                 "sudo nvidia-ctk runtime configure --runtime=containerd --set-as-default && sudo systemctl restart containerd"),
+                       note="deploy the device plugin (or the GPU operator); configure the runtime the kubelet uses as NVIDIA's default "
+                            "(containerd, CRI-O: --runtime=crio, Docker: default-runtime nvidia), or create a RuntimeClass nvidia and run the plugin with it"),
+            severity=None if shown else Severity.WARNING,
         )
     if no_nvml:
         return Hit(
@@ -797,8 +848,12 @@ def _forward_compat_refused(facts: Facts) -> Hit | None:
 def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads nvidia-container-cli's "failed to add device rules: ... bpf_prog_query(BPF_CGROUP_DEVICE)
-        failed: operation not permitted" in a report. Triage only: no probe reads the installed
-        toolkit's version (`nvidia-ctk --version`) yet, so `check` does not judge it.
+        failed: operation not permitted", and its "container error: cgroup subsystem devices not
+        found" (a libnvidia-container before 1.8.0 on a cgroup v2 host), and CUDA's "Error 500:
+        named symbol not found" (CUDA_ERROR_NOT_FOUND at init) in a report that names a container
+        and Windows/WSL2/Docker Desktop (a toolkit too old for the 555+ Windows drivers). Triage only:
+        no probe reads the installed toolkit's version (`nvidia-ctk --version`) yet, so `check`
+        does not judge it.
 
     Why is this bad?
         The toolkit's hook adds the GPUs to the container's device cgroup, on cgroup v2 an eBPF
@@ -806,8 +861,14 @@ def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
         Under rootless, libnvidia-container must be told not to touch cgroups (no-cgroups = true;
         NVIDIA/libnvidia-container#154); nvidia-container-toolkit 1.18.0 tries anyway even when
         configured for rootless, a regression from 1.17.8 (NVIDIA/nvidia-container-toolkit#1487:
-        1.17.8 and 1.17.9 work). The releases with a known regression are rows of
-        doctor/kb/docker.yaml (toolkit_regressions). No GPU container starts.
+        1.17.8 and 1.17.9 work). Releases before 1.8.0 know only cgroup v1 and look for its
+        devices controller, which a cgroup v2 host (Debian 11, Fedora 31+, Arch, Ubuntu 21.10+)
+        lacks (NVIDIA on pop-os/beta#289; NVIDIA/libnvidia-container#111). Under WSL2 the Windows
+        driver 555 and later needs libnvdxgdmal.so.1 in the container, which toolkits before
+        1.14.4/1.15.0 and Docker Desktop before 4.31 do not map: CUDA's init then fails with
+        error 500 "named symbol not found" (NVIDIA/nvidia-container-toolkit#520). The releases with a
+        known regression are rows of doctor/kb/docker.yaml (toolkit_regressions). No GPU
+        container starts.
 
     Example
             nvidia-container-cli: mount error: failed to add device rules: unable to find any existing device filters attached to the cgroup: bpf_prog_query(BPF_CGROUP_DEVICE) failed: operation not permitted
@@ -821,7 +882,38 @@ def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
         low-level runtime, so the NVIDIA stack need not touch it (a maintainer,
         NVIDIA/nvidia-container-toolkit#56).
     """
+    # issue 26 (containers): CUDA_ERROR_NOT_FOUND at init in a WSL2 container (Docker Desktop, or
+    # Docker in WSL2): a toolkit too old for the Windows driver's libraries (doctor/kb/docker.yaml).
+    wsl = [e for e in _errors(facts, "cuda-init-not-found-in-wsl-container") if e.get("container") and e.get("windows")]
+    if wsl:
+        rows = [r for r in kb.docker.toolkit_regressions if "named symbol not found" in r.error]
+        good = " / ".join(g for r in rows for g in r.good) or "a newer release"
+        return Hit(
+            f"CUDA cannot initialise in a container on Windows/WSL2 (CUDA_ERROR_NOT_FOUND, 500): {_line(wsl[0])} "
+            f"(the report names a container, {wsl[0]['container']}, and Windows, {wsl[0]['windows']}); the Windows NVIDIA driver "
+            f"555 and later needs a library the NVIDIA Container Toolkit before {good} (Docker Desktop before 4.31) does not map into containers",
+            evidence={"report.errors": wsl, "toolkit_regressions": [r.release for r in rows]},
+            fix=FixRef(commands=("nvidia-ctk --version   # in WSL2, where Docker Engine runs there",
+                                 "docker version   # Docker Desktop: Server: Docker Desktop 4.31.0 or later"),
+                       note=f"update Docker Desktop (4.31 or later) or, for Docker Engine inside WSL2, nvidia-container-toolkit ({good} or later); "
+                            "an older Windows driver (before 555) only works around it"),
+        )
+    no_v2 = _errors(facts, "nvidia-container-cli-no-devices-cgroup")
     said = _errors(facts, "nvidia-container-cli-device-cgroup-denied")
+    if no_v2 and not said:
+        # issue 26 (containers): libnvidia-container before cgroup v2 support on a cgroup v2 host.
+        rows = [r for r in kb.docker.toolkit_regressions if "cgroup subsystem devices" in r.error]
+        before = " or ".join(g for r in rows for g in r.good[:1]) or "cgroup v2 support"
+        return Hit(
+            f"nvidia-container-cli found no cgroup v1 devices controller: {_line(no_v2[0])}; this host runs cgroup v2 and the "
+            f"installed libnvidia-container predates {before}, the first release that supports it",
+            evidence={"report.errors": no_v2, "toolkit_regressions": [r.release for r in rows]},
+            fix=FixRef(commands=("nvidia-container-cli --version   # libnvidia-container's release",
+                                 "stat -fc %T /sys/fs/cgroup   # cgroup2fs: the host runs cgroup v2",
+                                 "sudo apt-get install -y --only-upgrade nvidia-container-toolkit libnvidia-container1 libnvidia-container-tools   # dnf/zypper alike"),
+                       note=f"install NVIDIA Container Toolkit {before} or later from NVIDIA's repository (a distribution's own older package will not do); "
+                            "booting with systemd.unified_cgroup_hierarchy=0 (cgroup v1) only works around it"),
+        )
     if not said:
         return None
     known = [r for r in kb.docker.toolkit_regressions if "bpf_prog_query" in r.error]

@@ -38,10 +38,12 @@ def _wsl(facts: Facts) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-@rule("wsl-gpu-unsupported", optional=("platform.wsl", "platform.windows_build", "report.wsl_named"))
+@rule("wsl-gpu-unsupported", optional=("platform.wsl", "platform.windows_build", "report.wsl_named", "driver.windows"))
 def wsl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
-    """In a report: WSL 1 (`uname -r` "4.4.0-17763-Microsoft", `wsl -l -v` VERSION 1), or a
-    Windows build (`ver`, systeminfo) older than the KB's floor (see wsl-gpu-unsupported)."""
+    """In a report: WSL 1 (`uname -r` "4.4.0-17763-Microsoft", `wsl -l -v` VERSION 1), a
+    Windows build (`ver`, systeminfo) older than the KB's floor, or, in a report from WSL, a
+    Windows nvidia-smi whose every GPU runs in a driver model WSL 2 does not reach (TCC: the
+    KB's wsl driver_models) (see wsl-gpu-unsupported)."""
     wsl = _wsl(facts)
     build = facts.get("platform.windows_build")
     fix = FixRef(commands=("wsl -l -v   # in PowerShell: VERSION must be 2", "wsl --set-version <distribution> 2", "winver   # Windows 11, or Windows 10 21H2 (build 19044) or later"),
@@ -50,6 +52,8 @@ def wsl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
         return Hit(f"this distribution runs on WSL 1 ({wsl.get('text')}, {facts.source('platform.wsl')}), which has no GPU access: CUDA in WSL needs WSL 2",
                    evidence={"platform.wsl": wsl}, fix=fix)
     named = wsl or facts.get("report.wsl_named")
+    if named and (hit := _tcc_only(facts, kb, named)):
+        return hit
     if not named or not isinstance(build, dict) or not isinstance(build.get("build"), int):
         return None
     floor = _build_floor(kb)
@@ -60,6 +64,28 @@ def wsl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
         f"WSL on it has no GPU access",
         evidence={"platform.windows_build": build, "wsl": named},
         fix=fix,
+    )
+
+
+def _tcc_only(facts: Facts, kb: KB, named: Any) -> Hit | None:
+    """Every GPU the Windows host's nvidia-smi lists runs in a driver model WSL 2 does not reach
+    (TCC), by the KB's wsl driver_models; None when a GPU is in one it reaches, or no data."""
+    windows = facts.get("driver.windows")
+    models = windows.get("models") if isinstance(windows, dict) else None
+    row = kb.cuda.wsl
+    if not isinstance(models, dict) or not models or row is None or not row.driver_models:
+        return None
+    if any(model in row.driver_models for model in models.values()):
+        return None  # a GPU WSL 2 can reach (a mixed TCC/WDDM host is not judged here)
+    gpus = ", ".join(f"GPU {gpu} ({model})" for gpu, model in models.items())
+    return Hit(
+        f"the Windows host's nvidia-smi ({facts.source('driver.windows')}) runs {gpus} in a driver model WSL 2 does not reach: "
+        f"WSL 2 shares only GPUs in {'/'.join(row.driver_models)} mode, so WSL has no GPU",
+        evidence={"driver.windows": windows, "wsl": named},
+        fix=FixRef(commands=("nvidia-smi -g 0 -dm 0   # in an administrator's PowerShell on Windows: WDDM for GPU 0, then reboot",
+                             "nvidia-smi --query-gpu=index,name,driver_model.current --format=csv"),
+                   note="switch the GPU to WDDM mode where its driver allows it (GeForce, most RTX/Quadro; data-center cards such as "
+                        "H100 PCIe offer TCC only), or use the GPU from native Windows or a Linux host (microsoft/WSL#9952)"),
     )
 
 
@@ -208,14 +234,18 @@ def wsl_gpu_unsupported_here(facts: Facts, kb: KB) -> Hit | None:
         /proc/sys/kernel/osrelease or `uname -r`, "4.4.0-17763-Microsoft"; in a report also
         VERSION 1 in `wsl -l -v`), or a Windows build older than the KB's floor, Windows 10
         21H2 (WSL 1's release names the build; in a report `ver`: "Microsoft Windows [Version
-        10.0.17763.292]", systeminfo's "OS Version"). Inside WSL 2 the Windows build is not
-        visible: on a live WSL 2 host where no GPU answers it is "not checked".
+        10.0.17763.292]", systeminfo's "OS Version"). In a report from WSL also the Windows
+        host's nvidia-smi when every GPU it lists runs in TCC mode. Inside WSL 2 the Windows
+        build is not visible: on a live WSL 2 host where no GPU answers it is "not checked".
 
     Why is this bad?
         GPU compute in WSL exists only in WSL 2, on Windows 11 or Windows 10 21H2 (build 19044)
         and later, through the Windows NVIDIA driver. Elsewhere WSL has no GPU: nvidia-smi says
         "couldn't communicate with the NVIDIA driver" and no Linux driver installed inside can
         change that (Microsoft on microsoft/WSL#3847: "WSL isn't able to access the GPU").
+        WSL 2 reaches only a GPU the Windows driver runs in WDDM mode: one in TCC mode, the
+        default of data-center cards (Tesla, L40S; H100 PCIe has no WDDM mode), is not shared
+        into WSL (microsoft/WSL#9952, #5546).
 
     Example
         Windows 10.0.17763 (1809) running Ubuntu in WSL: invalid. Windows 10.0.19045 with the

@@ -30,6 +30,8 @@ from fwdoctor.triage import torch_device
 from fwdoctor.triage import windows_cuda
 from fwdoctor.triage import nvidia_topo
 from fwdoctor.triage import ib_devices
+from fwdoctor.triage import nccl_ib_fallback
+from fwdoctor.triage import nccl_unreachable
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -54,6 +56,8 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     windows_cuda.find,  # Windows toolkits: cmd's `set` / PowerShell's `ls env:` (CUDA_PATH, CUDA_PATH_VX_Y, Path), `where nvcc`
     nvidia_topo.find,  # `nvidia-smi topo -m`: which GPUs NVLink joins (NV#), judged beside a pasted NCCL_DEBUG=INFO log
     ib_devices.find,  # ibv_devinfo / ibstat / ibstatus: the RDMA ports and their states, beside NCCL's "Using network Socket"
+    nccl_ib_fallback.find,  # NCCL_DEBUG=INFO: an IPoIB interface (ib0, ibp12s0) beside NCCL saying it could not use IB
+    nccl_unreachable.find,  # NCCL_DEBUG=INFO "Bootstrap : Using eth0:172.17.0.2<0>": the address a rank advertised to the others
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.

@@ -33,7 +33,9 @@ from fwdoctor.triage.text import Lines, command
 
 # conda package -> framework
 PACKAGES = {"jaxlib": "jax", "tensorflow": "tensorflow", "tensorflow-base": "tensorflow", "tensorflow-cpu": "tensorflow"}
-_VERSION = re.compile(r"\d{1,4}(?:\.\d{1,6}){0,3}(?:[a-z]{1,5}\d{0,4})?")
+# the pytorch-nightly channel versions its builds by date: "1.11.0.dev20211001" (pytorch/pytorch#66047:
+# "pytorch-1.11.0.dev20211001 |      py3.6_cpu_0" beside cudatoolkit=10.2)
+_VERSION = re.compile(r"\d{1,4}(?:\.\d{1,6}){0,3}(?:[a-z]{1,5}\d{0,4}|\.dev\d{8})?")
 _CPU = re.compile(r"(?:^|_)cpu(?:_|$)")
 # Anaconda's defaults channel builds tensorflow and tensorflow-base in three variants told apart
 # by the build string: "gpu_py38h...", and the CPU-only "mkl_py38h..." and "eigen_py38h..."
@@ -137,6 +139,15 @@ def _download_row(text: str) -> tuple[str, str, str] | None:
 _SPEC = re.compile(r"(?<![\w-])pytorch==?(?P<version>\d{1,4}(?:\.\d{1,6}){0,3})=(?P<build>[\w.]{1,80})")
 # A CUDA package asked of conda: "cudatoolkit=11.3" (install command, environment.yml), "pytorch-cuda=12.1"
 _CUDA_REQUEST = re.compile(r"(?<![\w-])(?:cudatoolkit|pytorch-cuda)\s{0,2}[=<>]{1,2}\s{0,2}\d{1,2}\.\d{1,2}")
+# conda-forge's own way to ask for a CUDA: the cuda-version metapackage, "a meta-package for
+# pinning to a CUDA release version" (https://anaconda.org/conda-forge/cuda-version), major only
+# or major.minor: `mamba install -c conda-forge openmm-torch "cuda-version>=12"` got
+# pytorch cpu_mkl_py311_h7bde0a3_103 (openmm/openmm-torch#170): conda-forge's CPU pytorch does not
+# depend on cuda-version, so the pin does not steer the solver to the CUDA build. Read only as a
+# request (an install/create command, an environment file's item), never in a solver's message
+# ("└─ cuda-version >=12.0,<13 , which requires") or a package's requirement ("-> cuda-version[...]").
+_CUDA_VERSION_REQUEST = re.compile(r"(?<![\w-])cuda-version\s{0,2}(?:[=<>]{1,2}|~=)\s{0,2}\d{1,2}(?:\.\d{1,2})?(?![\w.])")
+_REQUEST_LINE = re.compile(r"^\s*-\s+[\"']?cuda-version|\b(?:conda|mamba|micromamba)\s+(?:install|create)\s")
 
 
 def find(lines: Lines) -> list[Fragment]:
@@ -215,6 +226,10 @@ def _pytorch(lines: Lines) -> list[Fragment]:
             if build is not None and _CPU.search(build):
                 cpu = (i + 1, {"version": version, "build": build, "channel": channel, "kind": "cpu", "cuda": None, "depends": [],
                                "record": f"report line {i + 1}"})
+        if request is None and "cuda-version" in text and _REQUEST_LINE.search(text):
+            wanted = _CUDA_VERSION_REQUEST.search(text)
+            if wanted:
+                request = (i + 1, f"conda was asked for {wanted.group(0)}")
         if request is None and ("cudatoolkit" in text or "pytorch-cuda" in text):
             found = _CUDA_REQUEST.search(text)
             held = _row(text) if found is None else None

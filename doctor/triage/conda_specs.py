@@ -242,7 +242,7 @@ _CONFLICT_START = re.compile(r"UnsatisfiableError|conflicts for:|found to be in 
 # "torchvision -> pytorch==1.3.1 -> cudatoolkit[...]" (a chain: the last package before the CUDA one needs it)
 _REQUIRES = re.compile(
     r"^\s*(?:-\s+)?(?:[\w.-]{1,80}(?:[= ]{1,2}[\w.*]{1,40})?(?:\[[^\]]{0,80}\])?\s{0,3}->\s{0,3}){0,4}?"
-    r"(?P<package>[A-Za-z0-9_][\w.-]{0,80})(?:={1,2}| )?(?P<version>\d[\w.*]{0,40})?\s{0,3}->\s{0,3}"
+    r"(?P<package>[A-Za-z0-9_][\w.-]{0,80})(?:={1,2}| )?(?P<version>\d[\w.*]{0,40})?(?:\[[^\]]{0,80}\])?\s{0,3}->\s{0,3}"
     r"(?P<dep>" + _CUDA_DEPS + r")(?:\[version='(?P<range1>[^']{1,60})'\]|\s{1,3}(?P<range2>[<>=!~]{0,2}\d[^\s]{0,60}))?\s*$")
 # the listing's own pin: "cudatoolkit=10.0", "  - cudatoolkit 10.1*", "feature:/linux-64::__cuda==11.4=0"
 _PIN = re.compile(r"^\s*(?:-\s+)?(?:feature:[|@]{0,2}/[\w-]{1,40}::)?(?P<dep>" + _CUDA_DEPS + r")(?:={1,2}| )(?P<version>\d{1,4}(?:\.\d{1,6}){0,3})(?:\.?\*|=\S{0,40})?\s*$")
@@ -257,8 +257,15 @@ _NOTHING_PROVIDES = re.compile(r"nothing provides (?P<dep>__cuda)(?:\s{1,3}(?P<r
 # (uninstallable) because it requires" or ", which requires" on one line, then
 #   └─ __cuda, which is missing on the system.      (or "__cuda >=12 , which ...")
 # An option's "would require" is one way out of several, not the conflict, and is not read.
-_MISSING = re.compile(r"[└├]─\s{0,3}(?P<dep>__cuda)(?:\s{1,3}(?P<range>[<>=!~]{0,2}\d[\w.,<>=!*|]{0,60}))?\s{0,3}, which is missing on the system")
-_REQUIRER = re.compile(r"[└├]─\s{0,3}(?P<package>[A-Za-z0-9_][\w.-]{0,80})(?:\s{1,3}=?=?(?P<version>\d[\w.*]{0,40}))?[^\n]{0,120}?"
+# libmamba 2 (mamba/micromamba 2.x, conda >= 25 with libmamba) writes a spec as "name version
+# build", "any" as "=*" and the build as a glob: "└─ __cuda =* *, which is missing on the system."
+# (the same rendering for __glibc and __win: trianglesplatting2/triangle-splatting2#9,
+# "__win =* *, which is missing on the system"), "__cuda >=12 *, which ...".
+_MISSING = re.compile(r"[└├]─\s{0,3}(?P<dep>__cuda)(?:\s{1,3}(?P<range>[<>=!~]{0,2}\d[\w.,<>=!*|]{0,60}))?(?:\s{1,3}=\*)?(?:\s{1,3}\*)?"
+                      r"\s{0,3}, which is missing on the system")
+# (libmamba 2 writes the first package of its tree after "└─ ", pasted notes often without it:
+# "pytorch =2.5.1 cuda120* is not installable because it requires")
+_REQUIRER = re.compile(r"(?:[└├]─|^)\s{0,3}(?P<package>[A-Za-z0-9_][\w.-]{0,80})(?:\s{1,3}=?=?(?P<version>\d[\w.*]{0,40}))?[^\n]{0,120}?"
                        r"(?:(?:is not installable|is uninstallable) because it requires|, which requires)\s*$")
 
 
@@ -307,9 +314,11 @@ def _cuda_conflict(lines: Lines) -> dict[str, Any] | None:
     requires: list[dict[str, Any]] = []
     pins: list[dict[str, Any]] = []
     inside = -1  # the last line index of the listing being read
+    system = False  # conda's classic "incompatible with your system" listing, which names the virtual packages it has
     for i, text in enumerate(lines.norm):
         if _CONFLICT_START.search(text):
             inside = i + _LISTING_LINES
+            system = system or "incompatible with your system" in text
         if "has constraint __cuda" in text:
             constraint = _solver_constraint(text, i)
             if constraint is not None:
@@ -333,4 +342,11 @@ def _cuda_conflict(lines: Lines) -> dict[str, Any] | None:
             pins.append({"dep": pin.group("dep"), "version": pin.group("version"), "line": i + 1})
     if not requires:
         return None
+    # conda's classic listing names the __cuda it has as a pin ("feature:/linux-64::__cuda==11.4=0");
+    # one whose packages need __cuda ("pytorch==2[build=*cuda*] -> __cuda", openmm/openmm-torch#118,
+    # on a cluster's login node) and names no __cuda of the system had none: no driver answered.
+    if system and not any(p["dep"] == "__cuda" for p in pins):
+        for need in requires:
+            if need["dep"] == "__cuda" and "missing" not in need:
+                need["missing"] = True
     return {"requires": requires, "pins": pins}

@@ -391,6 +391,68 @@ def started_without_gpu_request(hit: Hit) -> bool:
     return True
 
 
+# issue 26 (containers): Windows under a container: WSL2 (as _WSL reads it), Docker Desktop, or
+# Windows named as a word ("Windows 11", "on windows").
+_WINDOWS = re.compile(r"\bWSL ?2?\b|Windows Subsystem for Linux|/usr/lib/wsl/|microsoft-standard|Docker Desktop|(?<![A-Za-z])windows(?![A-Za-z])", re.IGNORECASE)
+
+
+def container_on_windows_named(hit: Hit) -> bool:
+    """Always stands; records where the report names a container (`container`) and where it
+    names Windows, WSL2 or Docker Desktop (`windows`), each "report line N: text"."""
+    _record_first(hit, _CONTAINER, "container")
+    return _record_first(hit, _WINDOWS, "windows")
+
+
+# issue 26 (containers): a Kubernetes node's extended resources as `kubectl describe node` prints
+# them ("Capacity:" / "Allocatable:" and indented "  nvidia.com/gpu:     1" lines) or `kubectl get
+# node -o yaml` ("capacity:" / nvidia.com/gpu: "16"). A block without the resource is a node whose
+# device plugin never advertised a GPU; capacity above zero means it did (allocatable 0 beside it:
+# the plugin marked the GPUs unhealthy, NVIDIA/k8s-device-plugin#58).
+_NODE_BLOCK = re.compile(r"^(\s{0,20})(Capacity|Allocatable|capacity|allocatable):\s{0,4}$")
+_NODE_GPU = re.compile(r"^\s{1,30}nvidia\.com/gpu:\s{0,30}[\"']?(\d{1,5})")
+_NODE_BLOCK_LINES = 16
+_UNHEALTHY = re.compile(r"[Mm]arking it unhealthy|Health:\s?Unhealthy")
+# The plugin's own log once it advertised its GPUs to the kubelet.
+_REGISTERED = re.compile(r"Registered device plugin (?:for '?nvidia\.com/gpu'? )?with (?:the )?[Kk]ubelet")
+
+
+def k8s_node_gpus_shown(hit: Hit) -> bool:
+    """Always stands; records what the report shows of the nodes' nvidia.com/gpu: `capacity`
+    (the largest Capacity value, 0 where a node's Capacity/Allocatable blocks list no
+    nvidia.com/gpu at all), `node` ("report line N: text"), `unhealthy` where the device
+    plugin's log marks a GPU unhealthy, and `registered` where, with no node shown, the plugin's
+    log says it registered nvidia.com/gpu with the kubelet."""
+    best: int | None = None
+    for j, line in enumerate(hit.norm):
+        block = _NODE_BLOCK.match(line)
+        if not block:
+            continue
+        if block.group(2).lower() == "allocatable" and best is not None:
+            continue  # Capacity already said it for this node
+        value = 0
+        where = f"report line {j + 1}: {line.strip()} (no nvidia.com/gpu)"
+        for k in range(j + 1, min(len(hit.norm), j + 1 + _NODE_BLOCK_LINES)):
+            follow = hit.norm[k]
+            if not follow.strip() or len(follow) - len(follow.lstrip()) <= len(block.group(1)):
+                break
+            gpu = _NODE_GPU.match(follow)
+            if gpu:
+                value = int(gpu.group(1))
+                where = f"report line {k + 1}: {follow.strip()[:_MAX_NAME]}"
+                break
+        if block.group(2).lower() == "capacity" or best is None:
+            if best is None or value > best:
+                best = value
+                hit.data["node"] = where
+    if best is not None:
+        hit.data["capacity"] = best
+    if any(_UNHEALTHY.search(line) for line in hit.norm):
+        hit.data["unhealthy"] = True
+    if best is None and any(_REGISTERED.search(line) for line in hit.norm):
+        hit.data["registered"] = True
+    return True
+
+
 # A container's driver capabilities: NVIDIA_DRIVER_CAPABILITIES's value (an env line, `-e`,
 # compose, a Dockerfile ENV; the row's `caps` group) and a Docker device request's list (compose
 # `capabilities: [gpu, utility]` or its block of "- item" lines, `--gpus 'all,capabilities=utility'`,
@@ -582,6 +644,8 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "compose_reservation_without_count": compose_reservation_without_count,
     "visible_devices_named": visible_devices_named,
     "started_without_gpu_request": started_without_gpu_request,
+    "k8s_node_gpus_shown": k8s_node_gpus_shown,
+    "container_on_windows_named": container_on_windows_named,
     "driver_caps_without_compute": driver_caps_without_compute,
     "request_caps_without_compute": request_caps_without_compute,
     "nvidia_smi_cuda_na": nvidia_smi_cuda_na,

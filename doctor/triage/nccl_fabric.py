@@ -426,5 +426,32 @@ def shm_open_denied(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+@rule("nccl-socket-with-ib", needs=("report.nccl_ib_fallback",))
+def socket_over_ipoib(facts: Facts, kb: KB) -> Hit | None:
+    """NCCL's log names an IPoIB interface (ib0, ibp12s0: an InfiniBand HCA is up on the node)
+    and says it could not use IB ("Failed to open libibverbs.so[.1]", "NET/IB : No device
+    found", "Using network Socket"; fwdoctor.triage.nccl_ib_fallback), where the report shows
+    no ibv_devinfo for the regular rule: traffic between nodes goes over TCP (see
+    nccl-socket-with-ib). sgl-project/sglang#1427: the image lacked libibverbs; installing
+    it restored IB."""
+    said = facts.get("report.nccl_ib_fallback")
+    if not said:
+        return None
+    libs = "libibverbs" in str(said.get("said"))
+    why = ("NCCL cannot load libibverbs (rdma-core is not installed where it runs)" if libs
+           else "NCCL opens no IB device there (no /dev/infiniband in the container, or no rdma-core provider for the HCA)")
+    commands = (("apt-get install -y libibverbs1 ibverbs-providers   # in the image: rdma-core's libibverbs and its mlx5 provider",) if libs else ()) + (
+        "ls /dev/infiniband   # uverbs* must be there inside the container: docker run --device=/dev/infiniband (or the RDMA device plugin)",
+        "ibv_devinfo   # the HCA and its port state, where NCCL runs")
+    return Hit(
+        f"NCCL fell back to TCP sockets on an InfiniBand node: the log names the IPoIB interface {said.get('iface')} "
+        f"(report line {said.get('iface_line')}) and \"{said.get('said')}\" (line {said.get('said_line')}): {why}",
+        evidence={"report.nccl_ib_fallback": said},
+        fix=FixRef(commands=commands, note="Rerun with NCCL_DEBUG=INFO and expect \"NET/IB : Using [0]mlx5_...\" and \"via NET/IB/.../GDRDMA\"."),
+        severity=Severity.WARNING,
+    )
+
+
 RULES: tuple[Rule, ...] = (socket_interface_missing, net_plugin_failed, nvls_failed, fabricmanager_not_running, socket_virtual_interfaces,
-                           p2p_disable_cures_hang, iommu_change_cures_hang, loaded_nccl_cuda_mismatch, kernels_missing, shm_open_denied)
+                           p2p_disable_cures_hang, iommu_change_cures_hang, loaded_nccl_cuda_mismatch, kernels_missing, shm_open_denied,
+                           socket_over_ipoib)

@@ -178,6 +178,9 @@ def _table(lines: Lines, i: int) -> tuple[Fragment, int]:
         if row:
             name = re.sub(r"\.\.\.$", "", row[1].strip()).strip()
             gpus.append(gpu_entry(row[0], name, bus_id=row[2]))
+            if windows and (model := _WIN_MODEL_ROW.search(text)):
+                # each GPU's Windows driver model (WSL 2 reaches WDDM GPUs only: wsl-gpu-unsupported)
+                windows.setdefault("models", {})[f"{row[0]} {name}"] = model.group(1)
             last = j
         j += 1
     if gpus:

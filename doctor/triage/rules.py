@@ -26,6 +26,7 @@ from fwdoctor.rules.base import Hit, Rule, rule, sh
 from fwdoctor.triage import nccl_fabric
 from fwdoctor.triage import rdma
 from fwdoctor.triage import ray_shm
+from fwdoctor.triage import nccl_unreachable
 from fwdoctor.versions import major
 
 if TYPE_CHECKING:
@@ -786,7 +787,7 @@ _NOT_PYPI_BUILD = re.compile(r"source|conda|nvidia|docker|ngc|container", re.IGN
 
 
 @rule("cuda-lib-not-found", needs=("report.tf_version", "report.cuda_stated"),
-      optional=("cuda.toolkits", "driver.cuda_version", "report.tf_installed_from"))
+      optional=("cuda.toolkits", "driver.cuda_version", "report.tf_installed_from", "frameworks.installed"))
 def tf_built_for_other_cuda(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares the TensorFlow release a report names (the issue form's "TensorFlow version")
@@ -811,6 +812,10 @@ def tf_built_for_other_cuda(facts: Facts, kb: KB) -> Hit | None:
     tf = str(facts["report.tf_version"])
     if _NOT_PYPI_BUILD.search(str(facts.get("report.tf_installed_from") or "")):
         return None
+    from fwdoctor.rules.frameworks import cpu_only
+
+    if any(isinstance(i, dict) and i.get("framework") == "tensorflow" and cpu_only(kb, i) for i in facts.get("frameworks.installed") or []):
+        return None  # a CPU build (TensorFlow >= 2.11 on native Windows) loads no CUDA: framework-cpu-build-on-gpu-host says so
     build = kb.frameworks.tested_build("tensorflow", tf)
     if build is None:
         return None
@@ -1007,7 +1012,9 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       # fwdoctor.triage.rdma reads these (rdma-memlock-too-low: a named limit is an error, a bare ENOMEM a warning)
                       *rdma.KINDS,
                       # fwdoctor.triage.ray_shm reads it (shm-too-small: only below the KB's /dev/shm floor)
-                      *ray_shm.KINDS})
+                      *ray_shm.KINDS,
+                      # fwdoctor.triage.nccl_unreachable reads these (nccl-socket-connect-failed: the address tried, the bootstrap interface)
+                      *nccl_unreachable.KINDS})
 
 
 def _from_rows() -> tuple[Rule, ...]:
@@ -1047,7 +1054,7 @@ RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_to
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, jax_cuda_lib_unloadable, tf_built_for_other_cuda, nccl_ib_connect_failed, nccl_gpu_unsupported,
                            *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
-                           *rdma.RULES, *ray_shm.RULES)
+                           *rdma.RULES, *ray_shm.RULES, *nccl_unreachable.RULES)
 
 # Finding ids whose regular rule sees only part of what the error text speaks of, so that
 # fwdoctor.triage.judge runs the rows' rule even where the regular one was checked on the
