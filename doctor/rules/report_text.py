@@ -450,6 +450,18 @@ def extension_built_for_other_torch(facts: Facts, kb: KB) -> Hit | None:
     """
     said = [e for e in _errors(facts, "torch-extension-undefined-symbol")
             if not PurePosixPath(str(e.get("library") or "").replace("\\", "/")).name.startswith(_TORCH_OWN)]
+    # xformers' own check names both torches (errors.yaml; a "+cpu" torch is its other row's)
+    xformers = _errors(facts, "xformers-built-for-other-torch")
+    if xformers and not said:
+        error = xformers[0]
+        return Hit(
+            f"xformers was built for torch {error['built']} (CUDA {error['built_cuda']}) but torch {error['have']} is installed, "
+            f"so its C++/CUDA extensions do not load: {_line(error)}",
+            evidence={"report.errors": xformers, "torch.version": facts.get("torch.version")},
+            fix=FixRef(commands=(f"pip install -U xformers --index-url https://download.pytorch.org/whl/cuXY   # the cuXY of torch {error['have']}",),
+                       note=f"install the xformers release built for torch {error['have']} (each xformers release pins one torch release), "
+                            f"or the torch {error['built']} it was built for"),
+        )
     if not said:
         return None
     error = said[0]

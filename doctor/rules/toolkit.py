@@ -339,11 +339,12 @@ def cuda_home_invalid(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-@rule("torch-toolkit-mismatch", needs=("torch.cuda", "cuda.active"), optional=("cuda.toolkits", "torch.version"))
+@rule("torch-toolkit-mismatch", needs=("torch.cuda", "cuda.active"), optional=("cuda.toolkits", "torch.version", "report.errors"))
 def torch_toolkit_mismatch(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares the CUDA version torch was built for (torch.version.cuda) with the active
-        toolkit's. Error on a different major, warning on a different minor.
+        toolkit's. Error on a different major, warning on a different minor (an error when
+        a pasted apex build refused it: apex's setup.py checks the minor version too).
 
     Why is this bad?
         torch.utils.cpp_extension checks this before every extension build. A major
@@ -380,12 +381,15 @@ def torch_toolkit_mismatch(facts: Facts, kb: KB) -> Hit | None:
     else:
         fix = _toolkit_fix(want)
     torch_version = f"torch {facts.get('torch.version')}" if facts.get("torch.version") else "torch"
+    # a pasted apex build that raised: apex's setup.py refuses a minor difference too (errors.yaml)
+    refused = [e for e in facts.get("report.errors") or [] if e.get("kind") == "apex-cuda-version-mismatch"]
+    minor = " (minor difference: apex's setup.py refuses it, torch.utils.cpp_extension only warns)" if refused else " (minor difference: extensions build with a warning)"
     return Hit(
         f"{torch_version} is built for CUDA {want} but the active toolkit {active.get('root')} ({active.get('why')}) is CUDA {have}"
-        + ("" if major_differs else " (minor difference: extensions build with a warning)"),
+        + ("" if major_differs else minor),
         evidence={"torch.cuda": torch_cuda, "cuda.active": active},
         fix=fix,
-        severity=None if major_differs else Severity.WARNING,
+        severity=None if major_differs or refused else Severity.WARNING,
     )
 
 

@@ -140,6 +140,61 @@ def name_paddle_near(hit: Hit) -> bool:
     return True
 
 
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def xformers_torch_differs(hit: Hit) -> bool:
+    """xformers' "PyTorch A with CUDA N (you have B)": the match stands only when B is another
+    torch than A (the same torch means another cause); `built_cuda` 1201 as "12.1"."""
+    have = hit.data["have"]
+    if hit.data["built"] == have:
+        return False
+    number = int(hit.data["built_cuda"])  # xformers writes CUDA 12.1 as 1201, 11.8 as 1108
+    hit.data["built_cuda"] = f"{number // 100}.{number % 100}"
+    local = have.partition("+")[2]  # the installed torch's build: "cpu", "cu121", "" (unknown)
+    if local == "cpu":
+        hit.facts.append(("torch.cuda", None, hit.i + 1))
+    elif re.fullmatch(r"cu\d{3,4}", local):
+        hit.facts.append(("torch.cuda", f"{local[2:-1]}.{local[-1]}", hit.i + 1))
+    return True
+
+
+def xformers_cuda_torch_differs(hit: Hit) -> bool:
+    """xformers_torch_differs for an installed torch that is not a "+cpu" build (the row of a
+    "+cpu" torch reads that one)."""
+    return not hit.data["have"].endswith("+cpu") and xformers_torch_differs(hit)
+
+
+def ptxas_really_older(hit: Hit) -> bool:
+    """The match ("You are using ptxas X, which is older than Y") stands only when X is older
+    than Y: TensorFlow 1.12's check compared the versions wrongly and called CUDA 10.0's ptxas
+    10.0.145 "older than 9.2.88" (tensorflow/tensorflow#23874, fixed in commit 83ff640)."""
+    return _numbers(str(hit.data.get("ptxas", ""))) < _numbers(str(hit.data.get("needed", "")))
+
+
+# Where JAX or TensorFlow runs: JAX's packages and its error type (jaxlib/cuda_prng_kernels.cc,
+# jax._src, jaxlib.xla_extension.XlaRuntimeError, jax_plugins), TensorFlow's Python package and
+# source paths (tensorflow.python..., tensorflow/core/..., tensorflow/compiler/mlir/...). XLA's own
+# paths inside JAX's logs read external/org_tensorflow/tensorflow/compiler/xla: JAX is looked for first.
+_JAX_FRAME = re.compile(r"\bjaxlib\b|\bjax[._/\\](?:_src|numpy|random|lax|interpreters)\b|\bXlaRuntimeError\b|\bjax_plugins\b")
+_TF_FRAME = re.compile(r"\btensorflow[/\\.](?:python|core|compiler|stream_executor|tsl)\b|site-packages[/\\]tensorflow[/\\]")
+
+
+def name_xla_framework_near(hit: Hit) -> bool:
+    """Always stands; names the framework (`framework`: jax, tensorflow or paddle) whose frames
+    or log paths are on the line or within _FRAME_LINES of it: the CUDA driver's own message
+    does not say whose PTX it could not load."""
+    near = [hit.norm[j] for j in range(max(0, hit.i - _FRAME_LINES), min(len(hit.norm), hit.i + 1 + _FRAME_LINES))]
+    if any(_JAX_FRAME.search(text) for text in near):
+        hit.data["framework"] = "jax"
+    elif any(_TF_FRAME.search(text) for text in near):
+        hit.data["framework"] = "tensorflow"
+    elif _paddle_frame(hit):
+        hit.data["framework"] = "paddle"
+    return True
+
+
 def not_permission_denied(hit: Hit) -> bool:
     """The match stands unless NCCL said just before that shm_open was denied: then /dev/shm
     is not writable by the user (the row nccl-shm-open-denied), not too small."""
@@ -635,6 +690,10 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "not_tensorrt": not_tensorrt,
     "paddle_frame_near": paddle_frame_near,
     "name_paddle_near": name_paddle_near,
+    "name_xla_framework_near": name_xla_framework_near,
+    "ptxas_really_older": ptxas_really_older,
+    "xformers_torch_differs": xformers_torch_differs,
+    "xformers_cuda_torch_differs": xformers_cuda_torch_differs,
     "not_permission_denied": not_permission_denied,
     "wsl_named": wsl_named,
     "wsl_named_elsewhere": wsl_named_elsewhere,

@@ -525,7 +525,9 @@ def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
     """The CUDA runtime's "CUDA driver version is insufficient for CUDA runtime version" in a
     report filed with TensorFlow's or JAX's issue form, or printed among Paddle's frames
     ("(at /paddle/paddle/fluid/platform/gpu_info.cc:78)"), or in Paddle's own words ("Cuda
-    error(35), ..."): the driver is older than the CUDA
+    error(35), ..."), or the driver's "the provided PTX was compiled with an unsupported
+    toolchain" (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) among JAX's, TensorFlow's or Paddle's frames
+    (jaxlib/cuda_prng_kernels.cc): the driver is older than the CUDA
     that framework's build loads (see driver-too-old-for-framework, which needs the
     driver's version and the build's CUDA; the text names neither)."""
     said = _errors(facts, "driver-insufficient")
@@ -534,6 +536,11 @@ def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
     framed = any(e.get("framework") for e in said)
     said = [dict(e, framework="paddle") if e["line"] in paddle_lines else e for e in said]
     said += [dict(e, framework="paddle") for e in _errors(facts, "paddle-cuda-error-35") if e["line"] not in {s["line"] for s in said}]
+    # The driver refusing PTX a newer CUDA wrote (cudaErrorUnsupportedPtxVersion): jaxlib's kernels,
+    # XLA's or TensorFlow's (issue 26; the row's hook names the framework whose frames surround it).
+    ptx = _errors(facts, "cuda-ptx-unsupported-toolchain")
+    framed = framed or any(e.get("framework") for e in ptx)
+    said += ptx
     # whose form it is, else whose frames surround the error (Paddle's: fwdoctor.triage.errors)
     framework = facts.get("report.framework") or next((e["framework"] for e in said if e.get("framework")), None)
     if not said or framework not in ("tensorflow", "jax", "paddle"):
@@ -543,8 +550,9 @@ def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
     title = TITLES.get(framework, framework)
     where = (f"{title}'s issue form, {facts.source('report.framework')}" if facts.get("report.framework")
              else f"{title}'s frames around it" if framed else f"{title}'s own wording, \"Cuda error(35)\"")
+    what = "the CUDA that wrote the PTX this" if said[0]["kind"] == "cuda-ptx-unsupported-toolchain" else "the CUDA runtime this"
     return Hit(
-        f"the NVIDIA driver is older than the CUDA runtime this {title} build loads: {_line(said[0])} ({where})",
+        f"the NVIDIA driver is older than {what} {title} build loads: {_line(said[0])} ({where})",
         evidence={"report.errors": said, "report.framework": framework},
         fix=FixRef(commands=("nvidia-smi   # the driver's CUDA, top right",),
                    note=f"upgrade the NVIDIA driver to one that runs the CUDA of this {title} build (its tested-build table), or install a {title} built for the driver's CUDA"),
@@ -847,6 +855,53 @@ def tf_built_for_other_cuda(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+# What says the report asks TensorFlow itself for a GPU (fwdoctor.triage.gpu_intent's values): a
+# program that only imports TensorFlow beside torch (transformers, sglang) prints the cudart line too.
+_TF_GPU_ASKED = ("the report asks for tensorflow-gpu", "the report asks TensorFlow for its GPUs")
+
+
+@rule("cuda-lib-not-found", needs=("report.errors",), optional=("report.framework", "report.gpu_expected", "gpus.list", "driver.loaded"))
+def tf_cudart_not_found(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads TensorFlow's "Could not find cuda drivers on your machine, GPU will not be used"
+        (TensorFlow >= 2.13, tsl/cuda/cudart_stub.cc) in a report that asks TensorFlow for a GPU
+        (its issue form with a GPU shown or named, tf.config.list_physical_devices('GPU'),
+        tensorflow-gpu): the loader found no libcudart of the CUDA this TensorFlow was built with.
+
+    Why is this bad?
+        TensorFlow then registers no GPU and runs on the CPU. Despite its words the driver is
+        rarely the cause: pip's plain `tensorflow` brings no CUDA libraries (the [and-cuda] extra
+        does, on Linux), a system CUDA of another major does not serve it (TensorFlow 2.13 needs
+        CUDA 11.8's libcudart.so.11.0), and libraries outside the loader path are not found.
+
+    Example
+        TensorFlow 2.13.0 with only CUDA 12.0 installed (tensorflow/tensorflow#61689): invalid.
+        The same line on a CPU-only host, or from a torch program that imports TensorFlow: not
+        judged.
+
+    Fix
+        On Linux with TensorFlow >= 2.14: `pip install "tensorflow[and-cuda]"`; before it, the
+        CUDA and cuDNN of the release's tested build on the loader path.
+    """
+    said = _errors(facts, "tf-cudart-stub-not-found")
+    if not said or any(not _DRIVER_LIBRARY.match(str(e.get("library", ""))) for e in _errors(facts, "dlopen-failed")):
+        return None  # cuda_lib_not_found names the library itself
+    expected = str(facts.get("report.gpu_expected") or "")
+    gpu = bool(facts.get("gpus.list")) or bool(facts.get("driver.loaded")) or bool(expected)
+    asked = expected in _TF_GPU_ASKED or (facts.get("report.framework") == "tensorflow" and gpu) \
+        or bool(_errors(facts, "tf-cannot-dlopen-gpu-libraries"))
+    if not asked:
+        return None
+    return Hit(
+        f"TensorFlow finds no CUDA runtime (libcudart) of the CUDA it was built with, so it registers no GPU: {_line(said[0])}",
+        evidence={"report.errors": said, "report.gpu_expected": expected or None},
+        fix=FixRef(commands=("python -m pip install 'tensorflow[and-cuda]'   # Linux, TensorFlow >= 2.14: the CUDA and cuDNN wheels it loads",
+                             "ldconfig -p | grep libcudart   # the CUDA runtimes the loader finds"),
+                   note="before TensorFlow 2.14, install the CUDA and cuDNN of the release's tested build (tensorflow.org/install/source#gpu) "
+                        "and put their lib64 on LD_LIBRARY_PATH; on native Windows, TensorFlow 2.10 was the last release with GPU support"),
+    )
+
+
 def _ib_completion_timeout(facts: Facts) -> Hit | None:
     """NCCL's "NET/IB : Got completion from peer ... with error 12" (status=12,
     IBV_WC_RETRY_EXC_ERR): the queue pair came up over sockets, then no RDMA packet reached
@@ -995,6 +1050,7 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       # issue 26, part B: the rules above with their own explanation
                       "cudnn-runtime-older", "paddle-cudnn-older", "jax-lib-older-than-built", "xla-ptxas-newer-than-driver",
                       "jax-cuda-lib-unloadable",  # jax_cuda_lib_unloadable reads it (cuda-lib-not-found with JAX's fix)
+                      "cuda-ptx-unsupported-toolchain",  # framework_driver_insufficient reads it (only among JAX's, TensorFlow's or Paddle's frames)
                       "dlopen-failed", "nccl-ibv-modify-qp-failed", "nccl-ib-completion-timeout", "paddle-cuda-error-35",
                       # its facts (a CPU-only Paddle, a GPU asked for) feed framework_cpu_build_gpu_expected
                       "paddle-cpu-build-asked-for-gpu", "nccl-maxsharedmem-exceeds",
@@ -1052,7 +1108,7 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_too_old, sm_incompatible, torch_no_kernel_below_every_release, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
                            framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, conda_cuda_label_contradicted, framework_no_kernel_for_cc,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
-                           framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, jax_cuda_lib_unloadable, tf_built_for_other_cuda, nccl_ib_connect_failed, nccl_gpu_unsupported,
+                           framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, jax_cuda_lib_unloadable, tf_built_for_other_cuda, tf_cudart_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
                            *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
                            *rdma.RULES, *ray_shm.RULES, *nccl_unreachable.RULES)
 
