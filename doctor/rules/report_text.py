@@ -423,6 +423,22 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
 # The libraries torch itself ships: an undefined c10/at symbol in one of these is torch
 # mixed with another torch's files, not an extension built for another torch.
 _TORCH_OWN = ("libtorch", "libc10", "libcaffe2", "libshm", "_C.")
+# torch's companion packages are compiled torch extensions too, whose files look like torch's
+# own (torchvision/_C.so, torchaudio/lib/libtorchaudio.so): their folder or name tells them apart.
+_COMPANIONS = ("torchvision", "torchaudio", "torchtext")
+
+
+def _torch_own(library: str) -> bool:
+    """Whether the loader's `library` is one of torch's own files (not a companion's)."""
+    path = PurePosixPath(library.replace("\\", "/"))
+    if any(part in _COMPANIONS for part in path.parts[:-1]) or path.name.startswith(tuple(f"lib{c}" for c in _COMPANIONS)):
+        return False
+    return path.name.startswith(_TORCH_OWN)
+
+
+# The rows (doctor/kb/errors.yaml) where torchvision/torchaudio themselves say they were built for
+# another torch or CUDA: torchvision's CUDA check, its missing ops, pip's pin conflict.
+_COMPANION_KINDS = ("torchvision-cuda-differs", "torchvision-operator-missing", "torchvision-op-no-cuda-kernel", "torch-companion-needs-other-torch")
 
 
 @rule("extension-built-for-other-torch", needs=("report.errors",), optional=("torch.version",))
@@ -430,7 +446,12 @@ def extension_built_for_other_torch(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads the loader's "undefined symbol: _ZN3c10..." (or `_ZN2at`, `_ZN5torch`: a symbol of
         torch's C++ API) in a compiled extension a report shows (flash_attn_2_cuda...so,
-        a mmcv or xformers library).
+        a mmcv or xformers library, torchvision/_C.so, libtorchaudio.so); xformers' own
+        "built for PyTorch A (you have B)"; torchvision's own checks ("compiled with different
+        CUDA major versions", "operator torchvision::nms does not exist", no CUDA kernel for
+        torchvision::nms) and pip's "torchvision X requires torch==Y"; and, in pasted package
+        listings, a torchvision/torchaudio for another torch release or CUDA (a +cpu one
+        beside a CUDA torch).
 
     Why is this bad?
         A compiled torch extension links against the C++ symbols of the torch it was built
@@ -446,10 +467,14 @@ def extension_built_for_other_torch(facts: Facts, kb: KB) -> Hit | None:
         Install the extension's build for this torch version and C++ ABI (flash-attn names
         them `+cu12torch2.3cxx11abiFALSE`; `torch.__version__` and
         `torch.compiled_with_cxx11_abi()` say which), or build it against this torch:
-        `pip install --no-build-isolation --no-binary :all: PACKAGE`.
+        `pip install --no-build-isolation --no-binary :all: PACKAGE`. For torchvision and
+        torchaudio, install the release paired with this torch from the same index
+        (`pip install torch==X torchvision==Y torchaudio==X --index-url .../cuNNN`).
     """
-    said = [e for e in _errors(facts, "torch-extension-undefined-symbol")
-            if not PurePosixPath(str(e.get("library") or "").replace("\\", "/")).name.startswith(_TORCH_OWN)]
+    said = [e for e in _errors(facts, "torch-extension-undefined-symbol") if not _torch_own(str(e.get("library") or ""))]
+    companion = _errors(facts, *_COMPANION_KINDS)
+    if companion and not said:
+        return _companion_hit(facts, kb, companion)
     # xformers' own check names both torches (errors.yaml; a "+cpu" torch is its other row's)
     xformers = _errors(facts, "xformers-built-for-other-torch")
     if xformers and not said:
@@ -465,7 +490,10 @@ def extension_built_for_other_torch(facts: Facts, kb: KB) -> Hit | None:
     if not said:
         return None
     error = said[0]
-    library = PurePosixPath(str(error.get("library") or "the extension")).name
+    path = PurePosixPath(str(error.get("library") or "the extension").replace("\\", "/"))
+    # a companion's file is named with its package: "torchvision/_C.so", not a bare "_C.so"
+    package = next((part for part in path.parts[:-1] if part in _COMPANIONS), None)
+    library = f"{package}/{path.name}" if package and not path.name.startswith(f"lib{package}") else path.name
     version = facts.get("torch.version")
     torch = f"the installed torch {version}" if version else "the installed torch"
     return Hit(
@@ -475,6 +503,37 @@ def extension_built_for_other_torch(facts: Facts, kb: KB) -> Hit | None:
                              "python -c \"import torch; print(torch.compiled_with_cxx11_abi())\"   # the C++ ABI flag"),
                    note=f"install the build of the package that ships {library} made for this torch version and C++ ABI, or build it against this torch (pip install --no-build-isolation --no-binary :all: PACKAGE)"),
     )
+
+
+def _companion_hit(facts: Facts, kb: KB, said: list[dict[str, Any]]) -> Hit:
+    """torchvision/torchaudio saying they were built for another torch or CUDA than the installed
+    torch; the fix names the companions of the installed torch when the KB knows its wheel."""
+    error = next((e for e in said if e.get("torch_cuda")), said[0])
+    kind = error["kind"]
+    if kind == "torchvision-cuda-differs":
+        what = (f"torchvision was built for CUDA {error['vision_cuda']} but torch for CUDA {error['torch_cuda']}"
+                if error.get("torch_cuda") else "torchvision and torch were built for different CUDA versions")
+    elif kind == "torchvision-op-no-cuda-kernel":
+        what = f"torchvision has no CUDA kernel for torchvision::{error['op']}: a CPU build of torchvision (or one built without CUDA) beside a CUDA torch"
+    elif kind == "torch-companion-needs-other-torch":
+        what = f"{error['package']} {error['package_version']} is built for torch {error['needs']} but torch {error['have']} is installed"
+    else:
+        op = error.get("op") or error.get("old_op")
+        ops = f"torchvision's C++ ops (torchvision::{op}) are not registered" if op else "torchvision's C++ ops did not load"
+        what = (f"{ops}: its compiled library did not load, "
+                "most often because this torchvision was built for another torch (or CUDA) than the installed one")
+    version = facts.get("torch.version") or error.get("have")
+    variant = kb.torch.variant_for(str(version)) if version else None
+    if variant is not None and variant.torchvision:
+        commands = ("pip install --force-reinstall " + " ".join(sh(arg) for arg in variant.pip_args()),)
+        note = f"reinstall the companions of torch {variant.local_version} from the same index, in one command"
+    else:
+        commands = ("python -c \"import torch; print(torch.__version__, torch.version.cuda)\"",
+                    "pip install --force-reinstall torch torchvision torchaudio --index-url https://download.pytorch.org/whl/cuXY   # cuXY: torch's CUDA, or cpu")
+        note = ("install torch, torchvision and torchaudio in one command from one index: each torchvision/torchaudio "
+                "release pins one torch release and is built per CUDA (https://pytorch.org/get-started/previous-versions/)")
+    return Hit(f"{what}: {_line(error)}", evidence={"report.errors": said, "torch.version": facts.get("torch.version")},
+               fix=FixRef(commands=commands, note=note))
 
 
 # Where a distribution keeps its own libstdc++ (the loader's default search folders).

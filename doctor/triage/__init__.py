@@ -33,6 +33,7 @@ from fwdoctor.triage import ib_devices
 from fwdoctor.triage import nccl_ib_fallback
 from fwdoctor.triage import nccl_unreachable
 from fwdoctor.triage import paddle_packages
+from fwdoctor.triage import torch_companions
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 
@@ -60,6 +61,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     nccl_ib_fallback.find,  # NCCL_DEBUG=INFO: an IPoIB interface (ib0, ibp12s0) beside NCCL saying it could not use IB
     nccl_unreachable.find,  # NCCL_DEBUG=INFO "Bootstrap : Using eth0:172.17.0.2<0>": the address a rank advertised to the others
     paddle_packages.find,  # paddlepaddle-gpu in pip list / install commands (its .post112 or cu126 index: the CUDA), Paddle's summary_env.py
+    torch_companions.find,  # torchvision/torchaudio beside torch in pip list, freeze, `pip show`, pip's "Successfully installed"
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.
@@ -94,6 +96,7 @@ UNSHOWN = {
     "nccl.env": "the NCCL_* variables of the run (`env | grep ^NCCL_`, or NCCL_DEBUG=INFO's \"set by environment to\" lines)",
     "net.interfaces": "the host's network interfaces (`ip -brief address`, `ls /sys/class/net`)",
     "topology.nvlink": "which GPUs NVLink joins (`nvidia-smi topo -m`)",
+    "torch.companions": "torchvision and torchaudio beside torch (`pip list | grep torch`)",
     "torch.requires": "the NCCL wheel torch pins (`pip show torch`'s Requires, or `pip list | grep nvidia-nccl`)",
     "pci.acs": "the ACS control bits of the PCIe bridges above the GPUs (`sudo lspci -vvv`, its ACSCtl lines)",
     "platform.cpu": "the CPU's flags (`lscpu`, or `grep -m1 -E '^(model name|flags)' /proc/cpuinfo`)",

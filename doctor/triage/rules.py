@@ -27,6 +27,7 @@ from fwdoctor.triage import nccl_fabric
 from fwdoctor.triage import rdma
 from fwdoctor.triage import ray_shm
 from fwdoctor.triage import nccl_unreachable
+from fwdoctor.triage import torch_companions
 from fwdoctor.versions import major
 
 if TYPE_CHECKING:
@@ -460,6 +461,47 @@ def framework_no_kernel_for_cc(facts: Facts, kb: KB) -> Iterable[Hit] | None:
             ))
             break
     return hits or None
+
+
+@rule("gpu-arch-unsupported-by-framework", needs=("report.errors",), optional=("frameworks.installed",))
+def tf_kernels_for_cc_missing(facts: Facts, kb: KB) -> Hit | None:
+    """TensorFlow's "not built with CUDA kernel binaries compatible with compute capability X.Y.
+    CUDA kernels will be jit-compiled from PTX" is a warning (TensorFlow 2.15 on an H100 starts
+    slowly and runs): it is this finding where the JIT then fails ("'cuModuleLoadData(&module,
+    data)' failed with 'CUDA_ERROR_INVALID_PTX'", "no kernel image is available": RTX 50 GPUs
+    under TensorFlow 2.16-2.20), or where the report shows a release whose published targets
+    (build_info.py, the KB) hold nothing a GPU of capability X.Y runs (see
+    gpu-arch-unsupported-by-framework). A driver too old for the PTX says so itself
+    (cuda-ptx-unsupported-toolchain) and is left to driver-too-old-for-framework."""
+    from fwdoctor.rules.frameworks import _build, installed, label
+
+    warned = _errors(facts, "tf-no-kernels-for-cc")
+    if not warned or _errors(facts, "cuda-ptx-unsupported-toolchain"):
+        return None
+    cc = str(warned[0]["cc"])
+    fix = FixRef(commands=("nvidia-smi --query-gpu=name,compute_cap --format=csv",
+                           "python -c 'import tensorflow as tf; print(tf.sysconfig.get_build_info())'   # cuda_compute_capabilities"),
+                 note=f"install a TensorFlow release built for compute capability {cc} (or NVIDIA's NGC TensorFlow container), "
+                      f"or build TensorFlow from source with TF_CUDA_COMPUTE_CAPABILITIES={cc}")
+    failed = [e for kind in ("ptx-jit-invalid", "no-kernel-image") for e in _errors(facts, kind) if e["line"] >= warned[0]["line"]]
+    if failed:
+        return Hit(f"TensorFlow has no kernels for compute capability {cc} and the JIT from its PTX failed: {_line(warned[0])}; then {_line(failed[0])}",
+                   evidence={"report.errors": [warned[0], *failed]}, fix=fix)
+    for item in installed(facts) if facts.known("frameworks.installed") else []:
+        if item["framework"] != "tensorflow":
+            continue
+        build = _build(kb, item)
+        targets = item.get("arch_list") or (build.arch_list if build is not None else None)
+        if not targets:
+            continue
+        try:
+            verdict = arch.runs_on(list(targets), cc)
+        except ValueError:
+            continue
+        if not verdict:
+            return Hit(f"{label(item)} has nothing a GPU of compute capability {cc} runs ({verdict.how}): {_line(warned[0])}",
+                       evidence={"report.errors": warned, "framework": dict(item)}, fix=fix)
+    return None
 
 
 # Folders a conda installation lives in; a libstdc++ under one of them (or under an env's
@@ -1106,11 +1148,12 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_too_old, sm_incompatible, torch_no_kernel_below_every_release, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
-                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, conda_cuda_label_contradicted, framework_no_kernel_for_cc,
+                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, conda_cuda_label_contradicted, framework_no_kernel_for_cc, tf_kernels_for_cc_missing,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, jax_cuda_lib_unloadable, tf_built_for_other_cuda, tf_cudart_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
                            *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
-                           *rdma.RULES, *ray_shm.RULES, *nccl_unreachable.RULES)
+                           *rdma.RULES, *ray_shm.RULES, *nccl_unreachable.RULES,
+                           *torch_companions.RULES)  # torchvision/torchaudio listed beside a torch they were not built for
 
 # Finding ids whose regular rule sees only part of what the error text speaks of, so that
 # fwdoctor.triage.judge runs the rows' rule even where the regular one was checked on the
@@ -1124,5 +1167,7 @@ _TEXT_OVER_FACTS = frozenset({"framework-packages-mismatched", "ext-arch-unsuppo
 _ROW_RULES = _from_rows()
 # conda_cuda_label_contradicted reads the framework's own answer, which the regular rule (the
 # KB's known-broken builds on the same conda.packages) does not: it runs where that one passed.
-TEXT_RULES: tuple[Rule, ...] = (*(r for r in _ROW_RULES if r.id in _TEXT_OVER_FACTS), conda_cuda_label_contradicted)
+# tf_kernels_for_cc_missing likewise: TensorFlow's failed JIT beats the regular rule's "compute_90
+# PTX runs on a 12.0 GPU" (RTX 50 GPUs under TensorFlow 2.16-2.20 fail with CUDA_ERROR_INVALID_PTX).
+TEXT_RULES: tuple[Rule, ...] = (*(r for r in _ROW_RULES if r.id in _TEXT_OVER_FACTS), conda_cuda_label_contradicted, tf_kernels_for_cc_missing)
 RULES = (*RULES, *_ROW_RULES)
