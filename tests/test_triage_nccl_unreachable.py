@@ -160,6 +160,15 @@ def test_a_container_on_dockers_bridge_gets_host_networking_in_its_fix(test_kb):
     assert any(c.startswith("export NCCL_SOCKET_IFNAME=") for c in finding.fix.commands)
 
 
+@pytest.mark.parametrize("address", ["10.0.0.2;reboot", "$(reboot)", "`reboot`", "host&&reboot"])
+def test_an_address_from_the_report_is_one_quoted_word_in_the_fix(test_kb, address):
+    """The address is the report's text: a hostile one must not become a command to paste."""
+    text = f"NCCL WARN socketStartConnect: Connect to {address}<43215> failed : Connection refused\n"
+    finding = next(f for f in run(text, test_kb).report.findings if f.id == ID)
+    nc = next(c for c in finding.fix.commands if c.startswith("nc -l"))
+    assert f"nc -zv '{address}' 12345" in nc and f"of '{address}';" in nc
+
+
 def test_a_link_local_address_is_said_to_route_only_on_its_link(test_kb):
     assert "link-local" in messages(MSSWIFT_TITLE, test_kb)[ID]
     assert "link-local" in messages(NCCL_975_IPV6, test_kb)[ID]

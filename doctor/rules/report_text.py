@@ -17,8 +17,11 @@ import re
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from packaging.version import Version
+
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules.base import Hit, Rule, rule, sh
+from fwdoctor.versions import parse_version
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -206,13 +209,8 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
 
 # issue 26 (containers): CDI spec v0.7.0 (toolkit 1.19.1's default) needs podman 5.1 or later
 # (NVIDIA/nvidia-container-toolkit#1860, #1940 and the 1.19.1 release notes' Known Issues).
-_CDI_070_TOOLKIT = (1, 19, 1)
-_CDI_070_PODMAN = (5, 1)
-
-
-def _release(text: object) -> tuple[int, ...] | None:
-    parts = re.match(r"(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?", str(text or ""))
-    return tuple(int(p) for p in parts.groups() if p is not None) if parts else None
+_CDI_070_TOOLKIT = Version("1.19.1")
+_CDI_070_PODMAN = Version("5.1")
 
 
 def _cdi_too_new(error: dict[str, Any]) -> Severity | None:
@@ -220,7 +218,7 @@ def _cdi_too_new(error: dict[str, Any]) -> Severity | None:
     5.1 beside a toolkit that writes spec v0.7.0; WARNING where it shows the old podman and its
     own `nvidia-ctk cdi list` lists the device (a spec is there) without the toolkit's version;
     None otherwise (a toolkit shown older than 1.19.1 writes a spec that podman reads)."""
-    podman, toolkit = _release(error.get("podman")), _release(error.get("toolkit"))
+    podman, toolkit = parse_version(error.get("podman")), parse_version(error.get("toolkit"))
     if podman is None or podman >= _CDI_070_PODMAN:
         return None
     if toolkit is not None:

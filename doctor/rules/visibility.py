@@ -12,8 +12,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Iterable
 
+from packaging.version import Version
+
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
+from fwdoctor.versions import parse_version
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -395,12 +398,7 @@ def driver_capabilities_said(facts: Facts, kb: KB) -> Hit | None:
 
 # Docker Compose 2.30.0 took compose-go 2.3.0, which reads a reservation without count or
 # device_ids as count: all (compose-spec/compose-go@v2.3.0:types/device.go); 1.x passed it as all.
-_COMPOSE_COUNT_DEFAULTS_ALL = (2, 30)
-
-
-def _release(text: object) -> tuple[int, ...] | None:
-    parts = re.match(r"(\d{1,4})\.(\d{1,4})", str(text or ""))
-    return (int(parts.group(1)), int(parts.group(2))) if parts else None
+_COMPOSE_COUNT_DEFAULTS_ALL = Version("2.30")
 
 
 @rule("container-started-without-gpus", needs=("report.errors",))
@@ -414,8 +412,8 @@ def compose_reservation_without_count(facts: Facts, kb: KB) -> Hit | None:
     if not said:
         return None
     first = said[0]
-    version = _release(first.get("compose"))
-    if version is not None and (version[0] < 2 or version >= _COMPOSE_COUNT_DEFAULTS_ALL):
+    version = parse_version(first.get("compose"))
+    if version is not None and (version.major < 2 or version >= _COMPOSE_COUNT_DEFAULTS_ALL):
         return None
     shown = f"Docker Compose {first['compose']}" if version is not None else "Docker Compose before 2.30 (the report does not show `docker compose version`)"
     return Hit(

@@ -36,6 +36,7 @@ from fwdoctor.triage import paddle_packages
 from fwdoctor.triage import torch_companions
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
+from fwdoctor.versions import major_minor
 
 __all__ = ["Fragment", "PARSERS", "UNSHOWN", "triage"]
 
@@ -159,8 +160,8 @@ def _merge(fragments: list[Fragment]) -> Facts:
                 sources.append(fact.source)
         # An nvcc shown without its folder (`nvcc -V`, collect_env) is the Windows toolkit of its
         # release that the report places (windows_cuda: CUDA_PATH_V11_8, `where nvcc`), not another.
-        def release(tk: dict[str, Any]) -> str:
-            return ".".join(str(tk.get("version")).split(".")[:2])
+        def release(tk: dict[str, Any]) -> str | None:
+            return major_minor(tk.get("version"))
 
         placed = {release(tk) for tk in seen.values() if str(tk.get("root"))[1:3] in (":\\", ":/")}
         for key, tk in list(seen.items()):

@@ -24,6 +24,7 @@ from fwdoctor.kb.errors import ErrorsKB, Signature, fill
 from fwdoctor.model import Fact
 from fwdoctor.triage.base import Fragment, gpu_entry
 from fwdoctor.triage.text import Lines
+from fwdoctor.versions import parse_version
 
 _MAX_NAME = 200  # a library's file name or path, or a GPU's name, is never longer
 _SUPPORTS = re.compile(r"supports CUDA capabilities ((?:(?:sm|compute)_\d+\w?[\s.,]*)+)", re.IGNORECASE)
@@ -140,10 +141,6 @@ def name_paddle_near(hit: Hit) -> bool:
     return True
 
 
-def _numbers(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
-
-
 def xformers_torch_differs(hit: Hit) -> bool:
     """xformers' "PyTorch A with CUDA N (you have B)": the match stands only when B is another
     torch than A (the same torch means another cause); `built_cuda` 1201 as "12.1"."""
@@ -170,7 +167,8 @@ def ptxas_really_older(hit: Hit) -> bool:
     """The match ("You are using ptxas X, which is older than Y") stands only when X is older
     than Y: TensorFlow 1.12's check compared the versions wrongly and called CUDA 10.0's ptxas
     10.0.145 "older than 9.2.88" (tensorflow/tensorflow#23874, fixed in commit 83ff640)."""
-    return _numbers(str(hit.data.get("ptxas", ""))) < _numbers(str(hit.data.get("needed", "")))
+    ptxas, needed = parse_version(hit.data.get("ptxas")), parse_version(hit.data.get("needed"))
+    return ptxas is not None and needed is not None and ptxas < needed
 
 
 # Where JAX or TensorFlow runs: JAX's packages and its error type (jaxlib/cuda_prng_kernels.cc,

@@ -193,8 +193,9 @@ def nccl_socket_connect_failed(facts: Facts, kb: KB) -> Hit | None:
     commands = [f"export NCCL_SOCKET_IFNAME={sh(iface) if not iface.startswith('<') else iface}   # on every node (or per node in /etc/nccl.conf); `ip -brief address` lists them"]
     if container:
         commands.append("docker run --network=host ...   # containers on several nodes: NCCL then advertises the hosts' addresses (Kubernetes: hostNetwork: true)")
-    target = address or "<the other node>"
-    commands += [f"nc -l 12345   # on the node of {target}; then here: nc -zv {target.split('%')[0]} 12345 (a firewall between the nodes shows here)",
+    # The address is the report's text: quoted as one word wherever it stands in a command.
+    target = sh(address.split("%")[0], "the address NCCL tried") if address else "<the other node>"
+    commands += [f"nc -l 12345   # on the node of {target}; then here: nc -zv {target} 12345 (a firewall between the nodes shows here)",
                  "sudo ufw status; sudo firewall-cmd --list-all; sudo iptables -S   # NCCL listens on random ports: allow TCP between the nodes"]
     return Hit(
         "; ".join(parts),
