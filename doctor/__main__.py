@@ -1,5 +1,5 @@
 """`python -m fwdoctor ...` is `fwdoctor ...`."""
 
-from fwdoctor.launch import main
+from fwdoctor.launch import run
 
-main()
+run()

@@ -34,7 +34,7 @@ def test_every_entry_is_in_record_with_its_hash_and_size(tmp_path):
     assert "Tag: py3-none-any" in archive.read(f"{info}/WHEEL").decode()
     metadata = archive.read(f"{info}/METADATA").decode()
     assert "Name: fwdoctor" in metadata and f"Version: {fwdoctor.__version__}" in metadata
-    assert "fwdoctor = fwdoctor.launch:main" in archive.read(f"{info}/entry_points.txt").decode()
+    assert "fwdoctor = fwdoctor.launch:run" in archive.read(f"{info}/entry_points.txt").decode()
     names = set(archive.namelist())
     assert {"fwdoctor/__init__.py", "fwdoctor/recipes/wheelpack.py", "fwdoctor/kb/torch.yaml"} <= names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)

@@ -9,6 +9,8 @@ build driver. Dependencies point one way: fwdoctor.cli -> fwdoctor.recipes -> th
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import traceback
 from typing import Any
 
@@ -16,7 +18,7 @@ import click
 
 from fwdoctor import __version__
 from fwdoctor.cli import output
-from fwdoctor.cli.errors import EXIT_DOCTOR, EXIT_FINDINGS, EXIT_OK, DoctorError, fail
+from fwdoctor.cli.errors import EXIT_DOCTOR, EXIT_FINDINGS, EXIT_OK, EXIT_PIPE_CLOSED, DoctorError, fail
 
 __all__ = ["COMMANDS", "EXIT_DOCTOR", "EXIT_FINDINGS", "EXIT_OK", "DoctorError", "fail", "main"]
 
@@ -170,10 +172,24 @@ class Group(TableGroup):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
             raise
+        except BrokenPipeError:  # `fwdoctor list | head -1`: the reader has all it wanted
+            raise _pipe_closed() from None
         except Exception as exc:  # last resort: a bug, reported in one line
             if output.settings().debug:
                 traceback.print_exc()  # --debug: the whole story, then the one line
             raise DoctorError(f"internal error: {type(exc).__name__}: {exc} (please report this; --debug shows the traceback)") from exc
+
+
+def _pipe_closed() -> click.exceptions.Exit:
+    """Exit 141 (128 + SIGPIPE, what a shell shows for `git log | head`) without a word,
+    and with standard output on /dev/null so that Python's last flush has nowhere to fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture): nothing to quiet
+        pass
+    return click.exceptions.Exit(EXIT_PIPE_CLOSED)
 
 
 def _interrupted() -> click.exceptions.Exit:

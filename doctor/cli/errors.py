@@ -18,6 +18,9 @@ import click
 from fwdoctor.render.textfit import fit_text
 
 EXIT_OK, EXIT_FINDINGS, EXIT_DOCTOR = 0, 1, 2
+# The reader of standard output went away (`fwdoctor list | head`): 128 + SIGPIPE, as a
+# shell reports any program that a closed pipe ended.
+EXIT_PIPE_CLOSED = 141
 
 
 class DoctorError(click.ClickException):
