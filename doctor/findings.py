@@ -120,6 +120,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("python-arch-mismatch", "FWD545", W, "python", "an x86_64 Python runs under Rosetta on Apple silicon"),
     FindingKind("glibc-execstack-refused", "FWD546", E, "python", "glibc >= 2.41 refuses to load a library that asks for an executable stack"),
     FindingKind("windows-msvc-runtime-missing", "FWD547", E, "python", "a Microsoft Visual C++ runtime DLL that torch's or TensorFlow's DLLs need is missing on Windows"),
+    FindingKind("windows-pagefile-too-small", "FWD548", E, "python", "Windows ran out of commit memory (the paging file is too small) loading torch's, TensorFlow's or CUDA's DLLs or mapping a model"),
     FindingKind("torch-cpu-build-on-gpu-host", "FWD601", W, "torch", "CPU-only torch on a GPU host"),
     FindingKind("torch-not-installed", "FWD602", I, "torch", "no torch in the inspected environment"),
     FindingKind("extension-built-for-other-torch", "FWD641", E, "torch", "a compiled extension was built against another torch"),

@@ -69,7 +69,8 @@ def test_winerror_1455_is_the_paging_file_not_the_msvc_runtime(cli, tmp_path, te
         assert "windows-paging-file-too-small" in error_kinds(form), form
         got = findings(cli, tmp_path, form)
         assert "windows-msvc-runtime-missing" not in got, (form, got)
-        assert "error" not in got.values(), (form, got)
+        # the commit limit, its own id since the second windows-wsl pass (tests/test_triage_windows_pagefile.py)
+        assert got.get("windows-pagefile-too-small") == "error", (form, got)
 
 
 @pytest.mark.parametrize("text", PROCEDURE)

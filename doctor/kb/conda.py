@@ -46,10 +46,30 @@ class BrokenCudaBuild:
     source: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class MissingChannelBuild:
+    """The pytorch channel published no CUDA `cuda` build of pytorch `torch` for the CUDA
+    package `package` (cudatoolkit, pytorch-cuda): conda gives its CPU build for the request
+    (conda.yaml pytorch_channel_no_cuda_build). `instead` is the CUDA it has for that release."""
+
+    torch: str  # "1.9.1"
+    package: str  # "cudatoolkit"
+    cuda: str  # "11.3"
+    instead: str  # "11.1"
+    source: tuple[str, ...]
+
+
 class CondaKB:
-    def __init__(self, builds: Iterable[CondaTorchBuild] = (), broken: Iterable[BrokenCudaBuild] = ()) -> None:
+    def __init__(self, builds: Iterable[CondaTorchBuild] = (), broken: Iterable[BrokenCudaBuild] = (),
+                 missing: Iterable[MissingChannelBuild] = ()) -> None:
         self._builds = {(b.torch, b.cuda): b for b in builds}
         self._broken = tuple(broken)
+        self._missing = {(m.torch, m.package, m.cuda): m for m in missing}
+
+    def pytorch_channel_missing(self, torch: str, package: str, cuda: str) -> MissingChannelBuild | None:
+        """The pytorch_channel_no_cuda_build row for pytorch `torch` asked with `package`=`cuda`,
+        or None (no row: "not known to be missing", never "published")."""
+        return self._missing.get((torch, package, cuda))
 
     def broken_cuda_build(self, package: str, version: str, build: str, channel: str | None) -> BrokenCudaBuild | None:
         """The cuda_label_broken row this record is, or None. A channel that is not the row's
@@ -90,7 +110,32 @@ def from_yaml(data: Any, ctx: Ctx) -> CondaKB:
         if arch_list is None:
             raise rctx.error("missing field 'arch_list' (a row without one says nothing)")
         builds.append(CondaTorchBuild(torch, cuda, arch_list, rctx.source(row)))
-    return CondaKB(builds, _broken(data, ctx))
+    return CondaKB(builds, _broken(data, ctx), _missing(data, ctx))
+
+
+def _missing(data: Any, ctx: Ctx) -> list[MissingChannelBuild]:
+    """pytorch_channel_no_cuda_build: optional (a --kb folder made before it has no rows)."""
+    if data.get("pytorch_channel_no_cuda_build") is None:
+        return []
+    rows_ctx = ctx.at("pytorch_channel_no_cuda_build")
+    out: list[MissingChannelBuild] = []
+    seen: set[tuple[str, str, str]] = set()
+    for i, row in enumerate(rows_ctx.rows(data.get("pytorch_channel_no_cuda_build"))):
+        rctx = rows_ctx.at(i)
+        torch = rctx.version(row, "torch")
+        cuda = rctx.version(row, "cuda")
+        instead = rctx.version(row, "instead")
+        package = rctx.field(row, "package", str)
+        if package not in ("cudatoolkit", "pytorch-cuda"):
+            raise rctx.at("package").error(f"expected cudatoolkit or pytorch-cuda, got {package!r}")
+        assert torch is not None and cuda is not None and instead is not None
+        if (torch, package, cuda) in seen:
+            raise rctx.error(f"pytorch {torch} with {package} {cuda} listed twice")
+        if instead == cuda:
+            raise rctx.at("instead").error(f"{instead} is the missing build itself")
+        seen.add((torch, package, cuda))
+        out.append(MissingChannelBuild(torch, package, cuda, instead, rctx.source(row)))
+    return out
 
 
 def _broken(data: Any, ctx: Ctx) -> list[BrokenCudaBuild]:

@@ -380,3 +380,33 @@ RULES: tuple[Rule, ...] = (
     gpu_clocks_throttled, gpu_persistence_off,
 )
 GATE_RULES: tuple[Rule, ...] = (gpu_count_low, node_differs_from_type)
+
+
+# The report-side twin (fwdoctor triage runs it; a live check has gpus.list and the rule above).
+@rule("gpu-persistence-off", needs=("report.errors",))
+def gpu_persistence_off_said(facts: Facts, kb: KB) -> Hit | None:
+    """nvidia-container-cli's "initialization error: driver rpc error: timed out" (older releases:
+    "driver error: timed out") as a GPU container starts: the hook's call into the driver did not
+    answer within its 10 s RPC timeout. With no process holding the GPUs and neither
+    nvidia-persistenced running nor persistence mode on, the driver initialises every GPU afresh
+    for each client, which on a node with many GPUs (or a slow VM) outlasts that timeout
+    (NVIDIA's maintainers on NVIDIA/nvidia-docker#628 and #1648 and nvidia-container-toolkit#202,
+    whose reporter confirms `nvidia-smi -pm 1` fixes it). An error here: no GPU container starts."""
+    said = [e for e in facts.get("report.errors") or [] if e.get("kind") == "nvidia-container-cli-driver-timeout"]
+    if not said:
+        return None
+    return Hit(
+        f"nvidia-container-cli timed out waiting for the NVIDIA driver as the container started: report line {said[0]['line']}: \"{said[0]['text']}\"; the GPUs are "
+        "not kept initialised (nvidia-persistenced not running, persistence mode off), so the driver's start-up of every GPU "
+        "for each new client outlasts the hook's 10 s RPC timeout",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("nvidia-smi -q | grep -i 'persistence mode'   # on the host: Disabled is this",
+                             "sudo systemctl enable --now nvidia-persistenced   # the daemon NVIDIA recommends",
+                             "sudo nvidia-smi -pm 1   # or the legacy persistence mode, until the next reboot"),
+                   note="keep the driver initialised on GPU container hosts (nvidia-persistenced); a driver that stays slow with it "
+                        "points at a GPU or driver fault (dmesg: NVRM Xid)"),
+        severity=Severity.ERROR,
+    )
+
+
+REPORT_RULES: tuple[Rule, ...] = (gpu_persistence_off_said,)

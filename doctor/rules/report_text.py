@@ -362,7 +362,7 @@ _WSL_UNVERSIONED_FIX = FixRef(
     commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
     note="or, in C:\\Windows\\System32\\lxss\\lib, replace libcuda.so and libcuda.so.1 by links to libcuda.so.1.1 (mklink, as administrator)")
 
-@rule("wsl-libcuda-not-linked", needs=("report.errors",))
+@rule("wsl-libcuda-not-linked", needs=("report.errors",), optional=("platform.wsl", "report.wsl_named", "wsl.linux_driver", "platform.windows_build"))
 def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads ldconfig's "/usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link" and an `ls -l`
@@ -371,7 +371,12 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
         /usr/lib/wsl/lib to the LD_LIBRARY_PATH fixes it"; and a program's "libcuda.so: cannot open shared object file" (or cuda-python's
         "Failed to dlopen libcuda.so", cudarc's "Unable to find cuda lib under the names",
         bitsandbytes' "CUDA SETUP: WARNING! libcuda.so not found!")
-        in a report that says it runs on WSL2.
+        in a report that says it runs on WSL2; there also CUDA's "CUDA_ERROR_NO_DEVICE" / "no
+        CUDA-capable device is detected" (or torch's "No CUDA GPUs are available") where the
+        report shows no CUDA_VISIBLE_DEVICES, no Linux driver inside WSL, no WSL 1 and no
+        Windows build before WSL's GPU support: a libcuda other than /usr/lib/wsl/lib's answered
+        cuInit (numba/numba#7106; NVIDIA/cuml#5624 and #6218, fixed by /usr/lib/wsl/lib first
+        on LD_LIBRARY_PATH).
 
     Why is this bad?
         The Windows NVIDIA driver ships libcuda.so, libcuda.so.1 and libcuda.so.1.1 into WSL2's
@@ -393,6 +398,19 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     unversioned = [e for e in _errors(facts, "libcuda-unversioned-cannot-open", "cudarc-libcuda-not-found", "bnb-libcuda-not-found") if e.get("wsl")]
     # The report's own fix: /usr/lib/wsl/lib put on LD_LIBRARY_PATH (issue 26, chelsea0x3b/cudarc#296).
     fixed_by_path = _errors(facts, "wsl-lib-on-ld-library-path-fixes")
+    no_device = _wsl_no_device(facts, kb)
+    if no_device and not fixed_by_path and not unversioned and not said:
+        error, wsl = no_device
+        return Hit(
+            f"on WSL2 ({wsl}) CUDA found no GPU: {_line(error)}; nvidia-smi may still work, but the libcuda this program "
+            f"loaded is not the Windows driver's /usr/lib/wsl/lib copy (a Linux driver's libcuda, the toolkit's stub, "
+            f"or a loader that looks for the unversioned libcuda.so)",
+            evidence={"report.errors": [error]},
+            fix=FixRef(commands=("ldconfig -p | grep libcuda   # every libcuda the loader knows; only /usr/lib/wsl/lib's belong on WSL2",
+                                 "export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH"),
+                       note="if a Linux NVIDIA driver's packages are installed inside WSL (dpkg -l | grep -E 'nvidia|libcuda'), remove them "
+                            "and keep the toolkit (https://docs.nvidia.com/cuda/wsl-user-guide/)"),
+        )
     if fixed_by_path and not unversioned and not said:
         return Hit(
             f"the report says /usr/lib/wsl/lib on LD_LIBRARY_PATH fixes it: the program did not find the driver's libraries "
@@ -416,6 +434,25 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
         fix=FixRef(commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
                    note="to silence ldconfig: in C:\\Windows\\System32\\lxss\\lib replace libcuda.so and libcuda.so.1 by links to libcuda.so.1.1 (mklink, as administrator)"),
     )
+
+
+def _wsl_no_device(facts: Facts, kb: KB) -> tuple[dict[str, Any], str] | None:
+    """CUDA's no-device error in a report from WSL 2 that shows no other reason WSL has no GPU
+    (CUDA_VISIBLE_DEVICES, WSL 1, a Linux driver inside WSL, a Windows build before WSL's GPU
+    support: their own rules say those): the error and where the report names WSL."""
+    said = [e for e in _errors(facts, "cuda-no-device", "torch-no-cuda-gpus") if not e.get("visible_devices")]
+    wsl, named = facts.get("platform.wsl"), facts.get("report.wsl_named")
+    # (TensorFlow's "kernel driver does not appear to be running" is no reason here: WSL 2 has
+    # no /proc/driver/nvidia/version, so TensorFlow prints it after every failed cuInit there)
+    if not said or not (wsl or named) or facts.get("wsl.linux_driver"):
+        return None
+    if isinstance(wsl, dict) and wsl.get("version") == 1:
+        return None
+    build, row = facts.get("platform.windows_build"), kb.cuda.wsl
+    if isinstance(build, dict) and isinstance(build.get("build"), int) and row is not None and build["build"] < row.windows_build_min:
+        return None
+    where = f"{wsl.get('text')}, {facts.source('platform.wsl')}" if isinstance(wsl, dict) else str(named)
+    return said[0], where
 
 
 # The libraries torch itself ships: an undefined c10/at symbol in one of these is torch
@@ -794,7 +831,9 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     # fwdoctor.triage.rules' (dlopen-failed), whose fix names TensorFlow's tested builds.
     tf_lines = {e["line"] for e in _errors(facts, "dlopen-failed")}
     said = [e for e in _errors(facts, "cuda-library-cannot-open", "paddle-third-party-library", "tf-unable-to-load-dso", "tf-windows-cuda-dll-not-found",
-                                "cudnn-windows-dll-load-failed", "cudnn-windows-dll-not-located")
+                                "cudnn-windows-dll-load-failed", "cudnn-windows-dll-not-located",
+                                # CTranslate2 (faster-whisper): cuBLAS of the CUDA major its build was made for (errors.yaml)
+                                "ctranslate2-library-not-found")
             if e["line"] not in tf_lines]
     if not said:
         return None
@@ -827,7 +866,9 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     return Hit(
         f"the loader finds no {library}: the CUDA/cuDNN release it names is not installed, or its folder is not on {where}: {_line(error)}",
         evidence={"report.errors": said, "library": library},
-        fix=FixRef(commands=commands, note=f"add the folder that holds {library} to {where}, or install the CUDA/cuDNN release the program was built for"),
+        fix=FixRef(commands=commands, note=f"add the folder that holds {library} to {where}, or install the CUDA/cuDNN release the program was built for"
+                   + ("; CTranslate2 4.x loads CUDA 12's cuBLAS, 3.x CUDA 11's (faster-whisper 0.10.1 pins ctranslate2 below 4): "
+                      "install the one this machine's CUDA major matches" if error["kind"] == "ctranslate2-library-not-found" else "")),
     )
 
 

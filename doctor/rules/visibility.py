@@ -300,7 +300,11 @@ _NO_CUDA_DRIVER_KINDS = ("no-nvidia-driver", "libcuda-so-1-not-found", *_NO_DEVI
 _NO_KERNEL_DRIVER_KINDS = ("tf-kernel-driver-not-running",)
 # issue 26 (containers): a compose GPU reservation with neither count nor device_ids (doctor/kb/errors.yaml).
 _COMPOSE_NO_COUNT_KIND = "compose-gpu-reservation-without-count"
-REPORT_KINDS = frozenset((*_NO_DEVICE_KINDS, *_NO_GPU_IN_CONTAINER_KINDS, *_CAPS_KINDS, _CUDA_NA_KIND, "libcuda-so-1-not-found", _COMPOSE_NO_COUNT_KIND))
+# issue 26 (containers): the command that started a container asked for no GPU and what ran in it found
+# none (its hook keeps only those; doctor/kb/errors.yaml).
+_RUN_WITHOUT_GPUS_KIND = "container-run-without-gpus"
+REPORT_KINDS = frozenset((*_NO_DEVICE_KINDS, *_NO_GPU_IN_CONTAINER_KINDS, *_CAPS_KINDS, _CUDA_NA_KIND, "libcuda-so-1-not-found", _COMPOSE_NO_COUNT_KIND,
+                          _RUN_WITHOUT_GPUS_KIND))
 
 
 def _said(facts: Facts, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -318,7 +322,7 @@ def _capabilities_shown(facts: Facts) -> list[dict[str, Any]]:
     return _said(facts, _CAPS_KINDS) + [e for e in _said(facts, (_CUDA_NA_KIND,)) if e.get("container")]
 
 
-@rule("cuda-visible-devices-hides-gpus", needs=("report.errors",))
+@rule("cuda-visible-devices-hides-gpus", needs=("report.errors",), optional=("platform.wsl", "report.wsl_named"))
 def visible_devices_hide_gpus(facts: Facts, kb: KB) -> Hit | None:
     """CUDA's "no CUDA-capable device is detected" (CUDA_ERROR_NO_DEVICE) or torch's "No CUDA
     GPUs are available": the driver loaded and found no GPU it may use, which CUDA_VISIBLE_DEVICES
@@ -326,13 +330,20 @@ def visible_devices_hide_gpus(facts: Facts, kb: KB) -> Hit | None:
     the variable and the host's GPUs). Not raised where the report shows it set to a list
     starting at index 0, which hides no GPU of a host that has one, nor where TensorFlow says
     no NVIDIA kernel driver is loaded ("kernel driver does not appear to be running on this
-    host"): no GPU there for the variable to hide."""
+    host"): no GPU there for the variable to hide. Nor, unless the report shows the variable,
+    in a report from WSL: there a libcuda other than WSL's own (/usr/lib/wsl/lib) answers
+    cuInit with CUDA_ERROR_NO_DEVICE (numba/numba#7106, NVIDIA/cuml#5624, NVIDIA/cuml#6218;
+    fwdoctor.rules.report_text.wsl_libcuda_not_linked says so)."""
     said = _said(facts, _NO_DEVICE_KINDS)
     if not said or _said(facts, _NO_KERNEL_DRIVER_KINDS):
         return None
     shown = next((e for e in said if e.get("visible_devices")), None)
+    if shown is None and (facts.get("platform.wsl") or facts.get("report.wsl_named")):
+        return None  # WSL: the libcuda loaded, not the variable (see the docstring)
     if shown is None and _capabilities_shown(facts):
         return None  # no libcuda mounted: container-driver-capabilities-lack-compute says so
+    if shown is None and _said(facts, (_RUN_WITHOUT_GPUS_KIND,)):
+        return None  # the container was started without any GPU: container-started-without-gpus says so
     if shown is not None and str(shown.get("visible_value", "")).split(",")[0].strip() == "0":
         return None
     if shown is not None:
@@ -357,8 +368,23 @@ def container_without_gpus_said(facts: Facts, kb: KB) -> Hit | None:
     device nodes, libraries and nvidia-smi only when it is started with the GPUs (see
     container-started-without-gpus, which needs the container's /dev)."""
     said = [e for e in _said(facts, _NO_GPU_IN_CONTAINER_KINDS) if e.get("container")]
-    if not said or _capabilities_shown(facts):
+    started = _said(facts, (_RUN_WITHOUT_GPUS_KIND,))
+    if not (said or started) or _capabilities_shown(facts):
         return None  # the GPU was handed over without compute: container-driver-capabilities-lack-compute
+    if not said:
+        # issue 26 (containers): the report shows the command, which asks for no GPU, and what ran in it.
+        first = started[0]
+        singularity = first.get("engine") in ("singularity", "apptainer")
+        asked = "--nv" if singularity else "--gpus, --runtime=nvidia, a CDI device or NVIDIA_VISIBLE_DEVICES"
+        return Hit(
+            f"the container was started without the GPUs: {first.get('command')} asks for none (no {asked}), "
+            f"and what ran in it found no GPU ({first.get('symptom')})",
+            evidence={"report.errors": started},
+            fix=FixRef(commands=(("singularity exec --nv IMAGE ...   # apptainer alike: --nv binds the host's driver libraries and GPUs",) if singularity else
+                                 ("docker run --gpus all IMAGE ...   # or: podman run --device nvidia.com/gpu=all IMAGE ...",
+                                  "docker run --rm --gpus all ubuntu nvidia-smi   # the host's NVIDIA Container Toolkit hands GPUs over")),
+                       note="start the container with the GPUs; on a Jetson, with --runtime nvidia; the host needs the NVIDIA Container Toolkit"),
+        )
     return Hit(
         f"no NVIDIA driver or GPU inside a container ({said[0]['container']}): {_quote(said[0])}; "
         "it was started without the GPUs (no --gpus, or a device request that leaves out the compute capability)",

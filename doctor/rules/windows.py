@@ -171,7 +171,8 @@ def windows_msvc_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         "...\\torch\\lib\\c10.dll" or one of its dependencies" (WinError 1114 too), Python's
         "Could not find module '...\\c10.dll' (or one of its dependencies)", torch's own warning
         "Microsoft Visual C++ Redistributable is not installed", and TensorFlow's "Could not find
-        the DLL(s) 'msvcp140_1.dll'" (rows of doctor/kb/errors.yaml). A CUDA library's DLL
+        the DLL(s) 'msvcp140_1.dll'" or its self-check's failing frame
+        "ctypes.WinDLL(build_info.msvcp_dll_name)" (rows of doctor/kb/errors.yaml). A CUDA library's DLL
         (cudnn64_8.dll, caffe2_nvrtc.dll) that fails to load is left to the CUDA checks: what it
         lacks may be the driver's nvcuda.dll. Neither is WinError 1455 (the paging file is too
         small) nor 127 (a procedure not found: two builds' DLLs mixed) beside the same "Error
@@ -199,7 +200,7 @@ def windows_msvc_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         fbgemm.dll, upgrade torch to 2.4.1 or later, or add Visual Studio's "MSVC v143 C++
         x64/x86 build tools", which bring libomp140.x86_64.dll.
     """
-    said = _report_errors(facts, "torch-vc-redist-not-installed", "tf-msvc-dlls-not-found")
+    said = _report_errors(facts, "torch-vc-redist-not-installed", "tf-msvc-dlls-not-found", "tf-preload-check-msvcp-failed")
     loads = [e for e in _report_errors(facts, "windows-dll-dependency-missing", "windows-dll-module-not-found")
              if not _CUDA_DLL.search(re.split(r"[\\/]", str(e.get("path") or ""))[-1]) and e.get("winerror") in _RUNTIME_WINERRORS]
     if not said and not loads:
@@ -217,6 +218,60 @@ def windows_msvc_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         evidence={"report.errors": said + loads},
         fix=FixRef(commands=tuple(commands),
                    note=f"install the latest Microsoft Visual C++ Redistributable (x64): {_VC_REDIST}"),
+    )
+
+
+# Windows error 1455 (ERROR_COMMITMENT_LIMIT) in its three wordings: doctor/kb/errors.yaml's rows.
+PAGEFILE_KINDS = ("windows-paging-file-too-small", "windows-dll-load-paging-file", "windows-os-error-1455")
+
+
+@rule("windows-pagefile-too-small", needs=("report.errors",))
+def windows_pagefile_too_small(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Reads, in a report from native Windows, error 1455 (ERROR_COMMITMENT_LIMIT) in the
+        wordings a deep-learning program shows it: torch's "OSError: [WinError 1455] The paging
+        file is too small for this operation to complete. Error loading
+        "...\\torch\\lib\\cudnn_cnn_infer64_8.dll" or one of its dependencies", Python's older
+        "ImportError: DLL load failed: The paging file is too small" (TensorFlow's
+        _pywrap_tensorflow_internal) and Rust's "(os error 1455)" from safetensors mapping a
+        model (rows of doctor/kb/errors.yaml). The code, not the words, is read: Windows prints
+        the message in its own language. Judged from a report's text only.
+
+    Why is this bad?
+        Windows does not overcommit: every page a process reserves must be backed by RAM plus
+        the paging file (the commit limit). torch's and CUDA's DLLs (cuDNN, cuBLAS,
+        caffe2_detectron_ops_gpu.dll) reserve hundreds of MB to GBs each time a process loads
+        them, and on Windows every DataLoader worker is a new process that imports torch again,
+        so num_workers=8 commits that eight times over (ultralytics/yolov3#1643). When the limit
+        is reached the next DLL fails to load, although nothing is missing: reinstalling CUDA,
+        cuDNN or the Visual C++ runtime does not help. A larger paging file fixed it
+        (oatsu-gh/enunu_training_kit#8, bmaltais/kohya_ss#48; PyTorch's answer on
+        pytorch/pytorch#31465), as did fewer workers (JingyunLiang/SwinIR#78).
+
+    Example
+            OSError: [WinError 1455] The paging file is too small for this operation to complete. Error loading "C:\\...\\torch\\lib\\cudnn_adv_infer64_8.dll" or one of its dependencies.
+
+        on a 16 GB Windows with a small fixed paging file: invalid. The same run with a
+        system-managed paging file on a drive with free space: valid.
+
+    Fix
+        Let Windows manage the paging file size, or set a larger one (1.5-2x the RAM) on a drive
+        with free space: SystemPropertiesPerformance.exe > Advanced > Virtual memory > Change,
+        then restart. Lower DataLoader's num_workers (0 loads torch once), and close other
+        programs that hold memory.
+    """
+    said = _report_errors(facts, *PAGEFILE_KINDS)
+    if not said:
+        return None
+    first = said[0]
+    return Hit(
+        f"Windows ran out of commit memory (error 1455, the paging file is too small; report line {first['line']}: \"{first['text']}\"): "
+        "RAM plus the paging file cannot back another process mapping torch's or CUDA's DLLs (each DataLoader worker on Windows is one); "
+        "nothing is missing, so reinstalling CUDA, cuDNN or the Visual C++ runtime does not help",
+        evidence={"report.errors": said},
+        fix=FixRef(commands=("Get-CimInstance Win32_PageFileUsage | Select-Object Name, AllocatedBaseSize, PeakUsage   # in PowerShell: the paging file's size and peak use (MB)",
+                             "SystemPropertiesPerformance.exe   # Advanced > Virtual memory > Change: 'System managed size' (or 1.5-2x the RAM) on a drive with free space; restart Windows"),
+                   note="enlarge the Windows paging file (or let Windows manage it) and restart; meanwhile lower DataLoader num_workers (0 loads torch's DLLs once)"),
     )
 
 
@@ -322,4 +377,5 @@ def wsl_linux_driver_installed_here(facts: Facts, kb: KB) -> Hit | None:
 
 
 RULES: tuple[Rule, ...] = (wsl_gpu_unsupported_here, wsl_linux_driver_installed_here)
-REPORT_RULES: tuple[Rule, ...] = (wsl_gpu_unsupported, wsl_linux_driver_installed, torch_cpu_build_gpu_expected, windows_msvc_runtime_missing)
+REPORT_RULES: tuple[Rule, ...] = (wsl_gpu_unsupported, wsl_linux_driver_installed, torch_cpu_build_gpu_expected, windows_msvc_runtime_missing,
+                                  windows_pagefile_too_small)

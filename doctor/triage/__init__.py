@@ -34,6 +34,7 @@ from fwdoctor.triage import nccl_ib_fallback
 from fwdoctor.triage import nccl_unreachable
 from fwdoctor.triage import paddle_packages
 from fwdoctor.triage import torch_companions
+from fwdoctor.triage import nccl_symbols
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 from fwdoctor.versions import major_minor
@@ -63,6 +64,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     nccl_unreachable.find,  # NCCL_DEBUG=INFO "Bootstrap : Using eth0:172.17.0.2<0>": the address a rank advertised to the others
     paddle_packages.find,  # paddlepaddle-gpu in pip list / install commands (its .post112 or cu126 index: the CUDA), Paddle's summary_env.py
     torch_companions.find,  # torchvision/torchaudio beside torch in pip list, freeze, `pip show`, pip's "Successfully installed"
+    nccl_symbols.find,  # nvidia-nccl-cuNN wheels in pip list / freeze / collect_env: their CUDA majors, beside "undefined symbol: ncclXxx"
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.
@@ -98,6 +100,7 @@ UNSHOWN = {
     "net.interfaces": "the host's network interfaces (`ip -brief address`, `ls /sys/class/net`)",
     "topology.nvlink": "which GPUs NVLink joins (`nvidia-smi topo -m`)",
     "torch.companions": "torchvision and torchaudio beside torch (`pip list | grep torch`)",
+    "nccl.wheels": "NVIDIA's NCCL wheels and their CUDA majors (`pip list | grep nvidia-nccl`)",
     "torch.requires": "the NCCL wheel torch pins (`pip show torch`'s Requires, or `pip list | grep nvidia-nccl`)",
     "pci.acs": "the ACS control bits of the PCIe bridges above the GPUs (`sudo lspci -vvv`, its ACSCtl lines)",
     "platform.cpu": "the CPU's flags (`lscpu`, or `grep -m1 -E '^(model name|flags)' /proc/cpuinfo`)",

@@ -48,9 +48,11 @@ from typing import Any
 from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines, command
 
-# the command starts the line (after a prompt), a notebook's "!", a Dockerfile's RUN or "&&":
-# "... from conda install command." in a sentence is not one
-_COMMAND = re.compile(r"(?:^\s*|&&\s*|;\s*|^\s*!\s*|^\s*RUN\s+)(?:sudo\s+)?(?:[\w./~-]{0,200}/)?(?:conda|mamba|micromamba)\s+(?:install|create)\s")
+# the command starts the line (after a prompt), a notebook's "!", a Dockerfile's RUN or "&&",
+# or a markdown code span in a sentence ("When I try `conda install pytorch==1.9.1 ...
+# cudatoolkit=11.3 -c pytorch`, it ...": Public-BOTs/GaussianPretrain#4, pytorch/pytorch#69202),
+# read up to the span's closing backtick: "... from conda install command." in prose is not one
+_COMMAND = re.compile(r"(?:^\s*|&&\s*|;\s*|^\s*!\s*|^\s*RUN\s+|(?P<span>`))(?:sudo\s+)?(?:[\w./~-]{0,200}/)?(?:conda|mamba|micromamba)\s+(?:install|create)\s")
 # flags of conda install/create that take a value
 _VALUE_FLAGS = frozenset({"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file", "-f", "--solver", "--repodata-fn"})
 _SPEC = re.compile(r"^(?:(?P<channel>[\w./-]{1,80})::)?(?P<name>[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,80}[A-Za-z0-9_])?)(?P<constraint>[\[=<>!~ ].{0,120})?$")
@@ -158,7 +160,10 @@ def _commands(lines: Lines) -> list[dict[str, Any]]:
         found = _COMMAND.search(text)
         if not found:
             continue
-        words = text[found.end():].split()[:_MAX_WORDS]
+        rest = text[found.end():]
+        if found.group("span"):
+            rest = rest.partition("`")[0]  # the code span ends the command
+        words = rest.split()[:_MAX_WORDS]
         channels: list[str] = []
         specs: list[dict[str, Any]] = []
         skip, last = False, ""

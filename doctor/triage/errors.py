@@ -444,6 +444,80 @@ def started_without_gpu_request(hit: Hit) -> bool:
     return True
 
 
+# issue 26 (containers): a container started without its GPUs, told by the command and what ran
+# in it. What hands a container the driver and the GPUs: Docker's --gpus, the NVIDIA runtime, a
+# CDI device, NVIDIA_VISIBLE_DEVICES (read by the NVIDIA runtime), the nvidia-docker wrapper,
+# device nodes or --privileged given by hand (Jetson's older recipes), singularity's --nv/--nvccli;
+# or, invisibly, a daemon whose default runtime is nvidia, which a report shows as docker info's
+# "Default Runtime: nvidia" or daemon.json's "default-runtime".
+_RUN_ASKED = re.compile(r"--gpus|--runtime[= ]{1,3}nvidia|nvidia\.com/gpu|NVIDIA_VISIBLE_DEVICES|\bnvidia-docker\b|--device[= ]{1,3}/dev/nv"
+                        r"|--privileged|--nv\b|--nvccli")
+_DEFAULT_RUNTIME_NVIDIA = re.compile(r"default-runtime['\"]? ?: ?['\"]?nvidia|Default Runtime: ?nvidia", re.IGNORECASE)
+# What a process in a container without the GPUs prints: no driver, no libcuda.so.1, no device, no
+# nvidia-smi, an NVIDIA image's entrypoint check; or torch.cuda.is_available() answering False.
+_NO_GPU_SEEN = re.compile(r"Found no NVIDIA driver on your system|(?<![\w.])libcuda\.so\.1: cannot open shared object file|no CUDA-capable device"
+                          r" is detected|No CUDA GPUs are available|nvidia-smi: (?:command )?not found|/dev/nvidia0 does not exist"
+                          r"|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice|The NVIDIA Driver was not detected", re.IGNORECASE)
+_IS_AVAILABLE = re.compile(r"cuda\.is_available\(\)")
+_ANSWER_FALSE = re.compile(r"^\s{0,8}(?:>>> |Out\[\d{1,5}\]: ?)?False\s{0,8}$|cuda\.is_available\(\)\W{1,12}(?:returns? |is |= ?|-> ?)?False\b")
+_ANSWER_LINES = 4  # from `torch.cuda.is_available()` to its answer: a UserWarning and its source line between
+_CONTINUED_LINES = 20  # a command continued with trailing backslashes
+
+
+def _starts_container(found: re.Match[str] | None) -> bool:
+    """Docker, podman and nerdctl start one with run/create; singularity and apptainer with exec, run, shell."""
+    if found is None:
+        return False
+    return found.group("verb").lower() in ("run", "create") or found.group("engine").lower() in ("singularity", "apptainer")
+
+
+def run_without_gpus_then_none(hit: Hit) -> bool:
+    """The match (a `docker run`/`podman run`/`nerdctl run` or `singularity exec/run/shell`
+    command) stands only when the command asks for no GPU (none of _RUN_ASKED on it or its
+    backslash-continued lines), the report shows no other way the GPUs were asked for (a compose
+    file or pod spec, a default runtime nvidia), and what ran in that container, before the next
+    such command, found no GPU (_NO_GPU_SEEN, or cuda.is_available() answering False). Records
+    the `engine`, the `command` and the `symptom` ("report line N: text")."""
+    if any(_GPU_ASKED_IN_CONFIG.search(line) or _DEFAULT_RUNTIME_NVIDIA.search(line) for line in hit.norm):
+        return False
+    last = hit.i
+    while True:
+        if _RUN_ASKED.search(hit.norm[last]):
+            return False
+        if not hit.norm[last].rstrip().endswith("\\") or last + 1 >= len(hit.norm) or last - hit.i >= _CONTINUED_LINES:
+            break
+        last += 1
+    if not _starts_container(hit.match):
+        return False  # `docker exec`: into a container started elsewhere
+    hit.data["engine"] = hit.match.group("engine").lower()
+    hit.data["command"] = f"report line {hit.i + 1}: {hit.norm[hit.i].strip()[:_MAX_NAME]}"
+    for k in range(last + 1, min(len(hit.norm), last + 1 + _START_LINES)):
+        if _starts_container(hit.match.re.search(hit.norm[k])) or _START.search(hit.norm[k]):
+            return False  # the next container's output, not this one's
+        if _no_gpu_seen(hit, k):
+            return True
+    # An issue template's order: the output first, then "Steps to reproduce: docker run ...". Only
+    # where this is the one container the report starts, so the output can be no other's.
+    starts = [j for j, line in enumerate(hit.norm) if _starts_container(hit.match.re.search(line)) or _START.search(line)]
+    if starts != [hit.i]:
+        return False
+    return any(_no_gpu_seen(hit, k) for k in range(hit.i))
+
+
+def _no_gpu_seen(hit: Hit, k: int) -> bool:
+    """Line k says no GPU was there (_NO_GPU_SEEN, or cuda.is_available() answering False on it or
+    within _ANSWER_LINES after it); records it as the hit's `symptom`."""
+    line = hit.norm[k]
+    answered = None
+    if _IS_AVAILABLE.search(line):
+        answered = _ANSWER_FALSE.search(line) or next(
+            (hit.norm[m] for m in range(k + 1, min(len(hit.norm), k + 1 + _ANSWER_LINES)) if _ANSWER_FALSE.match(hit.norm[m])), None)
+    if answered is None and not _NO_GPU_SEEN.search(line):
+        return False
+    hit.data["symptom"] = f"report line {k + 1}: {line.strip()[:_MAX_NAME]}"
+    return True
+
+
 # issue 26 (containers): Windows under a container: WSL2 (as _WSL reads it), Docker Desktop, or
 # Windows named as a word ("Windows 11", "on windows").
 _WINDOWS = re.compile(r"\bWSL ?2?\b|Windows Subsystem for Linux|/usr/lib/wsl/|microsoft-standard|Docker Desktop|(?<![A-Za-z])windows(?![A-Za-z])", re.IGNORECASE)
@@ -620,6 +694,22 @@ def jax_no_cuda_build_shown(hit: Hit) -> bool:
     return True
 
 
+# What a CUDA jaxlib logs when it ran and its GPU backend failed (TensorFlow's logging inside
+# jaxlib, shown at TF_CPP_MIN_LOG_LEVEL=0): the fallback is then that failure, which its own rows
+# read (jax-ml/jax#4569: libcudart opened; jax-ml/jax#15961: cuInit failed), not a CPU jaxlib.
+_CUDA_TRIED = re.compile(r"dso_loader\.cc|(?:Successfully opened|Could not load) dynamic library|cuInit|cuda_diagnostics|cuda_driver\.cc"
+                         r"|CUDA_ERROR_|cudaError|Unable to load (?:CUDA|cu[A-Za-z]{2,8})\b|lib(?:cuda|cudart|cudnn|cublas)\w{0,8}\.so")
+
+
+def jax_cpu_fallback_unexplained(hit: Hit) -> bool:
+    """The match (jax < 0.4.14's "No GPU/TPU found, falling back to CPU") stands as "this
+    jaxlib has no CUDA backend" where the report names no CUDA build of jaxlib, no failure of
+    JAX's CUDA plugin (jax_no_cuda_build_shown) and no line of a CUDA jaxlib that ran and
+    failed (_CUDA_TRIED). Old pip jaxlib wheels from PyPI were CPU-only: the CUDA ones came from
+    JAX's own index with a "+cuda" tag (gladiaio/gladia#927, google-research/long-range-arena#28)."""
+    return jax_no_cuda_build_shown(hit) and not any(_CUDA_TRIED.search(line) for line in hit.norm)
+
+
 # The exception a failing plugin import/initialize() ends in, within the next lines.
 _PLUGIN_WINDOW = 30
 _EXCEPTION_LINE = re.compile(r"^\s{0,8}(?:[A-Za-z_][\w.]{0,80}\.)?(?P<exc>[A-Za-z_]\w{0,60}(?:Error|Exception|Warning))\b:? ?(?P<msg>.{0,300})")
@@ -680,6 +770,7 @@ def torch_missing_in_build(hit: Hit) -> bool:
 
 HOOKS: dict[str, Callable[[Hit], bool]] = {
     "jax_no_cuda_build_shown": jax_no_cuda_build_shown,
+    "jax_cpu_fallback_unexplained": jax_cpu_fallback_unexplained,
     "jax_plugin_api_skew": jax_plugin_api_skew,
     "driver_cuda_from_found": driver_cuda_from_found,
     "torch_gpu_and_arch_list": torch_gpu_and_arch_list,
@@ -701,6 +792,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "compose_reservation_without_count": compose_reservation_without_count,
     "visible_devices_named": visible_devices_named,
     "started_without_gpu_request": started_without_gpu_request,
+    "run_without_gpus_then_none": run_without_gpus_then_none,
     "k8s_node_gpus_shown": k8s_node_gpus_shown,
     "container_on_windows_named": container_on_windows_named,
     "driver_caps_without_compute": driver_caps_without_compute,

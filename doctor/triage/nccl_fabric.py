@@ -184,6 +184,10 @@ def fabricmanager_not_running(facts: Facts, kb: KB) -> Hit | None:
     if not not_ready and not said:
         return None
     gpu = _nvswitch_gpu(facts)
+    # nv-fabricmanager's own "driver interface version X don't match with driver version Y"
+    # names why it does not run: fabricmanager-driver-mismatch (the generic row rule) is the
+    # error then, and this one only says what follows from it.
+    mismatch = bool(_errors(facts, "fabricmanager-driver-version-mismatch"))
     signs = [s for s in (bool(not_ready), bool(said), bool(gpu)) if s]
     first = (not_ready or said)[0]
     what = "CUDA reports the system not yet initialized (error 802)" if not_ready else "the report says the fabric manager does not run"
@@ -195,7 +199,7 @@ def fabricmanager_not_running(facts: Facts, kb: KB) -> Hit | None:
                              "sudo apt-get install nvidia-fabricmanager-<driver branch>   # the driver's exact version",
                              "sudo systemctl enable --now nvidia-fabricmanager",
                              "nvidia-smi -q | grep -A2 -i fabric   # each GPU's fabric state: Completed, Success")),
-        severity=None if len(signs) >= 2 else Severity.WARNING,
+        severity=None if len(signs) >= 2 and not mismatch else Severity.WARNING,
     )
 
 

@@ -18,6 +18,7 @@ from fwdoctor import arch
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.quoting import QuotingError, cmd_word
 from fwdoctor.rules import driver as driver_rules
+from fwdoctor.rules import hardware
 from fwdoctor.rules import platform
 from fwdoctor.rules import windows as windows_rules
 from fwdoctor.rules import visibility
@@ -28,6 +29,7 @@ from fwdoctor.triage import rdma
 from fwdoctor.triage import ray_shm
 from fwdoctor.triage import nccl_unreachable
 from fwdoctor.triage import torch_companions
+from fwdoctor.triage import nccl_symbols
 from fwdoctor.versions import major
 
 if TYPE_CHECKING:
@@ -327,6 +329,59 @@ def conda_cpu_pytorch_gpu_expected(facts: Facts, kb: KB) -> Hit | None:
                              f"conda search -c pytorch {sh('pytorch=' + str(build.get('version')))}   # which CUDA builds of this release exist"),
                    note="ask conda for a CUDA build explicitly; a cudatoolkit no build of that pytorch was made for, or a package that pins cpuonly, makes conda pick the CPU build"),
     )
+
+
+# "pytorch==1.9.1", "pytorch=1.9.1", "pytorch::pytorch=1.9.1" (an exact release, no build
+# string); "cudatoolkit=11.3", "cudatoolkit==11.3.1", "pytorch-cuda=12.1"
+_EXACT_SPEC = re.compile(r"^(?:[\w.-]{1,80}::)?(?P<name>pytorch|cudatoolkit|pytorch-cuda)={1,2}(?P<version>\d{1,4}(?:\.\d{1,6}){1,3})$")
+
+
+@rule("conda-cpu-pytorch-on-gpu-host", needs=("conda.requests",), optional=("conda.torch_build", "torch.cuda"))
+def conda_request_without_cuda_build(facts: Facts, kb: KB) -> Hit | None:
+    """A conda command that asks the pytorch channel for a pytorch release beside a CUDA
+    package it never built that release for ("conda install pytorch==1.9.1 ... cudatoolkit=11.3
+    -c pytorch -c conda-forge", the command PyTorch's Previous Versions page printed for 1.8.1,
+    1.9.0 and 1.9.1): conda does not fail, it installs the release's CPU build, which satisfies
+    the spec beside any cudatoolkit (pytorch/pytorch#69202: "pytorch=1.9.0=py3.8_cpu_0"). Read
+    from the KB's pairs confirmed missing (conda.yaml pytorch_channel_no_cuda_build); not where
+    the report shows conda's pytorch or torch to be a CUDA build (see conda-cpu-pytorch-on-gpu-host)."""
+    from fwdoctor.versions import major_minor
+
+    build = facts.get("conda.torch_build")
+    if isinstance(build, dict) and build.get("kind") == "cuda":
+        return None
+    if facts.known("torch.cuda") and facts.get("torch.cuda"):
+        return None  # the torch the report shows has CUDA: the command is not what was installed
+    for request in facts.get("conda.requests") or []:
+        if not isinstance(request, dict):
+            continue
+        asked: dict[str, tuple[str, dict[str, Any]]] = {}
+        for spec in request.get("specs") or []:
+            exact = _EXACT_SPEC.match(str(spec.get("spec"))) if isinstance(spec, dict) else None
+            if exact:
+                asked.setdefault(exact.group("name"), (exact.group("version"), spec))
+        channels = [str(c) for c in request.get("channels") or []] + [str(s.get("channel")) for _, s in asked.values()]
+        if "pytorch" not in asked or "pytorch" not in channels:
+            continue
+        torch = asked["pytorch"][0]
+        for package in ("cudatoolkit", "pytorch-cuda"):
+            if package not in asked:
+                continue
+            cuda = major_minor(asked[package][0])
+            row = kb.conda.pytorch_channel_missing(torch, package, cuda) if cuda else None
+            if row is None:
+                continue
+            line = asked[package][1].get("line")
+            spec = f"{package}={row.instead}"
+            return Hit(
+                f"conda was asked for pytorch {torch} with {package} {cuda} from the pytorch channel (report line {line}), "
+                f"which has no CUDA {cuda} build of pytorch {torch}: conda installs its CPU build instead, and torch.cuda.is_available() is False",
+                evidence={"conda.requests": request, "missing": {"torch": torch, package: cuda, "instead": row.instead, "source": list(row.source)}},
+                fix=FixRef(commands=(f"conda install -c pytorch -c conda-forge {sh('pytorch==' + torch)} {sh(spec)}   # the CUDA build of this release",
+                                     f"conda search -c pytorch {sh('pytorch=' + torch)}   # the builds the channel has: py3.x_cudaX.Y_... or py3.x_cpu_0"),
+                           note=f"ask for {package} {row.instead}, the CUDA the pytorch channel built pytorch {torch} for; or take a pytorch release built for CUDA {cuda}"),
+            )
+    return None
 
 
 def _torch_cuda_asked(facts: Facts) -> tuple[str, str] | None:
@@ -1105,14 +1160,21 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       "execstack-refused",
                       # fwdoctor.rules.windows' report-side rule reads these (windows-msvc-runtime-missing: which DLL)
                       "windows-dll-dependency-missing", "windows-dll-module-not-found", "torch-vc-redist-not-installed", "tf-msvc-dlls-not-found",
+                      "tf-preload-check-msvcp-failed",
+                      # ... and these (windows-pagefile-too-small: error 1455 in its three wordings)
+                      *windows_rules.PAGEFILE_KINDS,
                       # image_driver_libs_said reads it (container-image-ships-driver-libs)
                       "nvidia-container-cli-lib-exists",
+                      # fwdoctor.rules.hardware's report-side rule reads it (gpu-persistence-off, an error: no GPU container starts)
+                      "nvidia-container-cli-driver-timeout",
                       # fwdoctor.triage.rdma reads these (rdma-memlock-too-low: a named limit is an error, a bare ENOMEM a warning)
                       *rdma.KINDS,
                       # fwdoctor.triage.ray_shm reads it (shm-too-small: only below the KB's /dev/shm floor)
                       *ray_shm.KINDS,
                       # fwdoctor.triage.nccl_unreachable reads these (nccl-socket-connect-failed: the address tried, the bootstrap interface)
-                      *nccl_unreachable.KINDS})
+                      *nccl_unreachable.KINDS,
+                      # fwdoctor.triage.nccl_symbols reads it (nccl-shadowed, or nccl-cuda-mismatch beside NCCL wheels of two CUDA majors)
+                      *nccl_symbols.KINDS})
 
 
 def _from_rows() -> tuple[Rule, ...]:
@@ -1148,11 +1210,12 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_too_old, sm_incompatible, torch_no_kernel_below_every_release, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
-                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_cuda_libs_of_other_major, conda_cuda_label_contradicted, framework_no_kernel_for_cc, tf_kernels_for_cc_missing,
+                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_request_without_cuda_build, conda_cuda_libs_of_other_major, conda_cuda_label_contradicted, framework_no_kernel_for_cc, tf_kernels_for_cc_missing,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, jax_cuda_lib_unloadable, tf_built_for_other_cuda, tf_cudart_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
-                           *driver_rules.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
+                           *driver_rules.REPORT_RULES, *hardware.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
                            *rdma.RULES, *ray_shm.RULES, *nccl_unreachable.RULES,
+                           *nccl_symbols.RULES,  # "undefined symbol: ncclXxx": an older NCCL in the process
                            *torch_companions.RULES)  # torchvision/torchaudio listed beside a torch they were not built for
 
 # Finding ids whose regular rule sees only part of what the error text speaks of, so that

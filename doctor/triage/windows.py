@@ -89,8 +89,9 @@ _WINDOWS_ON_LINE = re.compile(r"\bWin(?:dows)?\b|\bWin1[01]\b|\bOS\s?build\b|\bW
 _WSL_NAMED = re.compile(r"\bWSL ?2?\b|Windows Subsystem for Linux|/usr/lib/wsl/|microsoft-standard", re.IGNORECASE)
 
 # A Linux driver inside WSL: its packages, its installer, its libraries.
+# A name may sit in Markdown's inline code or quotes ("`apt install nvidia-utils-510`", microsoft/WSL#9166).
 _DRIVER_PACKAGE = re.compile(
-    r"(?:^|\s)(?:ii\s+)?(?P<package>nvidia-driver-\d{3}(?:-(?:open|server))?|libnvidia-compute-\d{3}|nvidia-utils-\d{3}|cuda-drivers(?:-\d{3})?)(?=[\s:=]|$)"
+    r"(?:^|[\s`'\"])(?:ii\s+)?(?P<package>nvidia-driver-\d{3}(?:-(?:open|server))?|libnvidia-compute-\d{3}|nvidia-utils-\d{3}|cuda-drivers(?:-\d{3})?)(?=[\s:=`'\",;]|$)"
 )
 _DRIVER_INSTALL_CMD = re.compile(r"\b(?:apt(?:-get)?|dpkg)\b")
 _DRIVER_RUN = re.compile(r"\bNVIDIA-Linux-x86_64-\d{3}\.\d{1,3}(?:\.\d{1,3})?\.run\b")
