@@ -262,9 +262,17 @@ def health_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
 
 
 def _kernel_log(host: Host) -> tuple[str | None, str]:
-    """The kernel's messages: `dmesg` on a live host (refused to non-root users where
-    kernel.dmesg_restrict=1), else the first readable syslog file."""
+    """The kernel's messages: /dev/kmsg on a live host, read as `dmesg` reads it (fwdoctor.kmsg:
+    no process to start), or `dmesg` where the device cannot be opened (both are refused to
+    non-root users where kernel.dmesg_restrict=1); else the first readable syslog file."""
     if host.live:
+        from fwdoctor import kmsg
+
+        try:
+            # The NVIDIA module's records only: the Xid and legacy-notice parsers read nothing else.
+            return kmsg.as_dmesg(kmsg.read_records(kmsg.KMSG, limit=KERN_LOG_LIMIT), containing=b"NVRM"), kmsg.KMSG
+        except OSError:
+            pass
         dmesg = host.which("dmesg")
         if dmesg:
             result = host.run([dmesg])
