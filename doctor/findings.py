@@ -66,6 +66,9 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("node-differs-from-type", "FWD123", W, "driver", "a node's GPUs or links differ from its node type's normal"),
     # NVIDIA's data-center driver lifecycle (cuda.yaml driver_branches): rules/lifecycle.py.
     FindingKind("driver-branch-eol", "FWD124", W, "driver", "the driver's branch is past NVIDIA's end of life"),
+    # A driver release with a known bug fixed in a later release (cuda.yaml driver_bugs; rules/releases.py):
+    # an error where the report shows the bug's symptom, a warning on the release alone.
+    FindingKind("driver-release-known-bug", "FWD125", E, "driver", "the NVIDIA driver release in use has a known bug, fixed in a later release"),
     # Containers and WSL, judged from a report's text (rules/report_text.py; no probe reads them yet).
     FindingKind("container-gpu-access-lost", "FWD141", E, "driver", "a running container lost access to its GPUs (NVML: Unknown Error)"),
     FindingKind("container-gpu-runtime-missing", "FWD142", E, "driver", "Docker cannot hand GPUs to containers (no working NVIDIA container runtime)"),
@@ -103,6 +106,8 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("nccl-shadowed", "FWD402", E, "nccl", "another libnccl shadows torch's"),
     FindingKind("nccl-header-library-mismatch", "FWD403", W, "nccl", "nccl.h and libnccl disagree"),
     FindingKind("multiple-nccl", "FWD404", I, "nccl", "several NCCL versions installed"),
+    # An NCCL release with a known bug fixed in a later release (libs.yaml nccl_bugs with symptoms; rules/releases.py).
+    FindingKind("nccl-release-known-bug", "FWD405", E, "nccl", "the NCCL release in use has a known bug, fixed in a later release"),
     FindingKind("python-env-mismatch", "FWD501", W, "python", "first python on PATH is not the active environment's"),
     FindingKind("user-site-shadowing", "FWD502", W, "python", "user site shadows the environment's packages"),
     FindingKind("conda-cpu-pytorch-on-gpu-host", "FWD520", E, "torch", "conda's pytorch is a CPU build on a GPU host"),

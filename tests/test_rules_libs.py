@@ -219,4 +219,6 @@ def test_every_rule_documents_what_why_example_and_fix(item):
 def test_the_rules_cover_every_cudnn_and_nccl_finding_id():
     from fwdoctor.findings import FINDING_KINDS
 
-    assert {r.id for r in rules.RULES} == {k.id for k in FINDING_KINDS if k.area in ("cudnn", "nccl")}
+    from fwdoctor.rules import releases  # nccl-release-known-bug: beside driver-release-known-bug (issue 26)
+
+    assert {r.id for r in (*rules.RULES, *releases.RULES) if r.area in ("cudnn", "nccl")} == {k.id for k in FINDING_KINDS if k.area in ("cudnn", "nccl")}

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from fwdoctor.kb import Ctx
@@ -141,6 +142,20 @@ class DriverBranch:
 
 
 @dataclass(frozen=True)
+class DriverBug:
+    """A driver release range with a known bug, fixed in a later release (driver-release-known-bug):
+    `affected` a PEP 440 specifier over the driver version, `symptoms` errors.yaml row ids."""
+
+    id: str
+    summary: str
+    affected: SpecifierSet
+    fixed: str
+    symptoms: tuple[str, ...]
+    source: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class WslFloor:
     """GPU compute in WSL: WSL 2 only, on a Windows build at or past `windows_build_min`
     (Windows 10 21H2 = 19044)."""
@@ -172,6 +187,16 @@ class CudaKB:
     runfiles: tuple[Runfile, ...] = ()
     driver_branches: tuple[DriverBranch, ...] = ()
     wsl: WslFloor | None = None  # None: the KB has no WSL row (wsl-gpu-unsupported says "not checked")
+    driver_bugs: tuple[DriverBug, ...] = ()
+
+    def driver_release_bugs(self, driver: str) -> list[DriverBug]:
+        """The rows whose affected range holds driver `driver` ("535.54.03"); [] for a version
+        that does not parse (the caller reports the version itself)."""
+        try:
+            have = Version(str(driver).strip())
+        except InvalidVersion:
+            return []
+        return [bug for bug in self.driver_bugs if bug.affected.contains(have, prereleases=True)]
 
     # ---------------------------------------------------------------- driver lifecycle
     def driver_branch_row(self, branch: int) -> DriverBranch | None:
@@ -350,7 +375,7 @@ def _unique(ctx: Ctx, seen: dict[Any, int], key: Any, index: int, what: str) -> 
 
 def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
     data = ctx.mapping(data)
-    known = {"sources", "horizon", "minor_compat", "toolkit_drivers", "architectures", "host_gcc", "runfiles", "driver_branches", "wsl"}
+    known = {"sources", "horizon", "minor_compat", "toolkit_drivers", "architectures", "host_gcc", "runfiles", "driver_branches", "wsl", "driver_bugs"}
     extra = sorted(set(data) - known)
     if extra:
         raise ctx.error(f"unknown section(s) {', '.join(map(str, extra))} (expected {', '.join(sorted(known))})")
@@ -503,4 +528,27 @@ def from_yaml(data: Any, ctx: Ctx) -> CudaKB:
             raise wctx.at("driver_models").error(f"expected a list of Windows driver models (WDDM, TCC, MCDM), got {models!r}")
         wsl = WslFloor(floor, _confidence(wctx, wrow), wctx.source(wrow), tuple(models))
 
-    return CudaKB(horizon, tuple(compat), tuple(drivers), tuple(archs), tuple(gccs), tuple(runfiles), tuple(branches), wsl)
+    from fwdoctor.kb.libs import release_bug_symptoms
+
+    bugs: list[DriverBug] = []
+    dctx = ctx.at("driver_bugs")
+    for i, row in enumerate(dctx.rows(data.get("driver_bugs") or [])):
+        rc = dctx.at(i)
+        bug_id = rc.field(row, "id", str)
+        if any(b.id == bug_id for b in bugs):
+            raise rc.at("id").error(f"duplicate bug id {bug_id!r}")
+        text = rc.field(row, "affected", str)
+        try:
+            affected = SpecifierSet(text)
+        except InvalidSpecifier:
+            raise rc.at("affected").error(f"not a version specifier: {text!r}") from None
+        fixed = rc.version(row, "fixed")
+        assert fixed is not None
+        if affected.contains(Version(fixed), prereleases=True):
+            raise rc.at("fixed").error(f"fixed version {fixed} is inside affected {affected}")
+        symptoms = release_bug_symptoms(rc, row, fixed)
+        if not symptoms:
+            raise rc.at("symptoms").error("a driver bug row names what users see (errors.yaml row ids)")
+        bugs.append(DriverBug(bug_id, rc.field(row, "summary", str), affected, fixed, symptoms, rc.source(row), str(row.get("note", ""))))
+
+    return CudaKB(horizon, tuple(compat), tuple(drivers), tuple(archs), tuple(gccs), tuple(runfiles), tuple(branches), wsl, tuple(bugs))

@@ -83,6 +83,9 @@ class NcclBug:
     fixed: str | None
     source: tuple[str, ...]
     note: str = ""
+    # errors.yaml row ids of what users see (nccl-release-known-bug): only a row with a
+    # symptom is one that finding names; the others stay evidence of other rules.
+    symptoms: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "summary": self.summary, "affected": str(self.affected), "fixed": self.fixed}
@@ -188,6 +191,10 @@ class LibsKB:
             return []
         return [bug for bug in self.nccl_bugs if bug.affected.contains(parsed, prereleases=True)]
 
+    def nccl_release_bugs(self, version: str) -> list[NcclBug]:
+        """The bugs with a known symptom (nccl-release-known-bug) that affect NCCL `version`."""
+        return [bug for bug in self.nccl_known_bugs(version) if bug.symptoms]
+
     def nccl_arch_row(self, cc: str) -> NcclArchRow | None:
         """The row of compute capability `cc` ("9.0"), or None: no data for that arch (the
         rule says "not checked", never a pass)."""
@@ -226,6 +233,18 @@ def _specifier(ctx: Ctx, row: Mapping[str, Any], name: str) -> SpecifierSet:
     if not str(spec):
         raise ctx.at(name).error("empty specifier")
     return spec
+
+
+def release_bug_symptoms(ctx: Ctx, row: Mapping[str, Any], fixed: str | None) -> tuple[str, ...]:
+    """A release-bug row's optional `symptoms`: errors.yaml row ids (lower-case-dashed; that
+    each exists is checked by tests/test_known_release_bugs.py, errors.yaml loading last). A row
+    with symptoms names its first fixed release, which the finding tells users to install."""
+    value = ctx.field(row, "symptoms", list, optional=True) or []
+    if not all(isinstance(v, str) and v and v == v.lower() and " " not in v for v in value):
+        raise ctx.at("symptoms").error(f"expected a list of errors.yaml row ids, got {value!r}")
+    if value and fixed is None:
+        raise ctx.at("fixed").error("a row with symptoms names the first fixed release")
+    return tuple(value)
 
 
 def _int_list(ctx: Ctx, row: Mapping[str, Any], name: str) -> tuple[int, ...]:
@@ -334,7 +353,8 @@ def from_yaml(data: Any, ctx: Ctx) -> LibsKB:
         fixed = at.version(row, "fixed", optional=True)
         if fixed is not None and affected.contains(Version(fixed), prereleases=True):
             raise at.error(f"fixed version {fixed} is inside affected {affected}")
-        bugs.append(NcclBug(bug_id, at.field(row, "summary", str), affected, fixed, at.source(row), str(row.get("note", ""))))
+        symptoms = release_bug_symptoms(at, row, fixed)
+        bugs.append(NcclBug(bug_id, at.field(row, "summary", str), affected, fixed, at.source(row), str(row.get("note", "")), symptoms))
 
     nccl_arch = []
     rows_ctx = ctx.at("nccl_arch")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fwdoctor.rules import build, conda, driver, fabric, frameworks, hardware, knowledge, libs, lifecycle, platform, python, runtime, toolkit, torch, visibility, windows
+from fwdoctor.rules import build, conda, driver, fabric, frameworks, hardware, knowledge, libs, lifecycle, platform, python, releases, runtime, toolkit, torch, visibility, windows
 from fwdoctor.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
@@ -13,6 +13,8 @@ RULES: tuple[Rule, ...] = (
     *visibility.RULES,
     # The driver's branch against NVIDIA's lifecycle table (end of life).
     *lifecycle.RULES,
+    # NCCL and driver releases with a known bug fixed in a later release (issue 26).
+    *releases.RULES,
     *toolkit.RULES,
     *libs.RULES,
     *python.RULES,
