@@ -56,11 +56,15 @@ def _exit_now(code: int) -> None:
     The interpreter's shutdown frees every module and the KB's objects one by one (~15 ms
     of a static check) for a process about to end. It is skipped only when it has nothing
     else to do: no atexit callback (logging's flush, weakref.finalize's temporary folders),
-    no other thread to wait for, and both standard streams flushed. Files fwdoctor writes
-    are closed where they are written (`with`), so none holds unwritten data here.
+    no thread Python's exit would wait for (a non-daemon one), and both standard streams
+    flushed. Files fwdoctor writes are closed where they are written (`with`), so none holds
+    unwritten data here.
     """
     registered = getattr(__import__("atexit"), "_ncallbacks", None)
-    if registered is None or registered() != 0 or threading.active_count() != 1:
+    main = threading.main_thread()
+    # Python's exit waits for threads that are not daemons; daemon threads (a probe left on a
+    # stalled mount) end with the process either way.
+    if registered is None or registered() != 0 or any(t is not main and not t.daemon and t.is_alive() for t in threading.enumerate()):
         return
     try:
         for stream in (sys.stdout, sys.stderr):

@@ -49,6 +49,11 @@ def late():
 threading.Thread(target=late).start()
 """
 
+DAEMON_THREAD = """
+import threading, time
+threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+"""
+
 REPORT = Path(__file__).parent / "data" / "triage" / "01-driver-too-old-fooocus-11040.md"
 
 
@@ -84,6 +89,14 @@ def test_a_thread_still_running_gets_pythons_own_exit(tmp_path: Path) -> None:
     res, mark = _run(tmp_path, "--version", extra=LATE_THREAD)
     assert res.returncode == 0, res.stderr
     assert mark.splitlines() == ["thread", "teardown"]
+
+
+def test_a_daemon_thread_does_not_hold_the_quick_exit(tmp_path: Path) -> None:
+    # A probe left on a stalled mount runs on in a daemon thread: Python's exit would not wait
+    # for it either.
+    res, mark = _run(tmp_path, "--version", extra=DAEMON_THREAD)
+    assert res.returncode == 0, res.stderr
+    assert mark == ""
 
 
 def test_output_through_a_pipe_is_whole(tmp_path: Path) -> None:
