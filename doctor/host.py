@@ -105,6 +105,7 @@ class Host:
     # None: always run (--no-cache, tests, and every root or image, where nothing runs).
     probe_cache: ProbeCache | None = field(default=None, repr=False, compare=False)
     _resolve_cache: dict[str, str] = field(default_factory=dict, repr=False)
+    _entry_cache: dict[str, tuple[bool, str | None]] = field(default_factory=dict, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
     # The last path a probe asked about: named when a probe overruns its deadline (a read
     # on a stalled network mount never returns; the engine stops waiting for it).
@@ -168,7 +169,7 @@ class Host:
                 if resolved:
                     resolved.pop()  # never above the root
                 continue
-            found, target = self._entry("/" + "/".join(resolved + [part]))
+            found, target = self._entry_cached("/" + "/".join(resolved + [part]))
             if not found:
                 resolved.append(part)
                 resolved.extend(p for p in parts if p not in (".", ""))
@@ -183,6 +184,15 @@ class Host:
                 continue
             resolved.append(part)
         return "/" + "/".join(resolved)
+
+    def _entry_cached(self, view_path: str) -> tuple[bool, str | None]:
+        """_entry once per path and host: resolving every file of a folder asked again about
+        each folder above it (~900 lstat calls on a plain check, issue 30); like the resolved
+        paths themselves, the answers hold for the host's one look at the filesystem."""
+        known = self._entry_cache.get(view_path)
+        if known is None:
+            known = self._entry_cache[view_path] = self._entry(view_path)
+        return known
 
     def _entry(self, view_path: str) -> tuple[bool, str | None]:
         """(exists, symlink target or None) for one host-view path, links not followed:

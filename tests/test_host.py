@@ -90,3 +90,21 @@ def test_env_file_parser_never_fails_other_than_with_env_file_error(text):
 def test_live_host_lists_executables_on_path():
     host = Host.live_host({"PATH": "/bin:/usr/bin"})
     assert host.which("sh") in ("/bin/sh", "/usr/bin/sh")
+
+
+def test_each_folder_above_the_files_is_asked_about_once(tmp_path, monkeypatch):
+    # Resolving the files of one folder used to lstat every folder above each of them again
+    # (~900 calls on a plain check, issue 30); the answers are kept per host, links included.
+    lib = tmp_path / "usr" / "lib" / "x86_64-linux-gnu"
+    lib.mkdir(parents=True)
+    (tmp_path / "lib").symlink_to("usr/lib")
+    for n in range(20):
+        (lib / f"libx{n}.so").write_text("x")
+    host = Host.at_root(tmp_path, {})
+    asked: list[str] = []
+    real_lstat = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda p, *a, **k: (asked.append(str(p)), real_lstat(p, *a, **k))[1])
+    paths = [host.real_path(f"/lib/x86_64-linux-gnu/libx{n}.so") for n in range(20)]
+    assert paths == [str(lib / f"libx{n}.so") for n in range(20)]  # through the link, inside the root
+    assert asked.count(str(tmp_path / "lib")) == 1 and asked.count(str(lib)) == 1
+    assert len(asked) == 4 + 20  # /lib (a link), /usr, /usr/lib, the folder once each; each file once
