@@ -190,6 +190,8 @@ def test_old_entries_of_a_name_are_pruned_when_a_new_one_is_written(cache_home, 
         fresh(folder)
     names = [p.name for p in cache_home.glob("docker-*.pickle")]
     assert len(names) == cache.KEEP_PER_NAME
+    # The parsed-YAML layer's entries too (one per text of the file), each kind kept apart.
+    assert len(list(cache_home.glob("docker-*.json"))) == cache.KEEP_PER_NAME
     # Another name's entries are left alone (errors-rows-* is not errors-*).
     assert list(cache_home.glob("cuda-*.pickle"))
 

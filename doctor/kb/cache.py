@@ -102,6 +102,7 @@ def write(path: Path | None, data: Any) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
+        _prune(path)
     except (OSError, TypeError, ValueError):
         return
 
@@ -264,14 +265,16 @@ KEEP_PER_NAME = 8  # a few KB folders (bundled, --kb, $FWDOCTOR_KB) and versions
 
 
 def _prune(written: Path) -> None:
-    """Remove all but the KEEP_PER_NAME newest entries of the name just written: each edit
-    of a KB file or reinstall of fwdoctor makes a new entry, and nothing else would ever
-    remove the old ones. Only on a write, so a warm run never lists the folder."""
-    stem = written.name[: -len("-0123456789abcdef.pickle")]
+    """Remove all but the KEEP_PER_NAME newest entries of the name just written, of its
+    kind (the compiled .pickle layer, the parsed-YAML .json layer): each edit of a KB file
+    or reinstall of fwdoctor makes a new entry, and nothing else would ever remove the old
+    ones. Only on a write, so a warm run never lists the folder."""
+    stem, _, tail = written.name.rpartition("-")
+    suffix = tail[tail.index("."):] if "." in tail else ""
     entries = []
     for other in written.parent.iterdir():
         name = other.name
-        if name.startswith(stem + "-") and name.endswith(".pickle") and len(name) == len(written.name):
+        if name.startswith(stem + "-") and name.endswith(suffix) and len(name) == len(written.name):
             try:
                 entries.append((other.stat().st_mtime_ns, other))
             except OSError:
