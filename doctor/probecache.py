@@ -46,6 +46,7 @@ FORMAT = "1"
 ENV_KEYS = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "GCC_EXEC_PREFIX", "COMPILER_PATH",
             "CUDA_HOME", "CUDA_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
 MAX_ENTRY_BYTES = 1024 * 1024  # a version banner is a few hundred bytes; more is not ours
+MAX_ENTRIES = 256  # a host asks about a few dozen programs; the rest are programs since replaced
 T = TypeVar("T")
 ELF_MAGIC = b"\x7fELF"
 
@@ -172,5 +173,29 @@ def _store(path: Path, entry: dict) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
+        _prune(path.parent)
+    except OSError:
+        return
+
+
+def _prune(folder: Path) -> None:
+    """Keep the MAX_ENTRIES most recently written entries: an upgraded program (a new inode,
+    size or mtime) gets a new entry and its old one is never read again. Only on a write,
+    so a warm run never lists the folder."""
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith(".")]
+        if len(names) <= MAX_ENTRIES:
+            return
+        dated = []
+        for name in names:
+            try:
+                dated.append((os.stat(folder / name).st_mtime_ns, name))
+            except OSError:
+                continue
+        for _, name in sorted(dated, reverse=True)[MAX_ENTRIES:]:
+            try:
+                os.unlink(folder / name)
+            except OSError:
+                continue
     except OSError:
         return

@@ -198,3 +198,23 @@ def test_check_of_a_root_writes_no_cache(tmp_path: Path, program: Path, monkeypa
     result = CliRunner().invoke(main, ["check", "--root", str(root), "--json"])
     assert result.exit_code in (0, 1), result.output
     assert not (tmp_path / "xdg" / "fwdoctor" / "probes").exists()
+
+
+def test_old_entries_are_pruned_to_the_newest_max_entries(cache: ProbeCache, program: Path, monkeypatch) -> None:
+    # Each upgrade of a program leaves its old entry behind for good; on a write the folder is
+    # cut back to the newest MAX_ENTRIES, and the entry just written is one of them.
+    import fwdoctor.probecache as probecache
+
+    monkeypatch.setattr(probecache, "MAX_ENTRIES", 5)
+    folder = cache.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(8):
+        stale = folder / f"{n:016x}.json"
+        stale.write_text("{}")
+        os.utime(stale, ns=(n * 10**9, n * 10**9))
+    compute = Counting()
+    ask(cache, program, compute)
+    left = sorted(p.name for p in folder.glob("*.json"))
+    assert len(left) == 5
+    assert {f"{n:016x}.json" for n in (4, 5, 6, 7)} <= set(left)  # the newest stale ones stay
+    assert ask(cache, program, compute) is not None and compute.calls == 1  # the new entry is kept and read
