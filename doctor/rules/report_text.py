@@ -777,7 +777,8 @@ def conda_cuda_pin_conflict(facts: Facts, kb: KB) -> Hit | None:
     # __cuda satisfies the build (none where it ran: a login node, a docker build, no driver).
     missing = next((n for n in conflict.get("requires") or [] if isinstance(n, dict) and n.get("missing")), None)
     if missing is not None:
-        who = f"{missing['package']} {missing['version']}" if missing.get("version") else str(missing["package"])
+        who = (f"{missing['package']} {missing['version']}" if missing.get("version") else str(missing["package"])) if missing.get("package") \
+            else "a CUDA build"  # the solver's line quoted without the package it names
         needs = f"__cuda {missing['range']}" if missing.get("range") else "the __cuda virtual package (a driver's CUDA)"
         driver = facts.get("driver.cuda_version")
         seen = (f"; the report's conda info shows __cuda {driver} ({facts.source('driver.cuda_version')}), so the solve ran where no driver answered, "
@@ -833,13 +834,15 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     said = [e for e in _errors(facts, "cuda-library-cannot-open", "paddle-third-party-library", "tf-unable-to-load-dso", "tf-windows-cuda-dll-not-found",
                                 "cudnn-windows-dll-load-failed", "cudnn-windows-dll-not-located",
                                 # CTranslate2 (faster-whisper): cuBLAS of the CUDA major its build was made for (errors.yaml)
-                                "ctranslate2-library-not-found")
+                                "ctranslate2-library-not-found",
+                                # Paddle's dynload: "Cannot load cudnn shared library", "Can not find library: libcudnn.so"
+                                "paddle-cudnn-not-loaded", "paddle-cannot-find-library")
             if e["line"] not in tf_lines]
     if not said:
         return None
     error = said[0]
     library = str(error.get("library") or "a CUDA library").replace(",so", ".so")
-    if error["kind"] == "tf-unable-to-load-dso":  # "Unable to load cuDNN DSO": the soname's stem
+    if error["kind"] in ("tf-unable-to-load-dso", "paddle-cudnn-not-loaded"):  # "Unable to load cuDNN DSO", "Cannot load cudnn shared library": the soname's stem
         library = "lib" + library.lower()
     # cuDNN 8.3+ on Windows loads zlibwapi.dll (its install guide's "Installing Zlib"): a cuDNN DLL
     # that fails with error code 126 although it is on PATH lacks it (Softcatala/whisper-ctranslate2#41).
@@ -961,7 +964,9 @@ def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
         failed: operation not permitted", and its "container error: cgroup subsystem devices not
         found" (a libnvidia-container before 1.8.0 on a cgroup v2 host), and CUDA's "Error 500:
         named symbol not found" (CUDA_ERROR_NOT_FOUND at init) in a report that names a container
-        and Windows/WSL2/Docker Desktop (a toolkit too old for the 555+ Windows drivers). Triage only:
+        and Windows/WSL2/Docker Desktop (a toolkit too old for the 555+ Windows drivers), and "file
+        creation failed: .../run/nvidia-persistenced/socket: no such device or address" (a
+        libnvidia-container before 1.12.0 with the host's /run mounted in). Triage only:
         no probe reads the installed toolkit's version (`nvidia-ctk --version`) yet, so `check`
         does not judge it.
 
@@ -1007,6 +1012,25 @@ def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
                                  "docker version   # Docker Desktop: Server: Docker Desktop 4.31.0 or later"),
                        note=f"update Docker Desktop (4.31 or later) or, for Docker Engine inside WSL2, nvidia-container-toolkit ({good} or later); "
                             "an older Windows driver (before 555) only works around it"),
+        )
+    # issue 26 (containers): libnvidia-container before 1.12.0 creating the persistenced socket
+    # where the container already has one mounted (the host's /run bind-mounted).
+    socket = _errors(facts, "nvidia-container-cli-persistenced-socket-exists")
+    rows = [r for r in kb.docker.toolkit_regressions if "nvidia-persistenced/socket" in r.error]
+    fixed = min((v for r in rows for g in r.good if (v := parse_version(g))), default=None)
+    shown = [parse_version(e.get("cli_version")) for e in socket]
+    if socket and not (fixed and any(v is not None and v >= fixed for v in shown)):
+        version = socket[0].get("cli_version")
+        before = str(fixed) if fixed else "the release that skips files already mounted"  # a KB without the row
+        return Hit(
+            f"nvidia-container-cli could not create the container's /run/nvidia-persistenced/socket: {_line(socket[0])}; the container "
+            f"already has one mounted there (the host's /run or /var/run bind-mounted), and libnvidia-container before {before}"
+            f"{' (the report shows ' + version + ')' if version else ''} does not skip a file already mounted",
+            evidence={"report.errors": socket, "toolkit_regressions": [r.release for r in rows]},
+            fix=FixRef(commands=("nvidia-container-cli -V   # libnvidia-container's release",
+                                 "sudo apt-get install -y --only-upgrade nvidia-container-toolkit libnvidia-container1 libnvidia-container-tools   # dnf/zypper alike"),
+                       note=f"install NVIDIA Container Toolkit {before} or later from NVIDIA's repository; or stop mounting the host's /run or /var/run "
+                            "into the container (mount the one socket or folder it needs, e.g. /var/run/docker.sock)"),
         )
     no_v2 = _errors(facts, "nvidia-container-cli-no-devices-cgroup")
     said = _errors(facts, "nvidia-container-cli-device-cgroup-denied")

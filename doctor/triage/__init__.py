@@ -35,6 +35,7 @@ from fwdoctor.triage import nccl_unreachable
 from fwdoctor.triage import paddle_packages
 from fwdoctor.triage import torch_companions
 from fwdoctor.triage import nccl_symbols
+from fwdoctor.triage import conda_env
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 from fwdoctor.versions import major_minor
@@ -65,6 +66,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     paddle_packages.find,  # paddlepaddle-gpu in pip list / install commands (its .post112 or cu126 index: the CUDA), Paddle's summary_env.py
     torch_companions.find,  # torchvision/torchaudio beside torch in pip list, freeze, `pip show`, pip's "Successfully installed"
     nccl_symbols.find,  # nvidia-nccl-cuNN wheels in pip list / freeze / collect_env: their CUDA majors, beside "undefined symbol: ncclXxx"
+    conda_env.find,  # `conda activate X`, conda info's "active env location", conda list's "packages in environment at": the envs in use
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.
@@ -112,6 +114,7 @@ UNSHOWN = {
     "report.tf_version": "the TensorFlow version (the issue form's \"TensorFlow version\", or `python -c 'import tensorflow as tf; print(tf.__version__)'`)",
     "report.cuda_stated": "the installed CUDA (the issue form's \"CUDA/cuDNN version\", or `nvcc -V`)",
     "report.tf_installed_from": "how TensorFlow was installed (the issue form's \"TensorFlow installed from\": pip's binary, source, conda)",
+    "conda.envs": "which conda env ran (`conda info`'s active env location, or `echo $CONDA_PREFIX`)",
     "report.errors": "",
 }
 

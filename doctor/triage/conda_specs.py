@@ -266,8 +266,16 @@ _NOTHING_PROVIDES = re.compile(r"nothing provides (?P<dep>__cuda)(?:\s{1,3}(?P<r
 # build", "any" as "=*" and the build as a glob: "└─ __cuda =* *, which is missing on the system."
 # (the same rendering for __glibc and __win: trianglesplatting2/triangle-splatting2#9,
 # "__win =* *, which is missing on the system"), "__cuda >=12 *, which ...".
-_MISSING = re.compile(r"[└├]─\s{0,3}(?P<dep>__cuda)(?:\s{1,3}(?P<range>[<>=!~]{0,2}\d[\w.,<>=!*|]{0,60}))?(?:\s{1,3}=\*)?(?:\s{1,3}\*)?"
+# Quoted in a sentence, or pasted where the tree's glyphs were lost, the line stands without
+# "└─": "my hunch ... is this tiny line `__cuda =* *, which is missing on the system;`"
+# (conda-forge/pytorch-cpu-feedstock#364, micromamba on a login node), "*** is not installable
+# because it requires __cuda, which is missing on the system" (a setup script's note).
+_MISSING = re.compile(r"(?P<glyph>[└├]─)?\s{0,3}(?<![\w.-])(?P<dep>__cuda)(?:\s{1,3}(?P<range>[<>=!~]{0,2}\d[\w.,<>=!*|]{0,60}))?(?:\s{1,3}=\*)?(?:\s{1,3}\*)?"
                       r"\s{0,3}, which is missing on the system")
+# the glyph-less line's own requirer: "X 1.2 cuda* is not installable because it requires __cuda, ..."
+# (name, version and build glob right before it: "pytorch =2.5.1 cuda120* is not installable ...")
+_REQUIRER_INLINE = re.compile(r"(?<![\w.*-])(?P<package>[A-Za-z0-9_][\w.-]{0,80})(?:\s{1,3}=?=?(?P<version>\d[\w.*]{0,40}))?(?:\s{1,3}[\w.*]{1,60})?"
+                              r"\s{1,3}(?:is not installable|is uninstallable) because it requires\s{0,3}__cuda")
 # (libmamba 2 writes the first package of its tree after "└─ ", pasted notes often without it:
 # "pytorch =2.5.1 cuda120* is not installable because it requires")
 _REQUIRER = re.compile(r"(?:[└├]─|^)\s{0,3}(?P<package>[A-Za-z0-9_][\w.-]{0,80})(?:\s{1,3}=?=?(?P<version>\d[\w.*]{0,40}))?[^\n]{0,120}?"
@@ -309,6 +317,13 @@ def _solver_missing(norm: tuple[str, ...], i: int, text: str) -> dict[str, Any] 
         return None
     above = next((norm[j] for j in range(i - 1, max(-1, i - 3), -1) if norm[j].strip()), "")
     parent = _REQUIRER.search(above)
+    if parent is None and found.group("glyph") is None and "would require" not in above:
+        # without the tree: the requirer on the same line, or none named (the solver's own
+        # words still say no __cuda was there); an option's "would require" above is not read
+        inline = _REQUIRER_INLINE.search(text)
+        if inline is None:
+            return {"package": None, "version": None, "dep": "__cuda", "range": found.group("range"), "line": i + 1, "missing": True}
+        parent = inline
     if parent is None:
         return None  # under an option's "would require", or no package above
     version = (parent.group("version") or "").rstrip("*").rstrip(".") or None  # "2.9.*" -> "2.9"

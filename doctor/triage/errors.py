@@ -297,8 +297,10 @@ def framework_imported(hit: Hit) -> bool:
 # A container named anywhere in the report: its tools and orchestrators, or a compose log's
 # "service_1  | " prefix (weaviate/weaviate#1736 shows only that): the same error text inside
 # a container means it was started without the GPUs, on a host that its driver is missing.
+# ASCII word boundaries: Chinese prose glues the word to its neighbours ("更新docker 解决",
+# "docker部署时"), and to Python's Unicode \b a CJK character is a word character.
 _CONTAINER = re.compile(r"\b(?:docker|podman|nvidia-docker|containers?|kubernetes|k8s|kubectl|compose)\b|^[\w.-]{1,60}[_-]\d{1,3} {1,20}\| ",
-                        re.IGNORECASE)
+                        re.IGNORECASE | re.ASCII)
 
 
 def container_named(hit: Hit) -> bool:
@@ -520,7 +522,24 @@ def _no_gpu_seen(hit: Hit, k: int) -> bool:
 
 # issue 26 (containers): Windows under a container: WSL2 (as _WSL reads it), Docker Desktop, or
 # Windows named as a word ("Windows 11", "on windows").
-_WINDOWS = re.compile(r"\bWSL ?2?\b|Windows Subsystem for Linux|/usr/lib/wsl/|microsoft-standard|Docker Desktop|(?<![A-Za-z])windows(?![A-Za-z])", re.IGNORECASE)
+_WINDOWS = re.compile(r"\bWSL ?2?\b|Windows Subsystem for Linux|/usr/lib/wsl/|microsoft-standard|Docker Desktop|(?<![A-Za-z])windows(?![A-Za-z])",
+                      re.IGNORECASE | re.ASCII)  # "在WSL2中": as _CONTAINER
+
+
+# issue 26 (containers): the release `nvidia-container-cli -V` prints ("cli-version: 1.7.0",
+# "lib-version: 1.11.0"), where the report shows it.
+_CLI_VERSION = re.compile(r"^\s{0,8}(?:cli|lib)-version:\s{0,4}(\d{1,3}\.\d{1,3}\.\d{1,3})\b")
+
+
+def container_cli_version_shown(hit: Hit) -> bool:
+    """Always stands; records the libnvidia-container release the report's `nvidia-container-cli
+    -V` shows (`cli_version`), when it shows one."""
+    for line in hit.norm:
+        found = _CLI_VERSION.match(line)
+        if found:
+            hit.data["cli_version"] = found.group(1)
+            break
+    return True
 
 
 def container_on_windows_named(hit: Hit) -> bool:
@@ -795,6 +814,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "run_without_gpus_then_none": run_without_gpus_then_none,
     "k8s_node_gpus_shown": k8s_node_gpus_shown,
     "container_on_windows_named": container_on_windows_named,
+    "container_cli_version_shown": container_cli_version_shown,
     "driver_caps_without_compute": driver_caps_without_compute,
     "request_caps_without_compute": request_caps_without_compute,
     "nvidia_smi_cuda_na": nvidia_smi_cuda_na,

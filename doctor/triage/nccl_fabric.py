@@ -378,9 +378,11 @@ def _installed_nccl_cuda_mismatch(facts: Facts) -> Hit | None:
 @rule("nccl-kernels-missing", needs=("report.errors",))
 def kernels_missing(facts: Facts, kb: KB) -> Hit | None:
     """What it does
-        Reads NCCL's "enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'": CUDA
-        finds none of NCCL's own kernels for the GPU, i.e. the libnccl that was loaded was
-        compiled without the GPU's architecture.
+        Reads NCCL's "enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'" (also
+        without file:line from NCCL before 2.19, and torch's "Last error: Cuda failure ..."):
+        CUDA finds none of NCCL's own kernels for the GPU, i.e. the libnccl that was loaded
+        was compiled without the GPU's architecture. Where torch's own build lacks the arch,
+        gpu-arch-unsupported-by-torch says so instead.
 
     Why is this bad?
         Every collective fails ("unhandled cuda error") on that GPU. NCCL is built for all
@@ -403,8 +405,8 @@ def kernels_missing(facts: Facts, kb: KB) -> Hit | None:
             cuobjdump --list-elf $(ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}') | grep -o 'sm_[0-9]*' | sort -u
     """
     said = _errors(facts, "nccl-named-symbol-not-found")
-    if not said:
-        return None
+    if not said or _errors(facts, "sm-incompatible"):
+        return None  # torch's own build lacks the arch (gpu-arch-unsupported-by-torch): its NCCL with it
     return Hit(
         f"the NCCL loaded has no kernels for this GPU's architecture (CUDA finds none of NCCL's own kernels): "
         f"a build whose NVCC_GENCODE leaves the arch out, or one older than the GPU: {_line(said[0])}",

@@ -565,27 +565,51 @@ _CONDA_DIRS = frozenset({"anaconda", "anaconda3", "miniconda", "miniconda3", "mi
                          "micromamba", ".conda", "conda", "envs"})
 
 
+# ... and the names installers and pyenv give them ("anaconda3-2023.03", "miniforge3-22.11.1-4",
+# "Miniconda3-py39"), micromamba's newer root prefix (~/.local/share/mamba), pixi's envs (.pixi).
+_CONDA_DIR_STARTS = ("anaconda", "miniconda", "miniforge", "mambaforge", "micromamba")
+_CONDA_DIRS_MORE = frozenset({"mamba", ".pixi", "conda_prefix"})  # "$CONDA_PREFIX/lib/libstdc++.so.6" as pasted
+_ELIDED = frozenset({"...", "\u2026"})  # "…/libstdc++.so.6": the reporter cut the path
+
+
 def conda_libstdcxx(path: str) -> bool:
     """Whether the loader's `path` is a libstdc++ inside a conda installation or env."""
     parts = [p for p in path.replace("\\", "/").split("/") if p and p not in (".", "..")]
-    return bool(parts) and parts[-1].startswith("libstdc++.so") and any(p.lower() in _CONDA_DIRS for p in parts[:-1])
+    return bool(parts) and parts[-1].startswith("libstdc++.so") and \
+        any(p.lower() in _CONDA_DIRS or p.lower() in _CONDA_DIRS_MORE or p.lower().startswith(_CONDA_DIR_STARTS) for p in parts[:-1])
 
 
-@rule("conda-libstdcxx-too-old", needs=("report.errors",))
+def _libstdcxx_path_cut(path: str) -> bool:
+    """Whether the reporter cut the folder off the loader's path ("…/libstdc++.so.6",
+    ".../libstdc++.so.6", "<path>/libstdc++.so.6", a bare "libstdc++.so.6"): the loader itself
+    always prints the full path of the libstdc++ it loaded."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p and p not in (".", "..")]
+    return bool(parts) and parts[-1].startswith("libstdc++.so") and all(p in _ELIDED for p in parts[:-1])
+
+
+@rule("conda-libstdcxx-too-old", needs=("report.errors",), optional=("conda.envs",))
 def conda_libstdcxx_not_found(facts: Facts, kb: KB) -> Hit | None:
     """The loader's "libstdc++.so.6: version `GLIBCXX_3.4.30' not found" where the libstdc++
     it names is a conda env's (".../envs/NAME/lib/libstdc++.so.6", ".../miniconda3/lib/..."):
     conda's libstdc++ is older than an extension built with a newer GCC needs (see
     conda-libstdcxx-too-old; Open3D's maintainers on isl-org/Open3D#5531: "the libstdc++.so
     that comes with Conda may be older than the system's libstdc++"). A system libstdc++
-    (/lib64/...) that is too old for a conda package is the other way round: not this."""
+    (/lib64/...) that is too old for a conda package is the other way round: not this.
+    One whose folder the reporter cut ("…/libstdc++.so.6") in a report that runs in a conda
+    env (`conda activate NAME`, conda info's "active env location") is
+    the env's python's, which loads its env's lib/ first: a newer libstdcxx in that env fixes
+    it either way (Wiki-GRx-Gym#6: "The dynamic loader picks up the environment's libstdc++.so.6")."""
+    envs = [e for e in facts.get("conda.envs") or [] if isinstance(e, dict)]
     said = [e for e in _errors(facts, "libstdcxx-version-not-found") if conda_libstdcxx(str(e.get("library") or ""))]
-    if not said:
+    cut = [e for e in _errors(facts, "libstdcxx-version-not-found") if _libstdcxx_path_cut(str(e.get("library") or ""))] if envs else []
+    if not said and not cut:
         return None
-    error = said[0]
+    error = (said or cut)[0]
+    env = envs[0].get("prefix") or envs[0].get("name") if envs else None
+    which = f"conda's libstdc++ ({error['library']})" if said else f"the libstdc++ of the report's conda env {env} (report line {envs[0]['line']})"
     return Hit(
-        f"conda's libstdc++ ({error['library']}) is older than {error.get('required_by') or 'a library'} needs ({error['needed']}): {_line(error)}",
-        evidence={"report.errors": said},
+        f"{which} is older than {error.get('required_by') or 'a library'} needs ({error['needed']}): {_line(error)}",
+        evidence={"report.errors": said or cut, **({"conda.envs": envs} if not said else {})},
         fix=FixRef(commands=("conda install -c conda-forge 'libstdcxx-ng>=12' 'libgcc-ng>=12'   # in that env; conda-forge's newer env names them libstdcxx, libgcc",),
                    note="or rebuild the extension with conda's own compilers (conda install gxx); copying the system's libstdc++ into the env is a workaround"),
     )
