@@ -106,6 +106,7 @@ class Host:
     probe_cache: ProbeCache | None = field(default=None, repr=False, compare=False)
     _resolve_cache: dict[str, str] = field(default_factory=dict, repr=False)
     _entry_cache: dict[str, tuple[bool, str | None]] = field(default_factory=dict, repr=False)
+    _listdir_cache: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
     # The last path a probe asked about: named when a probe overruns its deadline (a read
     # on a stalled network mount never returns; the engine stops waiting for it).
@@ -242,11 +243,19 @@ class Host:
         return os.path.isfile(real) and os.access(real, os.X_OK)
 
     def listdir(self, path: str) -> list[str]:
-        """Sorted names in a directory; [] when absent or unreadable."""
-        try:
-            return sorted(os.listdir(self.real_path(path)))
-        except OSError:
-            return []
+        """Sorted names in a directory; [] when absent or unreadable. Listed once per host
+        (a copy each time): the CUDA, cuDNN, NCCL and driver probes each scan the same
+        library folders, /usr/lib/x86_64-linux-gnu with its thousands of names four times
+        (issue 30), and like the resolved paths the listing is of the host's one look."""
+        real = self.real_path(path)
+        names = self._listdir_cache.get(real)
+        if names is None:
+            try:
+                names = sorted(os.listdir(real))
+            except OSError:
+                names = []
+            self._listdir_cache[real] = names
+        return list(names)
 
     def glob(self, directory: str, pattern: str) -> list[str]:
         """Host-view paths of entries of `directory` whose names match a fnmatch `pattern`."""

@@ -108,3 +108,22 @@ def test_each_folder_above_the_files_is_asked_about_once(tmp_path, monkeypatch):
     assert paths == [str(lib / f"libx{n}.so") for n in range(20)]  # through the link, inside the root
     assert asked.count(str(tmp_path / "lib")) == 1 and asked.count(str(lib)) == 1
     assert len(asked) == 4 + 20  # /lib (a link), /usr, /usr/lib, the folder once each; each file once
+
+
+def test_a_folder_is_listed_once_per_host_and_each_caller_gets_its_own_copy(tmp_path, monkeypatch):
+    # The CUDA, cuDNN, NCCL and driver probes each scan the same library folders (issue 30).
+    (tmp_path / "lib").mkdir()
+    for name in ("libb.so", "liba.so"):
+        (tmp_path / "lib" / name).write_text("x")
+    host = Host.at_root(tmp_path, {})
+    listed: list[str] = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda p=".": (listed.append(str(p)), real_listdir(p))[1])
+    first = host.listdir("/lib")
+    first.append("changed by a caller")
+    assert host.listdir("/lib") == ["liba.so", "libb.so"]  # sorted, and not the caller's list
+    assert host.listdir("/nowhere") == [] and host.listdir("/nowhere") == []
+    assert listed.count(str(tmp_path / "lib")) == 1 and listed.count(str(tmp_path / "nowhere")) == 1
+    # A new host (the next run, the re-check after a fix) lists again.
+    Host.at_root(tmp_path, {}).listdir("/lib")
+    assert listed.count(str(tmp_path / "lib")) == 2
