@@ -158,6 +158,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("shm-not-writable", "FWD715", E, "runtime", "/dev/shm does not let every user create files (NCCL's SHM segments)"),
     FindingKind("rdma-memlock-too-low", "FWD716", E, "runtime", "the locked-memory limit (ulimit -l) is too low for RDMA (InfiniBand/RoCE/EFA) memory registration"),
     FindingKind("nccl-socket-connect-failed", "FWD717", E, "runtime", "NCCL could not open a TCP connection to another rank (firewall, unreachable interface, or the rank died)"),
+    FindingKind("nccl-gdr-module-missing", "FWD718", W, "runtime", "GPUDirect RDMA is off: no NVIDIA peer-memory module (nvidia-peermem) is loaded beside InfiniBand/RoCE HCAs"),
     # How old the knowledge is (rules/knowledge.py): what the KB has no row for is not judged.
     FindingKind("newer-than-kb", "FWD707", I, "runtime", "a torch, CUDA minor or driver newer than the knowledge base"),
     # Source-build pre-flight only (`fwdoctor build torch`); never reported by `check`.

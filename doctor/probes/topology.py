@@ -4,6 +4,7 @@ MIG, GPU memory-repair state, Xid events, and the NCCL_* environment.
 Shell equivalents:
     nvidia-smi nvlink -s; nvidia-smi topo -m                 # topology.nvlink (NVML; topo -m when NVML cannot), topology.matrix
     cat /sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}   # fabric.ib_devices
+    ls /sys/kernel/mm/memory_peers/*/version /sys/module/{nvidia_peermem,nv_peer_mem}   # fabric.peermem
     lspci -d 10de:22a3; lspci -d 10de:1af1                     # fabric.nvswitches
     dpkg -l 'nvidia-fabricmanager*'; pgrep nv-fabricmanage     # fabric.fabricmanager
     nvidia-smi -q -d PAGE_RETIREMENT,ROW_REMAPPER              # gpus.health
@@ -179,8 +180,27 @@ def nvlink_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
         yield Fact.unknown("topology.nvlink", "neither NVML nor nvidia-smi topo -m answered (a root folder, or no driver)")
 
 
-@probe("infiniband", provides=("fabric.ib_devices",))
+# Where a loaded peer-memory client shows itself, as NCCL looks for it
+# (NVIDIA/nccl@5067397c:src/transport/net_ib/gdr.cc, ibGdrSupportInitOnce: memory_peers/nv_mem,
+# memory_peers/nv_mem_nc, /sys/module/nvidia_peermem/version; NCCL 2.13's net_ib.cc also
+# memory_peers/nvidia-peermem), plus the legacy module's own /sys/module entry.
+PEERMEM_PATHS = ("/sys/kernel/mm/memory_peers/nv_mem/version", "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
+                 "/sys/kernel/mm/memory_peers/nvidia-peermem/version", "/sys/module/nvidia_peermem/version",
+                 "/sys/module/nv_peer_mem/version")
+
+
+def peermem_fact(host: Host) -> Fact:
+    """fabric.peermem: {"loaded": bool, "found": the first path present or None}; UNKNOWN
+    without /sys/module (no sysfs: an image, a copied tree)."""
+    found = next((p for p in PEERMEM_PATHS if host.exists(p)), None)
+    if found is None and not host.is_dir("/sys/module"):
+        return Fact.unknown("fabric.peermem", "no /sys/module here (an image or a copied tree without sysfs)")
+    return Fact("fabric.peermem", {"loaded": found is not None, "found": found}, source=", ".join(PEERMEM_PATHS))
+
+
+@probe("infiniband", provides=("fabric.ib_devices", "fabric.peermem"))
 def infiniband_probe(host: Host, facts: Facts) -> Iterable[Fact | ProbeFailure]:
+    yield peermem_fact(host)
     if not host.is_dir("/sys/class"):
         yield Fact.unknown("fabric.ib_devices", "no /sys/class here (an image or a copied tree without sysfs)")
         return

@@ -8,12 +8,15 @@ check facts of the same host, so `check` does not list them as "not checked".
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
+
+from packaging.version import Version
 
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.quoting import comment
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
-from fwdoctor.versions import equal
+from fwdoctor.versions import equal, parse_version
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -664,6 +667,92 @@ def rdma_memlock_too_low(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+# DMA-BUF, the other way NCCL registers GPU memory with the NIC (no peer-memory module):
+# the kernel's ib_umem_dmabuf (Linux 5.12) and an open GPU kernel module that exports it.
+DMABUF_MIN_KERNEL = "5.12"
+_KERNEL_RELEASE = re.compile(r"^(\d{1,3})\.(\d{1,3})")
+PEERMEM_FIX = FixRef(
+    commands=("sudo modprobe nvidia-peermem   # every node; needs MLNX_OFED/DOCA-OFED's peer-memory API (or nv_peer_mem on old drivers)",
+              "echo nvidia-peermem | sudo tee /etc/modules-load.d/nvidia-peermem.conf   # load it at boot",
+              "ls /sys/module/nvidia_peermem   # present once loaded; NCCL_DEBUG=INFO then shows 'via NET/IB/<n>/GDRDMA'"),
+    note="nvidia-peermem ships with the NVIDIA driver since R470 (https://download.nvidia.com/XFree86/Linux-x86_64/495.44/README/nvidia-peermem.html); "
+         "with the open GPU kernel modules on Linux >= 5.12 NCCL can use DMA-BUF instead and needs no module "
+         "(https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-rdma.html)")
+
+
+def kernel_release(text: object) -> Version | None:
+    """'6.8.0-45-generic' -> Version('6.8'); None when no release."""
+    match = _KERNEL_RELEASE.match(text) if isinstance(text, str) else None
+    return parse_version(f"{match.group(1)}.{match.group(2)}") if match else None
+
+
+def dmabuf_possible(kernel: object, flavor: object) -> tuple[bool | None, str]:
+    """Whether NCCL could register GPU memory through DMA-BUF instead of a peer-memory module:
+    True/False, or None when the facts do not say; and why, in words."""
+    release = kernel_release(kernel)
+    if release is not None and release < Version(DMABUF_MIN_KERNEL):
+        return False, f"kernel {kernel} is older than {DMABUF_MIN_KERNEL}, so DMA-BUF cannot stand in"
+    if flavor == "proprietary":
+        return False, "the proprietary NVIDIA kernel module exports no DMA-BUF for RDMA, so DMA-BUF cannot stand in"
+    if release is not None and flavor == "open":
+        return True, f"kernel {kernel} and the open NVIDIA kernel module allow DMA-BUF"
+    unknown = [what for what, known in (("the kernel release", release is not None), ("the kernel module flavour (open or proprietary)", flavor in ("open", "proprietary"))) if not known]
+    return None, f"whether DMA-BUF can stand in (Linux >= {DMABUF_MIN_KERNEL} and the open kernel module) is unknown: {' and '.join(unknown)} not known"
+
+
+@rule("nccl-gdr-module-missing", needs=("fabric.ib_devices", "fabric.peermem", "driver.loaded"), optional=("system.kernel", "driver.module_flavor"))
+def nccl_gdr_module_missing(facts: Facts, kb: KB) -> Hit | None:
+    """What it does
+        Where the host has an InfiniBand or RoCE port in state ACTIVE (/sys/class/infiniband)
+        and the NVIDIA kernel module is loaded, checks that a peer-memory client is loaded
+        where NCCL looks for one (/sys/kernel/mm/memory_peers/nv_mem/version,
+        .../nv_mem_nc/version, /sys/module/nvidia_peermem/version; NVIDIA/nccl
+        src/transport/net_ib/gdr.cc). Silent where DMA-BUF can stand in: Linux >= 5.12 with
+        the open GPU kernel module (/proc/driver/nvidia/version says "Open Kernel Module");
+        where the facts do not say, the message says so. Reading a report, it takes NCCL's
+        "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)" (NCCL before 2.13
+        and the nccl-rdma-sharp plugin before mid-2023), unless the same log shows "GPU Direct
+        RDMA (DMABUF) enabled" or "(nvidia-peermem) enabled" for an HCA.
+
+    Why is this bad?
+        Without GPUDirect RDMA the NIC cannot read or write GPU memory: NCCL's IB transport
+        offers only host pointers and stages every inter-node transfer through a host
+        bounce buffer (`via NET/IB/0` instead of `via NET/IB/0/GDRDMA`), a slower all-reduce
+        and more CPU/PCIe traffic. It is a frequent one-node slip: a module not loaded after
+        a reboot or a driver update on one node, the others fine (NVIDIA/nccl#897:
+        "Perhaps the nv_peer_mem or nvidia-peermem module is not installed/loaded on the
+        second node?"; the fix there was `modprobe nvidia-peermem`).
+
+    Example
+            $ ls /sys/class/infiniband; ls /sys/module | grep -E 'peer'
+            mlx5_0                      # invalid: an HCA, no nvidia_peermem
+            $ ls /sys/module/nvidia_peermem
+            version ...                 # valid
+
+    Fix
+        Load the module on every node and at boot:
+
+            sudo modprobe nvidia-peermem
+            echo nvidia-peermem | sudo tee /etc/modules-load.d/nvidia-peermem.conf
+    """
+    active = [f"{d['name']}:{p['port']}" for d in facts["fabric.ib_devices"] or [] if isinstance(d, dict)
+              for p in d.get("ports", []) if p.get("state") == "ACTIVE"]
+    if not active or facts["driver.loaded"] is not True:
+        return None
+    peermem = facts["fabric.peermem"] or {}
+    if peermem.get("loaded"):
+        return None
+    possible, why = dmabuf_possible(facts.get("system.kernel"), facts.get("driver.module_flavor"))
+    if possible:
+        return None
+    return Hit(f"InfiniBand/RoCE port(s) {', '.join(active[:4])}{', ...' if len(active) > 4 else ''} are ACTIVE and the NVIDIA driver is loaded, "
+               f"but no peer-memory module (nvidia-peermem, nv_peer_mem) is: NCCL turns GPUDirect RDMA off and stages every inter-node "
+               f"transfer through host memory; {why}",
+               evidence={"fabric.ib_devices": active, "fabric.peermem": peermem, "system.kernel": facts.get("system.kernel"),
+                         "driver.module_flavor": facts.get("driver.module_flavor")},
+               fix=PEERMEM_FIX)
+
+
 RULES: tuple[Rule, ...] = (
     nvswitch_fabricmanager_not_running,
     fabricmanager_driver_mismatch,
@@ -675,6 +764,7 @@ RULES: tuple[Rule, ...] = (
     nccl_socket_interface_missing,
     nccl_net_plugin_failed,
     rdma_memlock_too_low,
+    nccl_gdr_module_missing,
 )
 
 # Judged by `smoke allreduce` with nccl.run known (and by a check over a saved facts file

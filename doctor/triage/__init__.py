@@ -32,6 +32,7 @@ from fwdoctor.triage import nvidia_topo
 from fwdoctor.triage import ib_devices
 from fwdoctor.triage import nccl_ib_fallback
 from fwdoctor.triage import nccl_unreachable
+from fwdoctor.triage import nccl_gdr
 from fwdoctor.triage import paddle_packages
 from fwdoctor.triage import torch_companions
 from fwdoctor.triage import nccl_symbols
@@ -63,6 +64,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     ib_devices.find,  # ibv_devinfo / ibstat / ibstatus: the RDMA ports and their states, beside NCCL's "Using network Socket"
     nccl_ib_fallback.find,  # NCCL_DEBUG=INFO: an IPoIB interface (ib0, ibp12s0) beside NCCL saying it could not use IB
     nccl_unreachable.find,  # NCCL_DEBUG=INFO "Bootstrap : Using eth0:172.17.0.2<0>": the address a rank advertised to the others
+    nccl_gdr.find,  # NCCL_DEBUG=INFO "GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'": GDR without a peer-memory module
     paddle_packages.find,  # paddlepaddle-gpu in pip list / install commands (its .post112 or cu126 index: the CUDA), Paddle's summary_env.py
     torch_companions.find,  # torchvision/torchaudio beside torch in pip list, freeze, `pip show`, pip's "Successfully installed"
     nccl_symbols.find,  # nvidia-nccl-cuNN wheels in pip list / freeze / collect_env: their CUDA majors, beside "undefined symbol: ncclXxx"

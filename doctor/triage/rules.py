@@ -28,6 +28,7 @@ from fwdoctor.triage import nccl_fabric
 from fwdoctor.triage import rdma
 from fwdoctor.triage import ray_shm
 from fwdoctor.triage import nccl_unreachable
+from fwdoctor.triage import nccl_gdr
 from fwdoctor.triage import torch_companions
 from fwdoctor.triage import nccl_symbols
 from fwdoctor.versions import major
@@ -1197,6 +1198,8 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       *ray_shm.KINDS,
                       # fwdoctor.triage.nccl_unreachable reads these (nccl-socket-connect-failed: the address tried, the bootstrap interface)
                       *nccl_unreachable.KINDS,
+                      # fwdoctor.triage.nccl_gdr reads it (nccl-gdr-module-missing: silent beside "GPU Direct RDMA (DMABUF) enabled")
+                      *nccl_gdr.KINDS,
                       # fwdoctor.triage.nccl_symbols reads it (nccl-shadowed, or nccl-cuda-mismatch beside NCCL wheels of two CUDA majors)
                       *nccl_symbols.KINDS})
 
@@ -1238,7 +1241,7 @@ RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_to
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, jax_cuda_lib_unloadable, tf_built_for_other_cuda, tf_cudart_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
                            *driver_rules.REPORT_RULES, *hardware.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
-                           *rdma.RULES, *ray_shm.RULES, *nccl_unreachable.RULES,
+                           *rdma.RULES, *ray_shm.RULES, *nccl_unreachable.RULES, *nccl_gdr.RULES,
                            *nccl_symbols.RULES,  # "undefined symbol: ncclXxx": an older NCCL in the process
                            *torch_companions.RULES)  # torchvision/torchaudio listed beside a torch they were not built for
 
