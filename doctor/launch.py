@@ -8,6 +8,7 @@ which tests and tools may call in their own interpreter.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import sys
@@ -60,7 +61,7 @@ def _exit_now(code: int) -> None:
     flushed. Files fwdoctor writes are closed where they are written (`with`), so none holds
     unwritten data here.
     """
-    registered = getattr(__import__("atexit"), "_ncallbacks", None)
+    registered = getattr(atexit, "_ncallbacks", None)  # CPython's count; elsewhere: never the quick exit
     main = threading.main_thread()
     # Python's exit waits for threads that are not daemons; daemon threads (a probe left on a
     # stalled mount) end with the process either way.

@@ -53,6 +53,17 @@ class NotCheckable(Exception):
     """Raised by a rule whose question the KB cannot answer ("no data for CUDA 13.5")."""
 
 
+def report_errors(facts: Facts, *kinds: str) -> list[dict[str, Any]]:
+    """The report's error texts of these kinds (doctor/kb/errors.yaml row ids), in the
+    report's order: what the report-side rules read (fwdoctor.triage)."""
+    return [e for e in facts.get("report.errors") or [] if isinstance(e, dict) and e.get("kind") in kinds]
+
+
+def report_line(error: Mapping[str, Any]) -> str:
+    """'report line N: "text"': where a report said it, for a finding's message."""
+    return f"report line {error.get('line')}: \"{error.get('text')}\""
+
+
 def sh(value: Any, what: str = "a value") -> str:
     """`value` as one quoted word of a fix command (fwdoctor.quoting.shell_word): a folder
     named `cuda-13.0$(touch X)` is shown quoted, never as a command to paste. A value no

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, FixRef, Severity
-from fwdoctor.rules.base import Hit, Rule, rule, sh
+from fwdoctor.rules.base import Hit, Rule, report_errors, report_line, rule, sh
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -392,11 +392,11 @@ def gpu_persistence_off_said(facts: Facts, kb: KB) -> Hit | None:
     for each client, which on a node with many GPUs (or a slow VM) outlasts that timeout
     (NVIDIA's maintainers on NVIDIA/nvidia-docker#628 and #1648 and nvidia-container-toolkit#202,
     whose reporter confirms `nvidia-smi -pm 1` fixes it). An error here: no GPU container starts."""
-    said = [e for e in facts.get("report.errors") or [] if e.get("kind") == "nvidia-container-cli-driver-timeout"]
+    said = report_errors(facts, "nvidia-container-cli-driver-timeout")
     if not said:
         return None
     return Hit(
-        f"nvidia-container-cli timed out waiting for the NVIDIA driver as the container started: report line {said[0]['line']}: \"{said[0]['text']}\"; the GPUs are "
+        f"nvidia-container-cli timed out waiting for the NVIDIA driver as the container started: {report_line(said[0])}; the GPUs are "
         "not kept initialised (nvidia-persistenced not running, persistence mode off), so the driver's start-up of every GPU "
         "for each new client outlasts the hook's 10 s RPC timeout",
         evidence={"report.errors": said},

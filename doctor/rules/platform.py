@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, report_errors, report_line, rule, sh
 from fwdoctor.versions import parse_version
 
 if TYPE_CHECKING:
@@ -29,14 +29,6 @@ if TYPE_CHECKING:
 # each framework's `cpu_features` rows (with their sources), read through kb.frameworks.
 _NAMES = {"jax": "jaxlib", "tensorflow": "TensorFlow", "paddle": "Paddle"}
 _FIX = ("grep -o -w -m1 avx /proc/cpuinfo   # prints nothing on a CPU without AVX",)
-
-
-def _errors(facts: Facts, *kinds: str) -> list[dict[str, Any]]:
-    return [e for e in facts.get("report.errors") or [] if e.get("kind") in kinds]
-
-
-def _line(error: dict[str, Any]) -> str:
-    return f"report line {error['line']}: \"{error['text']}\""
 
 
 def _cpu_name(facts: Facts) -> str:
@@ -152,22 +144,22 @@ def cpu_lacks_avx_said(facts: Facts, kb: KB) -> Hit | None:
     or TensorFlow/Paddle/jaxlib killed by SIGILL right after its import (see cpu-lacks-avx).
     jaxlib's macOS build says the same of an x86 Python under Rosetta: that is
     python-arch-mismatch's."""
-    if _errors(facts, "x86-python-on-apple-silicon"):
+    if report_errors(facts, "x86-python-on-apple-silicon"):
         return None
-    guard = _errors(facts, "jaxlib-cpu-lacks-avx")
+    guard = report_errors(facts, "jaxlib-cpu-lacks-avx")
     if guard:
         isa = guard[0].get("isa") or "AVX"
-        message = f"jaxlib's CPU check says {_cpu_name(facts)} lacks {isa}, which this jaxlib was built with: {_line(guard[0])}"
+        message = f"jaxlib's CPU check says {_cpu_name(facts)} lacks {isa}, which this jaxlib was built with: {report_line(guard[0])}"
         said = guard
     else:
         cpu = facts.get("platform.cpu")
         if isinstance(cpu, dict) and "avx" in (cpu.get("flags") or ()):
             return None  # the report's own flags show AVX: the SIGILL has another cause
-        said = [e for e in _errors(facts, "illegal-instruction") if e.get("framework") in _NAMES and kb.frameworks.cpu_feature(str(e["framework"]), "avx")]
+        said = [e for e in report_errors(facts, "illegal-instruction") if e.get("framework") in _NAMES and kb.frameworks.cpu_feature(str(e["framework"]), "avx")]
         if not said:
             return None
         name = _NAMES[said[0]["framework"]]
-        message = (f"{name} died of an illegal instruction on import ({_line(said[0])}): its prebuilt binaries use AVX, "
+        message = (f"{name} died of an illegal instruction on import ({report_line(said[0])}): its prebuilt binaries use AVX, "
                    f"which {_cpu_name(facts)} most likely lacks")
     return Hit(message, evidence={"report.errors": said},
                fix=FixRef(commands=_FIX, note="run on a CPU with AVX, or install a build without it (Paddle's noavx wheels, TensorFlow <= 1.5, jaxlib built from source)"))
@@ -176,14 +168,14 @@ def cpu_lacks_avx_said(facts: Facts, kb: KB) -> Hit | None:
 @rule("glibc-too-old", needs=("report.errors",), optional=("system.glibc",))
 def glibc_too_old_said(facts: Facts, kb: KB) -> Hit | None:
     """The loader's "version `GLIBC_2.xx' not found (required by ...)" (see glibc-too-old)."""
-    said = _errors(facts, "glibc-version-not-found")
+    said = report_errors(facts, "glibc-version-not-found")
     if not said:
         return None
     error = said[0]
     system = facts.get("system.glibc")
     have = f" ({system}, {facts.source('system.glibc')})" if system else ""
     return Hit(
-        f"the system's glibc{have} is older than {error.get('required_by') or 'a library'} needs ({error['needed']}): {_line(error)}",
+        f"the system's glibc{have} is older than {error.get('required_by') or 'a library'} needs ({error['needed']}): {report_line(error)}",
         evidence={"report.errors": said, "system.glibc": system},
         fix=FixRef(commands=("ldd --version   # this system's glibc",),
                    note="run it on a newer distribution or in a container with one, install a release built for this glibc, or build it from source here"),
@@ -230,7 +222,7 @@ def glibc_execstack_refused(facts: Facts, kb: KB) -> Hit | None:
         again, or clear the flag on the library (`patchelf --clear-execstack LIB`, patchelf
         >= 0.18) where nothing in it needs an executable stack.
     """
-    said = _errors(facts, "execstack-refused")
+    said = report_errors(facts, "execstack-refused")
     if not said:
         return None
     system = facts.get("system.glibc")
@@ -240,7 +232,7 @@ def glibc_execstack_refused(facts: Facts, kb: KB) -> Hit | None:
     library = said[0].get("library") or "a library"
     where = f"the system's glibc is {system} ({facts.source('system.glibc')})" if system else "the system's glibc is 2.41 or newer"
     return Hit(
-        f"{where} and refuses to load {library}, which asks for an executable stack: {_line(said[0])}",
+        f"{where} and refuses to load {library}, which asks for an executable stack: {report_line(said[0])}",
         evidence={"report.errors": said, "system.glibc": system},
         fix=FixRef(commands=(f"readelf -lW {sh(library)} | grep GNU_STACK   # RWE: the library asks for an executable stack",
                              "GLIBC_TUNABLES=glibc.rtld.execstack=2 python -c 'import ...'   # meanwhile, for this one program",
@@ -278,13 +270,13 @@ def python_arch_mismatch(facts: Facts, kb: KB) -> Hit | None:
         /opt/homebrew, conda's osx-arm64 Miniforge, or start it with `arch -arm64`) and
         reinstall the packages in it.
     """
-    said = _errors(facts, "x86-python-on-apple-silicon")
+    said = report_errors(facts, "x86-python-on-apple-silicon")
     if not said:
         return None
     chip = said[0].get("apple_silicon")
     where = f" (the report names the chip: {chip})" if chip else ""
     return Hit(
-        f"an x86_64 Python runs under Rosetta on Apple silicon{where}, so x86 wheels find no AVX: {_line(said[0])}",
+        f"an x86_64 Python runs under Rosetta on Apple silicon{where}, so x86 wheels find no AVX: {report_line(said[0])}",
         evidence={"report.errors": said},
         fix=FixRef(commands=("python -c 'import platform; print(platform.machine())'   # x86_64 under Rosetta, arm64 natively",
                              "arch -arm64 python3 -m pip install --force-reinstall jax jaxlib   # with an arm64 Python"),

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from fwdoctor.model import Facts, FixRef, Severity
-from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, report_errors, report_line, rule, sh
+from fwdoctor.versions import release
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -28,15 +29,10 @@ NCCL_FACTS = ("nccl.loaded", "torch.deep", "nccl.wheels", "torch.version", "nccl
 
 
 def _symptoms(facts: Facts, kinds: Iterable[str]) -> list[dict[str, Any]]:
-    wanted = set(kinds)
-    said = [e for e in facts.get("report.errors") or [] if isinstance(e, dict) and e.get("kind") in wanted]
+    said = report_errors(facts, *kinds)
     # NCCL's NVLS transport's own "Cuda failure 'invalid argument'" is a fabric manager fault
     # (nccl-nvls-failed), not a release bug.
     return [e for e in said if "nvls.cc" not in str(e.get("text", ""))]
-
-
-def _line(error: dict[str, Any]) -> str:
-    return f"report line {error.get('line')}: \"{error.get('text')}\""
 
 
 def nccl_releases(facts: Facts, kb: KB) -> list[tuple[str, str, str | None]]:
@@ -60,7 +56,7 @@ def nccl_releases(facts: Facts, kb: KB) -> list[tuple[str, str, str | None]]:
     installed = []
     for inst in facts.get("nccl.installs") or []:
         version = install_version(inst) if isinstance(inst, dict) else None
-        if version and version.count(".") >= 2:
+        if len(release(version) or ()) >= 3:  # a whole NCCL release (2.18.1), not a bare soname major
             where = str(inst.get("library") or inst.get("prefix") or "an NCCL install")
             pip = inst.get("kind") == "pip"
             installed.append((pip, (version, where, (str(inst.get("package") or "") or None) if pip else None)))
@@ -125,7 +121,7 @@ def _nccl_hit(facts: Facts, bug: NcclBug, version: str, where: str, package: str
     said = _symptoms(facts, bug.symptoms)
     message = (f"NCCL {version} ({where}) has a known bug, fixed in NCCL {bug.fixed} (affected: {bug.affected}): {bug.summary}")
     if said:
-        message += f"; the report shows it: {_line(said[0])}"
+        message += f"; the report shows it: {report_line(said[0])}"
     commands = [f"pip install -U {sh(package, 'a package name')}   # or a torch release that pins a fixed NCCL"] if package else []
     commands.append("python -c 'import torch; print(torch.cuda.nccl.version())'   # the NCCL torch loads")
     return Hit(
@@ -171,7 +167,7 @@ def _driver_hit(facts: Facts, bug: DriverBug, version: str) -> Hit:
     message = (f"NVIDIA driver {version} ({facts.source('driver.version')}) has a known bug, fixed in {bug.fixed} "
                f"(affected: {bug.affected}): {bug.summary}")
     if said:
-        message += f"; the report shows it: {_line(said[0])}"
+        message += f"; the report shows it: {report_line(said[0])}"
     return Hit(
         message,
         evidence={"driver.version": version, "bug": {"id": bug.id, "affected": str(bug.affected), "fixed": bug.fixed},

@@ -20,19 +20,11 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from fwdoctor.model import Facts, FixRef, Severity
-from fwdoctor.rules.base import Hit, Rule, rule, sh
+from fwdoctor.rules.base import Hit, Rule, report_errors, report_line, rule, sh
 from fwdoctor.versions import parse_version
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
-
-
-def _errors(facts: Facts, *kinds: str) -> list[dict[str, Any]]:
-    return [e for e in facts.get("report.errors") or [] if e.get("kind") in kinds]
-
-
-def _line(error: dict[str, Any]) -> str:
-    return f"report line {error['line']}: \"{error['text']}\""
 
 
 @rule("container-gpu-access-lost", needs=("report.errors",))
@@ -58,11 +50,11 @@ def container_gpu_access_lost(facts: Facts, kb: KB) -> Hit | None:
         udev rule NVIDIA's notice gives) or run Docker with the cgroupfs driver
         (`"exec-opts": ["native.cgroupdriver=cgroupfs"]` in /etc/docker/daemon.json).
     """
-    said = _errors(facts, "nvml-unknown-error")
+    said = report_errors(facts, "nvml-unknown-error")
     if not said:
         return None
     return Hit(
-        f"NVML cannot open the GPU device nodes: {_line(said[0])}; in a container that used its GPUs before, "
+        f"NVML cannot open the GPU device nodes: {report_line(said[0])}; in a container that used its GPUs before, "
         "systemd re-applied the container's device cgroup (systemctl daemon-reload) and took them away",
         evidence={"report.errors": said},
         fix=FixRef(commands=("sudo nvidia-ctk system create-dev-char-symlinks --create-all",),
@@ -103,14 +95,14 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         (`sudo nvidia-ctk runtime configure --runtime=docker`, then restart Docker). If
         `snap list docker` lists Docker, replace the snap with Docker's own packages (docker-ce).
     """
-    no_driver = _errors(facts, "docker-no-gpu-device-driver")
-    no_nvml = _errors(facts, "nvidia-container-cli-no-nvml")
+    no_driver = report_errors(facts, "docker-no-gpu-device-driver")
+    no_nvml = report_errors(facts, "nvidia-container-cli-no-nvml")
     # --runtime=nvidia (compose `runtime: nvidia`, default-runtime) names a runtime dockerd was
     # never given: the toolkit's runtime is not in the config the running daemon loaded.
-    no_runtime = _errors(facts, "docker-unknown-runtime-nvidia")
+    no_runtime = report_errors(facts, "docker-unknown-runtime-nvidia")
     if no_runtime and not no_driver:
         return Hit(
-            f"Docker has no runtime named nvidia (the NVIDIA Container Toolkit's runtime is not registered with this daemon): {_line(no_runtime[0])}",
+            f"Docker has no runtime named nvidia (the NVIDIA Container Toolkit's runtime is not registered with this daemon): {report_line(no_runtime[0])}",
             evidence={"report.errors": no_runtime + no_nvml},
             fix=FixRef(commands=("sudo apt-get install -y nvidia-container-toolkit   # from NVIDIA's repository; dnf/zypper alike",
                                  "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
@@ -120,18 +112,18 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         )
     if no_driver:
         return Hit(
-            f"Docker has no device driver for GPUs (the NVIDIA Container Toolkit is not installed or not registered): {_line(no_driver[0])}",
+            f"Docker has no device driver for GPUs (the NVIDIA Container Toolkit is not installed or not registered): {report_line(no_driver[0])}",
             evidence={"report.errors": no_driver + no_nvml},
             fix=FixRef(commands=("sudo apt-get install -y nvidia-container-toolkit   # from NVIDIA's repository; dnf/zypper alike",
                                  "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"),
                        note="`snap list docker`: a snap-installed Docker cannot use the toolkit on Ubuntu classic; install docker-ce instead"),
         )
     # issue 26 (containers): the toolkit's config names an ldconfig this host does not have.
-    ldconfig = _errors(facts, "nvidia-container-cli-ldconfig-missing")
+    ldconfig = report_errors(facts, "nvidia-container-cli-ldconfig-missing")
     if ldconfig:
         path = ldconfig[0].get("ldconfig", "ldconfig")
         return Hit(
-            f"nvidia-container-cli cannot run the host's ldconfig its config names ({path}): {_line(ldconfig[0])}",
+            f"nvidia-container-cli cannot run the host's ldconfig its config names ({path}): {report_line(ldconfig[0])}",
             evidence={"report.errors": ldconfig},
             fix=FixRef(commands=("ls -l /sbin/ldconfig* /usr/sbin/ldconfig*",
                                  "grep -n ldconfig /etc/nvidia-container-runtime/config.toml"),
@@ -141,10 +133,10 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         )
     # issue 26 (containers): dockerd's config or the runtime's hook names an NVIDIA binary that is
     # not installed (removed, or the EOL nvidia-container-runtime-hook package's): doctor/kb/errors.yaml.
-    no_binary = _errors(facts, "nvidia-runtime-binary-missing")
+    no_binary = report_errors(facts, "nvidia-runtime-binary-missing")
     if no_binary:
         return Hit(
-            f"Docker is set up to run {no_binary[0].get('binary', 'an NVIDIA runtime binary')}, which is not installed: {_line(no_binary[0])}",
+            f"Docker is set up to run {no_binary[0].get('binary', 'an NVIDIA runtime binary')}, which is not installed: {report_line(no_binary[0])}",
             evidence={"report.errors": no_binary + no_nvml},
             fix=FixRef(commands=("sudo apt-get install -y nvidia-container-toolkit   # from NVIDIA's repository; dnf/zypper alike",
                                  "sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
@@ -156,22 +148,22 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
     # pod sees the GPUs only through the NVIDIA runtime (doctor/kb/errors.yaml).
     # A spec the report's `nvidia-ctk cdi list` lists, or one this engine is too old to read,
     # is there: cdi-spec-too-new-for-engine speaks for it (issue 26, containers).
-    no_cdi = [e for e in _errors(facts, "cdi-device-unresolvable") if not e.get("listed") and _cdi_too_new(e) is None]
-    if _errors(facts, "cdi-spec-unknown-field"):
+    no_cdi = [e for e in report_errors(facts, "cdi-device-unresolvable") if not e.get("listed") and _cdi_too_new(e) is None]
+    if report_errors(facts, "cdi-spec-unknown-field"):
         no_cdi = []  # the engine's own log says it refused the spec there is
     if no_cdi and not no_nvml:
         return Hit(
-            f"no CDI specification names {no_cdi[0].get('device', 'the GPU')} for this container engine: {_line(no_cdi[0])}",
+            f"no CDI specification names {no_cdi[0].get('device', 'the GPU')} for this container engine: {report_line(no_cdi[0])}",
             evidence={"report.errors": no_cdi},
             fix=FixRef(commands=("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
                                  "nvidia-ctk cdi list   # must list nvidia.com/gpu=all"),
                        note="generate it again after every driver upgrade; an engine reads only its CDI folders (/etc/cdi, /var/run/cdi; "
                             "podman --cdi-spec-dir); Docker needs 25+ with CDI enabled, or use --gpus all with the NVIDIA runtime"),
         )
-    plugin = _errors(facts, "k8s-device-plugin-no-nvml")
+    plugin = report_errors(facts, "k8s-device-plugin-no-nvml")
     if plugin and not no_nvml:
         return Hit(
-            f"the Kubernetes device plugin finds no GPU in its pod (the node's container runtime does not run it through the NVIDIA runtime): {_line(plugin[0])}",
+            f"the Kubernetes device plugin finds no GPU in its pod (the node's container runtime does not run it through the NVIDIA runtime): {report_line(plugin[0])}",
             evidence={"report.errors": plugin},
             fix=FixRef(commands=("sudo nvidia-ctk runtime configure --runtime=containerd --set-as-default && sudo systemctl restart containerd",
                                  "kubectl describe node NODE | grep nvidia.com/gpu   # Capacity/Allocatable once the plugin sees the GPUs"),
@@ -180,14 +172,14 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         )
     # issue 26 (containers): the scheduler finds no free nvidia.com/gpu. Only where the report's node
     # lists none (error) or shows no node at all (warning); a node advertising GPUs is not this.
-    unscheduled = [e for e in _errors(facts, "k8s-insufficient-gpu") if not e.get("unhealthy") and not e.get("registered") and not e.get("capacity")]
+    unscheduled = [e for e in report_errors(facts, "k8s-insufficient-gpu") if not e.get("unhealthy") and not e.get("registered") and not e.get("capacity")]
     if unscheduled and not no_nvml:
         first = unscheduled[0]
         shown = "capacity" in first
         where = (f"and the node lists no nvidia.com/gpu ({first.get('node')})" if shown else
                  "and the report does not show the node's nvidia.com/gpu (`kubectl describe node`)")
         return Hit(
-            f"the Kubernetes scheduler finds no node with a free GPU: {_line(first)} {where}; most often the NVIDIA device plugin "
+            f"the Kubernetes scheduler finds no node with a free GPU: {report_line(first)} {where}; most often the NVIDIA device plugin "
             "advertises none, because it is not deployed or the node's container runtime does not run it through the NVIDIA runtime",
             evidence={"report.errors": unscheduled},
             fix=FixRef(commands=("kubectl describe node NODE | grep nvidia.com/gpu   # Capacity/Allocatable: 0 or absent means the plugin advertises none",
@@ -199,7 +191,7 @@ def container_gpu_runtime_missing(facts: Facts, kb: KB) -> Hit | None:
         )
     if no_nvml:
         return Hit(
-            f"the NVIDIA container runtime cannot load the host's driver library: {_line(no_nvml[0])}; no NVIDIA driver on the host, or Docker installed as a snap",
+            f"the NVIDIA container runtime cannot load the host's driver library: {report_line(no_nvml[0])}; no NVIDIA driver on the host, or Docker installed as a snap",
             evidence={"report.errors": no_nvml},
             fix=FixRef(commands=("nvidia-smi   # on the host: is a driver installed?", "snap list docker   # a snap Docker cannot see the host's driver libraries"),
                        note="install the NVIDIA driver on the host, or replace the snap Docker with docker-ce and nvidia-container-toolkit"),
@@ -261,20 +253,20 @@ def cdi_spec_too_new_for_engine(facts: Facts, kb: KB) -> Hit | None:
         --output=/etc/cdi/nvidia.yaml`, and the same flag in
         /etc/nvidia-container-toolkit/nvidia-cdi-refresh.env), or stay on toolkit 1.18.x.
     """
-    refused = _errors(facts, "cdi-spec-unknown-field")
+    refused = report_errors(facts, "cdi-spec-unknown-field")
     if refused:
         return Hit(
-            f"the container engine refuses the CDI spec: it does not know its field {refused[0].get('field', '')!r} ({_line(refused[0])}): "
+            f"the container engine refuses the CDI spec: it does not know its field {refused[0].get('field', '')!r} ({report_line(refused[0])}): "
             "the spec is of a newer CDI version (toolkit 1.19.1+ writes v0.7.0) than the engine's parser reads, so none of its devices resolves",
-            evidence={"report.errors": refused + _errors(facts, "cdi-device-unresolvable")}, fix=_CDI_FIX)
-    for error in _errors(facts, "cdi-device-unresolvable"):
+            evidence={"report.errors": refused + report_errors(facts, "cdi-device-unresolvable")}, fix=_CDI_FIX)
+    for error in report_errors(facts, "cdi-device-unresolvable"):
         severity = _cdi_too_new(error)
         if severity is None:
             continue
         shown = f"podman {error['podman']}" + (f" with NVIDIA Container Toolkit {error['toolkit']}" if error.get("toolkit") else "")
         listed = f"; the report's `nvidia-ctk cdi list` lists it ({error['listed']})" if error.get("listed") else ""
         return Hit(
-            f"{error.get('device', 'the GPU')} is unresolvable ({_line(error)}) under {shown}{listed}: podman before 5.1 cannot read "
+            f"{error.get('device', 'the GPU')} is unresolvable ({report_line(error)}) under {shown}{listed}: podman before 5.1 cannot read "
             "the CDI spec v0.7.0 that NVIDIA Container Toolkit 1.19.1 and later write"
             + ("" if severity is Severity.ERROR else " (the report does not show the toolkit's version: `nvidia-ctk --version`)"),
             evidence={"report.errors": [error]}, fix=_CDI_FIX, severity=None if severity is Severity.ERROR else severity)
@@ -304,11 +296,11 @@ def container_gpu_devices_denied(facts: Facts, kb: KB) -> Hit | None:
         or run that container with `--security-opt label=disable`. Rootless podman with a non-root
         user in the container: `--group-add keep-groups`, or run the container's process as root.
     """
-    said = [e for e in _errors(facts, "nvml-insufficient-permissions") if e.get("container")]
+    said = [e for e in report_errors(facts, "nvml-insufficient-permissions") if e.get("container")]
     if not said:
         return None
     return Hit(
-        f"NVML in a container ({said[0]['container']}) may not open the NVIDIA device nodes it was given: {_line(said[0])}; "
+        f"NVML in a container ({said[0]['container']}) may not open the NVIDIA device nodes it was given: {report_line(said[0])}; "
         "SELinux denies containers devices unless container_use_devices is on (Fedora, RHEL), or a non-root container user lacks the nodes' group",
         evidence={"report.errors": said},
         fix=FixRef(commands=("getenforce   # Enforcing: SELinux is the cause",
@@ -340,11 +332,11 @@ def nvidia_uvm_broken(facts: Facts, kb: KB) -> Hit | None:
         nvidia_uvm` (or `sudo nvidia-modprobe -u -c 0` where /dev/nvidia-uvm is missing), or reboot.
         Laptops: enable NVIDIA's suspend services (nvidia-suspend, nvidia-resume) so it keeps working.
     """
-    said = [e for e in _errors(facts, "torch-cuda-unknown-error") if not e.get("wsl")]
+    said = [e for e in report_errors(facts, "torch-cuda-unknown-error") if not e.get("wsl")]
     if not said:
         return None
     return Hit(
-        f"CUDA could not initialise ({_line(said[0])}): where nvidia-smi still lists the GPU, cuInit's unknown error is the nvidia_uvm "
+        f"CUDA could not initialise ({report_line(said[0])}): where nvidia-smi still lists the GPU, cuInit's unknown error is the nvidia_uvm "
         "module not loaded or broken by a suspend/resume (torch's CUDA_VISIBLE_DEVICES hint is generic); the text alone does not show which",
         evidence={"report.errors": said},
         # A warning: other causes give cuInit the same error; `lsmod` and `ls -l /dev/nvidia-uvm` settle it.
@@ -393,16 +385,16 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
         libcuda.so.1 by links to libcuda.so.1.1 (`mklink libcuda.so.1 libcuda.so.1.1`), or
         put /usr/lib/wsl/lib on LD_LIBRARY_PATH for programs that open libcuda.so.
     """
-    said = _errors(facts, "wsl-ldconfig-not-symlink", "wsl-libcuda-plain-file", "wsl-libcuda-plain-file-listed")
+    said = report_errors(facts, "wsl-ldconfig-not-symlink", "wsl-libcuda-plain-file", "wsl-libcuda-plain-file-listed")
     # A program that could not open plain libcuda.so, in a report that says it runs on WSL2.
-    unversioned = [e for e in _errors(facts, "libcuda-unversioned-cannot-open", "cudarc-libcuda-not-found", "bnb-libcuda-not-found") if e.get("wsl")]
+    unversioned = [e for e in report_errors(facts, "libcuda-unversioned-cannot-open", "cudarc-libcuda-not-found", "bnb-libcuda-not-found") if e.get("wsl")]
     # The report's own fix: /usr/lib/wsl/lib put on LD_LIBRARY_PATH (issue 26, chelsea0x3b/cudarc#296).
-    fixed_by_path = _errors(facts, "wsl-lib-on-ld-library-path-fixes")
+    fixed_by_path = report_errors(facts, "wsl-lib-on-ld-library-path-fixes")
     no_device = _wsl_no_device(facts, kb)
     if no_device and not fixed_by_path and not unversioned and not said:
         error, wsl = no_device
         return Hit(
-            f"on WSL2 ({wsl}) CUDA found no GPU: {_line(error)}; nvidia-smi may still work, but the libcuda this program "
+            f"on WSL2 ({wsl}) CUDA found no GPU: {report_line(error)}; nvidia-smi may still work, but the libcuda this program "
             f"loaded is not the Windows driver's /usr/lib/wsl/lib copy (a Linux driver's libcuda, the toolkit's stub, "
             f"or a loader that looks for the unversioned libcuda.so)",
             evidence={"report.errors": [error]},
@@ -414,21 +406,21 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     if fixed_by_path and not unversioned and not said:
         return Hit(
             f"the report says /usr/lib/wsl/lib on LD_LIBRARY_PATH fixes it: the program did not find the driver's libraries "
-            f"where WSL2 keeps them (the unversioned libcuda.so is only there, a copy the loader cache does not index): {_line(fixed_by_path[0])}",
+            f"where WSL2 keeps them (the unversioned libcuda.so is only there, a copy the loader cache does not index): {report_line(fixed_by_path[0])}",
             evidence={"report.errors": fixed_by_path},
             fix=_WSL_UNVERSIONED_FIX,
         )
     if unversioned and not said:
         return Hit(
             f"on WSL2 ({unversioned[0]['wsl']}) a program could not open the unversioned libcuda.so, which only "
-            f"/usr/lib/wsl/lib holds, as a copy the loader cache does not index: {_line(unversioned[0])}",
+            f"/usr/lib/wsl/lib holds, as a copy the loader cache does not index: {report_line(unversioned[0])}",
             evidence={"report.errors": unversioned},
             fix=_WSL_UNVERSIONED_FIX,
         )
     if not said:
         return None
     return Hit(
-        f"WSL2's /usr/lib/wsl/lib/libcuda.so.1 is a copy, not a link (the Windows driver ships it so): {_line(said[0])}"
+        f"WSL2's /usr/lib/wsl/lib/libcuda.so.1 is a copy, not a link (the Windows driver ships it so): {report_line(said[0])}"
         + (f"; its listing's {said[0]['row']}" if said[0].get("row") else ""),
         evidence={"report.errors": said},
         fix=FixRef(commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
@@ -440,7 +432,7 @@ def _wsl_no_device(facts: Facts, kb: KB) -> tuple[dict[str, Any], str] | None:
     """CUDA's no-device error in a report from WSL 2 that shows no other reason WSL has no GPU
     (CUDA_VISIBLE_DEVICES, WSL 1, a Linux driver inside WSL, a Windows build before WSL's GPU
     support: their own rules say those): the error and where the report names WSL."""
-    said = [e for e in _errors(facts, "cuda-no-device", "torch-no-cuda-gpus") if not e.get("visible_devices")]
+    said = [e for e in report_errors(facts, "cuda-no-device", "torch-no-cuda-gpus") if not e.get("visible_devices")]
     wsl, named = facts.get("platform.wsl"), facts.get("report.wsl_named")
     # (TensorFlow's "kernel driver does not appear to be running" is no reason here: WSL 2 has
     # no /proc/driver/nvidia/version, so TensorFlow prints it after every failed cuInit there)
@@ -506,17 +498,17 @@ def extension_built_for_other_torch(facts: Facts, kb: KB) -> Hit | None:
         torchaudio, install the release paired with this torch from the same index
         (`pip install torch==X torchvision==Y torchaudio==X --index-url .../cuNNN`).
     """
-    said = [e for e in _errors(facts, "torch-extension-undefined-symbol") if not _torch_own(str(e.get("library") or ""))]
-    companion = _errors(facts, *_COMPANION_KINDS)
+    said = [e for e in report_errors(facts, "torch-extension-undefined-symbol") if not _torch_own(str(e.get("library") or ""))]
+    companion = report_errors(facts, *_COMPANION_KINDS)
     if companion and not said:
         return _companion_hit(facts, kb, companion)
     # xformers' own check names both torches (errors.yaml; a "+cpu" torch is its other row's)
-    xformers = _errors(facts, "xformers-built-for-other-torch")
+    xformers = report_errors(facts, "xformers-built-for-other-torch")
     if xformers and not said:
         error = xformers[0]
         return Hit(
             f"xformers was built for torch {error['built']} (CUDA {error['built_cuda']}) but torch {error['have']} is installed, "
-            f"so its C++/CUDA extensions do not load: {_line(error)}",
+            f"so its C++/CUDA extensions do not load: {report_line(error)}",
             evidence={"report.errors": xformers, "torch.version": facts.get("torch.version")},
             fix=FixRef(commands=(f"pip install -U xformers --index-url https://download.pytorch.org/whl/cuXY   # the cuXY of torch {error['have']}",),
                        note=f"install the xformers release built for torch {error['have']} (each xformers release pins one torch release), "
@@ -532,7 +524,7 @@ def extension_built_for_other_torch(facts: Facts, kb: KB) -> Hit | None:
     version = facts.get("torch.version")
     torch = f"the installed torch {version}" if version else "the installed torch"
     return Hit(
-        f"{library} was compiled against another torch than {torch} (another release or C++ ABI): {_line(error)}",
+        f"{library} was compiled against another torch than {torch} (another release or C++ ABI): {report_line(error)}",
         evidence={"report.errors": said, "torch.version": version},
         fix=FixRef(commands=("python -c \"import torch; print(torch.__version__)\"",
                              "python -c \"import torch; print(torch.compiled_with_cxx11_abi())\"   # the C++ ABI flag"),
@@ -567,7 +559,7 @@ def _companion_hit(facts: Facts, kb: KB, said: list[dict[str, Any]]) -> Hit:
                     "pip install --force-reinstall torch torchvision torchaudio --index-url https://download.pytorch.org/whl/cuXY   # cuXY: torch's CUDA, or cpu")
         note = ("install torch, torchvision and torchaudio in one command from one index: each torchvision/torchaudio "
                 "release pins one torch release and is built per CUDA (https://pytorch.org/get-started/previous-versions/)")
-    return Hit(f"{what}: {_line(error)}", evidence={"report.errors": said, "torch.version": facts.get("torch.version")},
+    return Hit(f"{what}: {report_line(error)}", evidence={"report.errors": said, "torch.version": facts.get("torch.version")},
                fix=FixRef(commands=commands, note=note))
 
 
@@ -602,12 +594,12 @@ def system_libstdcxx_too_old(facts: Facts, kb: KB) -> Hit | None:
         Elsewhere: a newer GCC's runtime (`strings LIBRARY | grep GLIBCXX` lists what one has),
         or a build of the failing library made with the system's GCC.
     """
-    said = [e for e in _errors(facts, "libstdcxx-version-not-found") if system_libstdcxx(str(e.get("library") or ""))]
+    said = [e for e in report_errors(facts, "libstdcxx-version-not-found") if system_libstdcxx(str(e.get("library") or ""))]
     if not said:
         return None
     error = said[0]
     return Hit(
-        f"the system's libstdc++ ({error['library']}) is older than {error.get('required_by') or 'a library'} needs ({error['needed']}): {_line(error)}",
+        f"the system's libstdc++ ({error['library']}) is older than {error.get('required_by') or 'a library'} needs ({error['needed']}): {report_line(error)}",
         evidence={"report.errors": said},
         fix=FixRef(commands=("ls -l \"$CONDA_PREFIX\"/lib/libstdc++.so*   # in a conda env: is libstdc++.so.6 there?",
                              "conda install -c conda-forge libstdcxx-ng   # in that env"),
@@ -638,11 +630,11 @@ def conda_mkl_breaks_pytorch(facts: Facts, kb: KB) -> Hit | None:
         Pin mkl below 2024.1 in that env (`conda install mkl=2024.0`, `- mkl=2024.0` in the
         environment file), or install torch from pip, whose wheels carry their own MKL.
     """
-    said = _errors(facts, "mkl-ijit-notify-event")
+    said = report_errors(facts, "mkl-ijit-notify-event")
     if said:
         library = said[0].get("library") or "torch"
         return Hit(
-            f"{library} calls iJIT_NotifyEvent, which mkl >= 2024.1 no longer exports (conda's pytorch with a newer mkl): {_line(said[0])}",
+            f"{library} calls iJIT_NotifyEvent, which mkl >= 2024.1 no longer exports (conda's pytorch with a newer mkl): {report_line(said[0])}",
             evidence={"report.errors": said},
             fix=FixRef(commands=("conda install 'mkl=2024.0'   # in that env",), note="or install torch from pip (its wheels carry their own MKL)"),
         )
@@ -830,8 +822,8 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     """
     # TensorFlow's dso_loader line also carries the loader's "cannot open": that line is
     # fwdoctor.triage.rules' (dlopen-failed), whose fix names TensorFlow's tested builds.
-    tf_lines = {e["line"] for e in _errors(facts, "dlopen-failed")}
-    said = [e for e in _errors(facts, "cuda-library-cannot-open", "paddle-third-party-library", "tf-unable-to-load-dso", "tf-windows-cuda-dll-not-found",
+    tf_lines = {e["line"] for e in report_errors(facts, "dlopen-failed")}
+    said = [e for e in report_errors(facts, "cuda-library-cannot-open", "paddle-third-party-library", "tf-unable-to-load-dso", "tf-windows-cuda-dll-not-found",
                                 "cudnn-windows-dll-load-failed", "cudnn-windows-dll-not-located",
                                 # CTranslate2 (faster-whisper): cuBLAS of the CUDA major its build was made for (errors.yaml)
                                 "ctranslate2-library-not-found",
@@ -852,7 +844,7 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
             "failed to load (Windows error code 126: it, or a DLL it needs, was not found)"
         return Hit(
             f"cuDNN 8's {library} {failed}: the cuDNN bin folder is not on PATH, or zlibwapi.dll, which cuDNN 8.3 and later "
-            f"8.x need on Windows, is missing: {_line(error)}",
+            f"8.x need on Windows, is missing: {report_line(error)}",
             evidence={"report.errors": said, "library": library},
             fix=FixRef(commands=("where cudnn64_8.dll zlibwapi.dll   # in a new cmd.exe: both must be found on PATH",),
                        note="put zlibwapi.dll (cuDNN's install guide, 'Installing Zlib' for Windows) into a folder on PATH, "
@@ -867,7 +859,7 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
         commands = (f"ldconfig -p | grep {sh(stem)}   # which versions the loader sees",
                     f"find / -name {sh(stem + '.so*')} 2>/dev/null   # a toolkit under /opt, an nvidia-* wheel's site-packages/nvidia/*/lib")
     return Hit(
-        f"the loader finds no {library}: the CUDA/cuDNN release it names is not installed, or its folder is not on {where}: {_line(error)}",
+        f"the loader finds no {library}: the CUDA/cuDNN release it names is not installed, or its folder is not on {where}: {report_line(error)}",
         evidence={"report.errors": said, "library": library},
         fix=FixRef(commands=commands, note=f"add the folder that holds {library} to {where}, or install the CUDA/cuDNN release the program was built for"
                    + ("; CTranslate2 4.x loads CUDA 12's cuBLAS, 3.x CUDA 11's (faster-whisper 0.10.1 pins ctranslate2 below 4): "
@@ -901,7 +893,7 @@ def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
         the driver supports, top right), or run an image built for the driver's CUDA (an
         older nvidia/cuda tag). NVIDIA_DISABLE_REQUIRE=1 only skips the check.
     """
-    said = _errors(facts, "nvidia-container-cli-cuda-requirement")
+    said = report_errors(facts, "nvidia-container-cli-cuda-requirement")
     if not said:
         return _ngc_driver_too_old(facts) or _forward_compat_refused(facts)
     error = said[0]
@@ -911,7 +903,7 @@ def driver_too_old_for_image(facts: Facts, kb: KB) -> Hit | None:
     host = f" (the host's driver supports CUDA {have}, {facts.source('driver.cuda_version')})" if have else ""
     need = f"a driver >= {driver}" if driver else f"a driver for CUDA {cuda}"
     return Hit(
-        f"the image requires CUDA >= {cuda} and the host's NVIDIA driver supports an older CUDA{host}: {_line(error)}",
+        f"the image requires CUDA >= {cuda} and the host's NVIDIA driver supports an older CUDA{host}: {report_line(error)}",
         evidence={"report.errors": said, "cuda": cuda, "driver_needed": driver, "driver.cuda_version": have},
         fix=FixRef(commands=("nvidia-smi   # on the host: the CUDA its driver supports, top right",),
                    note=f"install {need} on the host, or run an image built for the driver's CUDA (an older nvidia/cuda tag)"),
@@ -922,12 +914,12 @@ def _ngc_driver_too_old(facts: Facts) -> Hit | None:
     """An NVIDIA image's entrypoint: "This container was built for NVIDIA Driver Release 535.86
     or later, but version 510.85.02 was detected and compatibility mode is UNAVAILABLE" (issue
     26; doctor/kb/errors.yaml, S-NGC-ENTRYPOINT-CHECKS): the image's CUDA needs that driver."""
-    said = _errors(facts, "ngc-driver-too-old")
+    said = report_errors(facts, "ngc-driver-too-old")
     if not said:
         return None
     error = said[0]
     return Hit(
-        f"the image was built for NVIDIA driver >= {error['needed']} and the host's driver is {error['driver']}: {_line(error)}",
+        f"the image was built for NVIDIA driver >= {error['needed']} and the host's driver is {error['driver']}: {report_line(error)}",
         evidence={"report.errors": said, "driver_needed": error["needed"], "driver.version": error["driver"]},
         fix=FixRef(commands=("nvidia-smi   # on the host: the driver and the CUDA it supports, top right",),
                    note=f"install a driver >= {error['needed']} on the host, or run an older image release built for the driver's CUDA "
@@ -941,14 +933,14 @@ def _forward_compat_refused(facts: Facts) -> Hit | None:
     /usr/local/cuda/compat) was loaded because the program's CUDA is newer than the host
     driver's, and the GPU is not one it supports (data-center GPUs only; doctor/kb/errors.yaml,
     S-CUDA-FORWARD-COMPAT). The text names no version: the fix is the host driver."""
-    said = _errors(facts, "cuda-compat-unsupported-804")
+    said = report_errors(facts, "cuda-compat-unsupported-804")
     if not said:
         return None
     have = facts.get("driver.version")
     host = f" (the host's driver is {have}, {facts.source('driver.version')})" if have else ""
     return Hit(
         f"the CUDA in this image or environment is newer than the host's NVIDIA driver supports{host}, and its forward-compatibility "
-        f"libcuda runs only on data-center GPUs: {_line(said[0])}",
+        f"libcuda runs only on data-center GPUs: {report_line(said[0])}",
         evidence={"report.errors": said, "driver.version": have},
         fix=FixRef(commands=("nvidia-smi   # on the host: the CUDA its driver supports, top right",
                              "ldconfig -p | grep libcuda.so   # in the container: a /usr/local/cuda/compat copy listed first is the forward-compat one"),
@@ -999,12 +991,12 @@ def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
     """
     # issue 26 (containers): CUDA_ERROR_NOT_FOUND at init in a WSL2 container (Docker Desktop, or
     # Docker in WSL2): a toolkit too old for the Windows driver's libraries (doctor/kb/docker.yaml).
-    wsl = [e for e in _errors(facts, "cuda-init-not-found-in-wsl-container") if e.get("container") and e.get("windows")]
+    wsl = [e for e in report_errors(facts, "cuda-init-not-found-in-wsl-container") if e.get("container") and e.get("windows")]
     if wsl:
         rows = [r for r in kb.docker.toolkit_regressions if "named symbol not found" in r.error]
         good = " / ".join(g for r in rows for g in r.good) or "a newer release"
         return Hit(
-            f"CUDA cannot initialise in a container on Windows/WSL2 (CUDA_ERROR_NOT_FOUND, 500): {_line(wsl[0])} "
+            f"CUDA cannot initialise in a container on Windows/WSL2 (CUDA_ERROR_NOT_FOUND, 500): {report_line(wsl[0])} "
             f"(the report names a container, {wsl[0]['container']}, and Windows, {wsl[0]['windows']}); the Windows NVIDIA driver "
             f"555 and later needs a library the NVIDIA Container Toolkit before {good} (Docker Desktop before 4.31) does not map into containers",
             evidence={"report.errors": wsl, "toolkit_regressions": [r.release for r in rows]},
@@ -1015,7 +1007,7 @@ def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
         )
     # issue 26 (containers): libnvidia-container before 1.12.0 creating the persistenced socket
     # where the container already has one mounted (the host's /run bind-mounted).
-    socket = _errors(facts, "nvidia-container-cli-persistenced-socket-exists")
+    socket = report_errors(facts, "nvidia-container-cli-persistenced-socket-exists")
     rows = [r for r in kb.docker.toolkit_regressions if "nvidia-persistenced/socket" in r.error]
     fixed = min((v for r in rows for g in r.good if (v := parse_version(g))), default=None)
     shown = [parse_version(e.get("cli_version")) for e in socket]
@@ -1023,7 +1015,7 @@ def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
         version = socket[0].get("cli_version")
         before = str(fixed) if fixed else "the release that skips files already mounted"  # a KB without the row
         return Hit(
-            f"nvidia-container-cli could not create the container's /run/nvidia-persistenced/socket: {_line(socket[0])}; the container "
+            f"nvidia-container-cli could not create the container's /run/nvidia-persistenced/socket: {report_line(socket[0])}; the container "
             f"already has one mounted there (the host's /run or /var/run bind-mounted), and libnvidia-container before {before}"
             f"{' (the report shows ' + version + ')' if version else ''} does not skip a file already mounted",
             evidence={"report.errors": socket, "toolkit_regressions": [r.release for r in rows]},
@@ -1032,14 +1024,14 @@ def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
                        note=f"install NVIDIA Container Toolkit {before} or later from NVIDIA's repository; or stop mounting the host's /run or /var/run "
                             "into the container (mount the one socket or folder it needs, e.g. /var/run/docker.sock)"),
         )
-    no_v2 = _errors(facts, "nvidia-container-cli-no-devices-cgroup")
-    said = _errors(facts, "nvidia-container-cli-device-cgroup-denied")
+    no_v2 = report_errors(facts, "nvidia-container-cli-no-devices-cgroup")
+    said = report_errors(facts, "nvidia-container-cli-device-cgroup-denied")
     if no_v2 and not said:
         # issue 26 (containers): libnvidia-container before cgroup v2 support on a cgroup v2 host.
         rows = [r for r in kb.docker.toolkit_regressions if "cgroup subsystem devices" in r.error]
         before = " or ".join(g for r in rows for g in r.good[:1]) or "cgroup v2 support"
         return Hit(
-            f"nvidia-container-cli found no cgroup v1 devices controller: {_line(no_v2[0])}; this host runs cgroup v2 and the "
+            f"nvidia-container-cli found no cgroup v1 devices controller: {report_line(no_v2[0])}; this host runs cgroup v2 and the "
             f"installed libnvidia-container predates {before}, the first release that supports it",
             evidence={"report.errors": no_v2, "toolkit_regressions": [r.release for r in rows]},
             fix=FixRef(commands=("nvidia-container-cli --version   # libnvidia-container's release",
@@ -1052,7 +1044,7 @@ def container_toolkit_known_bug(facts: Facts, kb: KB) -> Hit | None:
         return None
     known = [r for r in kb.docker.toolkit_regressions if "bpf_prog_query" in r.error]
     releases = "; ".join(f"{r.release} under {r.setting} ({', '.join(r.good)} work)" for r in known)
-    message = (f"nvidia-container-cli may not change the container's device cgroup: {_line(said[0])}; "
+    message = (f"nvidia-container-cli may not change the container's device cgroup: {report_line(said[0])}; "
                "under rootless Docker/Podman it must not try (no-cgroups = true)")
     if releases:
         message += f", and nvidia-container-toolkit {releases} has this as a known regression"

@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules import fabric
-from fwdoctor.rules.base import Hit, Rule, rule, sh
+from fwdoctor.rules.base import Hit, Rule, report_errors, report_line, rule, sh
 from fwdoctor.versions import major as major_of
 
 if TYPE_CHECKING:
@@ -34,14 +34,6 @@ KINDS = frozenset({"nccl-socket-family-unsupported", "nccl-no-socket-interface",
 # ("NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA A100-PCIE-40GB") sit on no NVSwitch.
 _NVSWITCH_BOARD = re.compile(r"SXM|\bH100 80GB HBM3\b|\b(?:H200|H800|H20|B200|B100|B300)\b")
 _PCIE_CARD = re.compile(r"PCIe|\bNVL\b", re.IGNORECASE)
-
-
-def _errors(facts: Facts, *kinds: str) -> list[dict[str, Any]]:
-    return [e for e in facts.get("report.errors") or [] if e.get("kind") in kinds]
-
-
-def _line(error: dict[str, Any]) -> str:
-    return f"report line {error['line']}: \"{error['text']}\""
 
 
 def _env(facts: Facts) -> dict[str, str]:
@@ -59,13 +51,13 @@ def socket_interface_missing(facts: Facts, kb: KB) -> Hit | None:
     subnet as remote address ..." / "NET/Socket : No usable listening interface found": no
     local interface in that address's subnet (NVIDIA/nccl#331, #929: containers on Docker's
     bridge network given the hosts' address)."""
-    subnet = _errors(facts, "nccl-comm-id-no-subnet-interface")
+    subnet = report_errors(facts, "nccl-comm-id-no-subnet-interface")
     if subnet:
         return _comm_id_subnet_hit(facts, subnet)
     ifname = _env(facts).get("NCCL_SOCKET_IFNAME")
-    said = _errors(facts, "nccl-no-socket-interface", "nccl-socket-family-unsupported")
+    said = report_errors(facts, "nccl-no-socket-interface", "nccl-socket-family-unsupported")
     if ifname:
-        said += _errors(facts, "nccl-socket-address-unset")
+        said += report_errors(facts, "nccl-socket-address-unset")
     if not said:
         return None
     error = said[0]
@@ -76,7 +68,7 @@ def socket_interface_missing(facts: Facts, kb: KB) -> Hit | None:
     else:
         why = "NCCL found no interface with an IP address to bootstrap over (NCCL_SOCKET_IFNAME, where it is set, matches none)"
     return Hit(
-        f"NCCL has no socket interface for its bootstrap: {why}: {_line(error)}",
+        f"NCCL has no socket interface for its bootstrap: {why}: {report_line(error)}",
         evidence={"report.errors": said, "NCCL_SOCKET_IFNAME": ifname},
         fix=FixRef(commands=("ip -brief address   # the interfaces and their addresses, on every node",
                              "export NCCL_SOCKET_IFNAME=<an interface listed there>   # or unset it and let NCCL pick"),
@@ -93,7 +85,7 @@ def _comm_id_subnet_hit(facts: Facts, said: list[dict[str, Any]]) -> Hit:
     named = f"NCCL_COMM_ID={comm_id}" if comm_id else (f"NCCL_COMM_ID (its address {address})" if address else "NCCL_COMM_ID")
     return Hit(
         f"NCCL has no socket interface for its bootstrap: {named} names an address in a subnet no interface of this node "
-        f"(or container) is in, and with NCCL_COMM_ID set NCCL listens only on such an interface: {_line(said[0])}",
+        f"(or container) is in, and with NCCL_COMM_ID set NCCL listens only on such an interface: {report_line(said[0])}",
         evidence={"report.errors": said, "NCCL_COMM_ID": comm_id},
         fix=FixRef(commands=("ip -brief address   # this node's (or container's) addresses: one must share a subnet with NCCL_COMM_ID's",
                              "unset NCCL_COMM_ID   # let torch / the launcher hand out NCCL's unique id (MASTER_ADDR) instead",
@@ -106,7 +98,7 @@ def _comm_id_subnet_hit(facts: Facts, said: list[dict[str, Any]]) -> Hit:
 @rule("nccl-net-plugin-failed", needs=("report.errors",), optional=("nccl.env",))
 def net_plugin_failed(facts: Facts, kb: KB) -> Hit | None:
     """NCCL's "Failed to initialize any NET plugin" (see nccl-net-plugin-failed)."""
-    said = _errors(facts, "nccl-no-net-plugin")
+    said = report_errors(facts, "nccl-no-net-plugin")
     if not said:
         return None
     net = _env(facts).get("NCCL_NET")
@@ -117,7 +109,7 @@ def net_plugin_failed(facts: Facts, kb: KB) -> Hit | None:
         commands.append(f"unset NCCL_NET   # was {sh(net)}: NCCL may then fall back on Socket")
     return Hit(
         f"NCCL could start no network plugin: {asked}; most often an RDMA network asked for where no RDMA device is usable "
-        f"(a container without /dev/infiniband, no libibverbs): {_line(said[0])}",
+        f"(a container without /dev/infiniband, no libibverbs): {report_line(said[0])}",
         evidence={"report.errors": said, "NCCL_NET": net},
         fix=FixRef(commands=tuple(commands), note="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-net"),
     )
@@ -150,13 +142,13 @@ def nvls_failed(facts: Facts, kb: KB) -> Hit | None:
             sudo systemctl stop nvidia-fabricmanager; sudo nvidia-smi -r; sudo systemctl start nvidia-fabricmanager
             export NCCL_NVLS_ENABLE=0
     """
-    said = _errors(facts, "nccl-nvls-cuda-failure")
+    said = report_errors(facts, "nccl-nvls-cuda-failure")
     if not said:
         return None
     error = said[0]
     return Hit(
         f"NCCL's NVLS (NVLink SHARP multicast) setup failed with CUDA error '{error['error']}': usually the fabric manager was "
-        f"restarted without resetting the GPUs (a reboot clears it): {_line(error)}",
+        f"restarted without resetting the GPUs (a reboot clears it): {report_line(error)}",
         evidence={"report.errors": said},
         fix=FixRef(commands=("nvidia-smi -q | grep -A2 -i fabric   # each GPU's fabric state: Completed, Success",
                              "sudo systemctl stop nvidia-fabricmanager; sudo nvidia-smi -r; sudo systemctl start nvidia-fabricmanager   # or reboot",
@@ -179,21 +171,21 @@ def fabricmanager_not_running(facts: Facts, kb: KB) -> Hit | None:
     report saying the fabric manager is not installed or not running: an error beside a
     second sign (a GPU of an NVSwitch board, or both texts), else a warning, since 802 has
     causes off NVSwitch boards too (see nvswitch-fabricmanager-not-running)."""
-    not_ready = _errors(facts, "cuda-system-not-ready")
-    said = _errors(facts, "fabricmanager-not-running-said")
+    not_ready = report_errors(facts, "cuda-system-not-ready")
+    said = report_errors(facts, "fabricmanager-not-running-said")
     if not not_ready and not said:
         return None
     gpu = _nvswitch_gpu(facts)
     # nv-fabricmanager's own "driver interface version X don't match with driver version Y"
     # names why it does not run: fabricmanager-driver-mismatch (the generic row rule) is the
     # error then, and this one only says what follows from it.
-    mismatch = bool(_errors(facts, "fabricmanager-driver-version-mismatch"))
+    mismatch = bool(report_errors(facts, "fabricmanager-driver-version-mismatch"))
     signs = [s for s in (bool(not_ready), bool(said), bool(gpu)) if s]
     first = (not_ready or said)[0]
     what = "CUDA reports the system not yet initialized (error 802)" if not_ready else "the report says the fabric manager does not run"
     where = f" on an NVSwitch board ({gpu})" if gpu else ""
     return Hit(
-        f"{what}{where}: the NVSwitches are unconfigured until nvidia-fabricmanager of the driver's exact version runs: {_line(first)}",
+        f"{what}{where}: the NVSwitches are unconfigured until nvidia-fabricmanager of the driver's exact version runs: {report_line(first)}",
         evidence={"report.errors": not_ready + said, "gpu": gpu},
         fix=FixRef(commands=("systemctl status nvidia-fabricmanager   # installed? running? its log names a version mismatch",
                              "sudo apt-get install nvidia-fabricmanager-<driver branch>   # the driver's exact version",
@@ -299,7 +291,7 @@ def _torch_lacks_arch(facts: Facts, kb: KB, cc: str) -> bool:
     """torch (as the report shows it) cannot run on compute capability `cc`: torch says so
     ("sm_120 is not compatible with the current PyTorch installation", "no kernel image"), or
     its CUDA cannot build for it."""
-    if _errors(facts, "sm-incompatible", "no-kernel-image", "torch-gpu-too-old"):
+    if report_errors(facts, "sm-incompatible", "no-kernel-image", "torch-gpu-too-old"):
         return True
     torch_cuda = facts.get("torch.cuda")
     return isinstance(torch_cuda, str) and kb.cuda.nvcc_supports(torch_cuda, cc) is False
@@ -404,12 +396,12 @@ def kernels_missing(facts: Facts, kb: KB) -> Hit | None:
             nvidia-smi --query-gpu=name,compute_cap --format=csv
             cuobjdump --list-elf $(ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}') | grep -o 'sm_[0-9]*' | sort -u
     """
-    said = _errors(facts, "nccl-named-symbol-not-found")
-    if not said or _errors(facts, "sm-incompatible"):
+    said = report_errors(facts, "nccl-named-symbol-not-found")
+    if not said or report_errors(facts, "sm-incompatible"):
         return None  # torch's own build lacks the arch (gpu-arch-unsupported-by-torch): its NCCL with it
     return Hit(
         f"the NCCL loaded has no kernels for this GPU's architecture (CUDA finds none of NCCL's own kernels): "
-        f"a build whose NVCC_GENCODE leaves the arch out, or one older than the GPU: {_line(said[0])}",
+        f"a build whose NVCC_GENCODE leaves the arch out, or one older than the GPU: {report_line(said[0])}",
         evidence={"report.errors": said},
         fix=FixRef(commands=("nvidia-smi --query-gpu=name,compute_cap --format=csv   # the arch needed",
                              "cuobjdump --list-elf <the libnccl.so.2 loaded> | grep -o 'sm_[0-9]*' | sort -u   # the archs it carries",
@@ -421,11 +413,11 @@ def kernels_missing(facts: Facts, kb: KB) -> Hit | None:
 @rule("shm-not-writable", needs=("report.errors",))
 def shm_open_denied(facts: Facts, kb: KB) -> Hit | None:
     """NCCL's "Call to shm_open failed : Permission denied" (see shm-not-writable)."""
-    said = _errors(facts, "nccl-shm-open-denied")
+    said = report_errors(facts, "nccl-shm-open-denied")
     if not said:
         return None
     return Hit(
-        f"/dev/shm is not writable by the user NCCL runs as (shm_open: Permission denied), which is not a size problem: {_line(said[0])}",
+        f"/dev/shm is not writable by the user NCCL runs as (shm_open: Permission denied), which is not a size problem: {report_line(said[0])}",
         evidence={"report.errors": said},
         fix=FixRef(commands=("ls -ld /dev/shm   # should be drwxrwxrwt (1777)", "sudo chmod 1777 /dev/shm",
                              "export NCCL_SHM_DISABLE=1   # meanwhile, for one job")),

@@ -24,7 +24,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, Rule, rule, sh
+from fwdoctor.rules.base import Hit, Rule, report_errors, report_line, rule, sh
 from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines
 from fwdoctor.versions import major as major_of
@@ -59,14 +59,6 @@ def find(lines: Lines) -> list[Fragment]:
     return [frag]
 
 
-def _errors(facts: Facts) -> list[dict[str, Any]]:
-    return [e for e in facts.get("report.errors") or [] if e.get("kind") in KINDS]
-
-
-def _line(error: dict[str, Any]) -> str:
-    return f"report line {error['line']}: \"{error['text']}\""
-
-
 def _other_major_wheels(facts: Facts) -> list[dict[str, Any]]:
     """The NCCL wheels that are of another CUDA major than the rest (or than torch's CUDA):
     empty where the report lists wheels of one major only, or none."""
@@ -86,7 +78,7 @@ def undefined_symbol_wheels_of_two_cudas(facts: Facts, kb: KB) -> Hit | None:
     """The loader's "undefined symbol: ncclXxx" where the report lists NVIDIA's NCCL wheels of
     two CUDA majors (nvidia-nccl-cu11 beside nvidia-nccl-cu12), or one of another major than
     torch's CUDA: the other major's libnccl.so.2 was loaded (see nccl-cuda-mismatch)."""
-    said = _errors(facts)
+    said = report_errors(facts, *KINDS)
     other = _other_major_wheels(facts)
     if not said or not other:
         return None
@@ -99,7 +91,7 @@ def undefined_symbol_wheels_of_two_cudas(facts: Facts, kb: KB) -> Hit | None:
         remove = "python -m pip uninstall -y <the nvidia-nccl-cuNN of the CUDA major torch was not built for>   # python -c 'import torch; print(torch.version.cuda)'"
     return Hit(
         f"an NCCL function ({said[0].get('symbol')}) is missing from the libnccl.so.2 that was loaded, and the report lists NCCL "
-        f"wheels of two CUDA majors ({listed}): NCCL is built per CUDA major, and the other major's older library was loaded: {_line(said[0])}",
+        f"wheels of two CUDA majors ({listed}): NCCL is built per CUDA major, and the other major's older library was loaded: {report_line(said[0])}",
         evidence={"report.errors": said, "nccl.wheels": facts.get("nccl.wheels")},
         fix=FixRef(commands=("python -m pip list 2>/dev/null | grep -i -E 'nvidia-.*-cu[0-9]+'   # the NVIDIA wheels and their CUDA majors",
                              remove,
@@ -114,14 +106,14 @@ def undefined_symbol_older_nccl(facts: Facts, kb: KB) -> Hit | None:
     first is older than the one the library naming it was built against (LD_LIBRARY_PATH, a
     system or container libnccl, another package that loads its own NCCL first). Where the
     report lists NCCL wheels of two CUDA majors, undefined_symbol_wheels_of_two_cudas says it."""
-    said = _errors(facts)
+    said = report_errors(facts, *KINDS)
     if not said or _other_major_wheels(facts):
         return None
     symbol = said[0].get("symbol") or "an nccl function"
     return Hit(
         f"the libnccl.so.2 loaded first lacks {symbol}, which the library that calls it was built against: an older NCCL "
         f"(a system or container libnccl found through LD_LIBRARY_PATH, or one another package loaded first) shadows "
-        f"the one it ships with: {_line(said[0])}",
+        f"the one it ships with: {report_line(said[0])}",
         evidence={"report.errors": said},
         fix=FixRef(commands=("echo $LD_LIBRARY_PATH $LD_PRELOAD   # folders that may hold another libnccl.so.2",
                              "ldconfig -p | grep libnccl; python -m pip list 2>/dev/null | grep -i nccl   # the NCCLs installed"),

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from fwdoctor.model import Facts, Severity
-from fwdoctor.rules.base import Hit, Rule, rule
+from fwdoctor.rules.base import Hit, Rule, report_errors, report_line, rule
 from fwdoctor.rules.fabric import memlock_fix, memlock_size
 
 if TYPE_CHECKING:
@@ -26,14 +26,6 @@ if TYPE_CHECKING:
 NAMED = ("ucx-memlock-limit",)
 ENOMEM = "ibverbs-enomem"
 KINDS = frozenset({*NAMED, ENOMEM})
-
-
-def _errors(facts: Facts, *kinds: str) -> list[dict[str, Any]]:
-    return [e for e in facts.get("report.errors") or [] if e.get("kind") in kinds]
-
-
-def _line(error: dict[str, Any]) -> str:
-    return f"report line {error['line']}: \"{error['text']}\""
 
 
 def _limit_bytes(error: dict[str, Any]) -> int | None:
@@ -49,14 +41,14 @@ def memlock_said(facts: Facts, kb: KB) -> Hit | None:
     "Cannot allocate memory" beside a low `ulimit -l` (see rdma-memlock-too-low)."""
     floor = kb.gpus.rdma_memlock_min_bytes or 0
     container = facts.get("system.container") is True
-    named = _errors(facts, *NAMED)
+    named = report_errors(facts, *NAMED)
     if named:
         limit = _limit_bytes(named[0])
         said = f"{memlock_size(limit)} " if limit is not None else ""
         return Hit(f"the job may lock only {said}of memory (RLIMIT_MEMLOCK), too little for RDMA memory registration; "
-                   f"UCX says so: {_line(named[0])}",
+                   f"UCX says so: {report_line(named[0])}",
                    evidence={"report.errors": named}, fix=memlock_fix(container, hard_too_low=False))
-    enomem = _errors(facts, ENOMEM)
+    enomem = report_errors(facts, ENOMEM)
     if not enomem:
         return None
     call = enomem[0].get("call") or "a verbs call"
@@ -67,11 +59,11 @@ def memlock_said(facts: Facts, kb: KB) -> Hit | None:
         return None  # the report shows the job's limit unlimited or high: another cause of ENOMEM
     if shown_low:
         return Hit(f"{call} failed with ENOMEM and the report shows a locked-memory limit of {memlock_size(soft)} "
-                   f"({facts.source('system.memlock')}), below the {floor // (1024 * 1024)} MiB RDMA registration needs: {_line(enomem[0])}",
+                   f"({facts.source('system.memlock')}), below the {floor // (1024 * 1024)} MiB RDMA registration needs: {report_line(enomem[0])}",
                    evidence={"report.errors": enomem, "system.memlock": memlock}, fix=memlock_fix(container, hard_too_low=False))
     fix = memlock_fix(container, hard_too_low=False)
     return Hit(f"{call} failed with ENOMEM: pinning memory for RDMA was refused, most often because the job's locked-memory limit "
-               f"(`ulimit -l` where it runs) is low; the report does not show it: {_line(enomem[0])}",
+               f"(`ulimit -l` where it runs) is low; the report does not show it: {report_line(enomem[0])}",
                evidence={"report.errors": enomem},
                fix=replace(fix, commands=("srun bash -c 'ulimit -l'   # or: mpirun <args> bash -c 'ulimit -l'; docker exec <c> sh -c 'ulimit -l'",
                                        *fix.commands),

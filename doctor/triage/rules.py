@@ -23,7 +23,7 @@ from fwdoctor.rules import platform
 from fwdoctor.rules import windows as windows_rules
 from fwdoctor.rules import visibility
 from fwdoctor.rules.toolkit import path_list
-from fwdoctor.rules.base import Hit, Rule, rule, sh
+from fwdoctor.rules.base import Hit, Rule, report_errors, report_line, rule, sh
 from fwdoctor.triage import nccl_fabric
 from fwdoctor.triage import rdma
 from fwdoctor.triage import ray_shm
@@ -37,22 +37,14 @@ if TYPE_CHECKING:
     from fwdoctor.kb import KB
 
 
-def _errors(facts: Facts, kind: str) -> list[dict[str, Any]]:
-    return [e for e in facts.get("report.errors") or [] if e.get("kind") == kind]
-
-
-def _line(error: dict[str, Any]) -> str:
-    return f"report line {error['line']}: \"{error['text']}\""
-
-
 @rule("driver-library-mismatch", needs=("report.errors",))
 def nvml_mismatch(facts: Facts, kb: KB) -> Hit | None:
     """NVML's or the kernel's own mismatch message (see driver-library-mismatch)."""
-    said = _errors(facts, "nvml-mismatch") + _errors(facts, "nvrm-api-mismatch")
+    said = report_errors(facts, "nvml-mismatch") + report_errors(facts, "nvrm-api-mismatch")
     if not said:
         return None
     return Hit(
-        f"the kernel module and the user-space driver libraries differ: {_line(said[0])}",
+        f"the kernel module and the user-space driver libraries differ: {report_line(said[0])}",
         evidence={"report.errors": said},
         fix=FixRef(
             commands=("sudo reboot", "sudo systemctl stop nvidia-persistenced; sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; sudo modprobe nvidia"),
@@ -68,11 +60,11 @@ def driver_cuda_too_old(facts: Facts, kb: KB) -> Hit | None:
     compatibility never crosses a major (see driver-too-old-for-torch)."""
     torch_cuda = facts.get("torch.cuda")
     driver_cuda = facts.get("driver.cuda_version")
-    said = _errors(facts, "driver-too-old")
+    said = report_errors(facts, "driver-too-old")
     version = facts.get("torch.version")
     who = f"torch {version}" if version else "torch"
     if said:
-        message = f"{who} reports the driver is too old for it: {_line(said[0])} (the driver supports CUDA {said[0]['driver_cuda']})"
+        message = f"{who} reports the driver is too old for it: {report_line(said[0])} (the driver supports CUDA {said[0]['driver_cuda']})"
     elif torch_cuda and driver_cuda and (major(driver_cuda) or 0) < (major(torch_cuda) or 0):
         message = f"{who} is built for CUDA {torch_cuda}; the driver supports only up to CUDA {driver_cuda} ({facts.source('driver.cuda_version')}), an older major"
     else:
@@ -87,13 +79,13 @@ def sm_incompatible(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     """torch's "... with CUDA capability sm_120 is not compatible with the current PyTorch
     installation" warning (see gpu-arch-unsupported-by-torch)."""
     hits = []
-    for error in _errors(facts, "sm-incompatible"):
+    for error in report_errors(facts, "sm-incompatible"):
         supports = " ".join(error.get("supports") or []) or "(not shown)"
         cc = error["cc"]
         version = facts.get("torch.version")
         torch = f"torch {version}" if version else "this torch"
         hits.append(Hit(
-            f"GPU {error.get('gpu') or '?'} (compute capability {cc}, {arch.sm_name(cc)}) has no kernel in {torch}, built for {supports}: {_line(error)}",
+            f"GPU {error.get('gpu') or '?'} (compute capability {cc}, {arch.sm_name(cc)}) has no kernel in {torch}, built for {supports}: {report_line(error)}",
             evidence={"report.errors": [error]},
             fix=FixRef(recipe="torch-wheel", note=f"install a torch wheel whose arch list includes {arch.sm_name(cc)} (`fwdoctor select torch` on that host names one)"),
         ))
@@ -109,7 +101,7 @@ def torch_no_kernel_below_every_release(facts: Facts, kb: KB) -> Iterable[Hit] |
     pytorch/pytorch#14681): whichever torch it was, it has no kernel for that GPU (see
     gpu-arch-unsupported-by-torch; a GPU some wheel supports is left unjudged, the error
     may then be an extension's)."""
-    said = [e for e in _errors(facts, "no-kernel-image") if e.get("torch")]
+    said = [e for e in report_errors(facts, "no-kernel-image") if e.get("torch")]
     if not said:
         return None
     wheels = [v for v in kb.torch.variants() if v.cuda is not None and v.arch_list]
@@ -133,7 +125,7 @@ def torch_no_kernel_below_every_release(facts: Facts, kb: KB) -> Iterable[Hit] |
         name = gpu.get("name") or f"GPU {gpu.get('index', 0)}"
         hits.append(Hit(
             f"{name} (compute capability {cc}, {arch.sm_name(str(cc))}) has no kernel in any CUDA wheel of the torch releases the KB lists "
-            f"({releases[0]} ... {releases[-1]}), which is what torch's error says: {_line(said[0])}",
+            f"({releases[0]} ... {releases[-1]}), which is what torch's error says: {report_line(said[0])}",
             evidence={"report.errors": said, "gpu": {**gpu, "cc": cc}, "torch_releases": [releases[0], releases[-1]]},
             fix=FixRef(recipe="torch-source", options={"arch_list": str(cc)},
                        note=f"no official torch wheel runs on compute capability {cc}: use a newer GPU, or build torch from source with "
@@ -170,13 +162,13 @@ def unsupported_gnu(facts: Facts, kb: KB) -> Hit | None:
     """nvcc's own "unsupported GNU version!" or "unsupported Microsoft Visual Studio version!"
     error, or torch.utils.cpp_extension's "The current installed version of g++ (12.2.1) is
     greater than the maximum required version by CUDA 11.7" (see host-compiler-unsupported)."""
-    said = [e for kind in _HOST_COMPILER_KINDS for e in _errors(facts, kind)]
+    said = [e for kind in _HOST_COMPILER_KINDS for e in report_errors(facts, kind)]
     if not said:
         return None
     first = said[0]
     if first["kind"] == "unsupported-msvc":
         return Hit(
-            f"the Visual Studio (MSVC) nvcc ran is not one this CUDA accepts (only {first['msvc_supported']}): {_line(first)}",
+            f"the Visual Studio (MSVC) nvcc ran is not one this CUDA accepts (only {first['msvc_supported']}): {report_line(first)}",
             evidence={"report.errors": said},
             fix=FixRef(recipe="cuda-toolkit",
                        note="install the Visual Studio Build Tools release this CUDA names (it can sit beside the newer one) and build "
@@ -191,15 +183,15 @@ def unsupported_gnu(facts: Facts, kb: KB) -> Hit | None:
         have = f"gcc {gcc['version']}" if isinstance(gcc, dict) and gcc.get("version") else "the gcc nvcc ran"
     if first.get("side") == "less":
         return Hit(
-            f"{have} is older than {accepts} (>= {first.get('min_version') or first.get('stated')}): {_line(first)}",
+            f"{have} is older than {accepts} (>= {first.get('min_version') or first.get('stated')}): {report_line(first)}",
             evidence={"report.errors": said, "compilers.gcc_default": gcc},
             fix=FixRef(recipe="env", note="install a newer gcc/g++ and export CC and CXX to it before building"),
         )
     if limit is None:
-        return Hit(f"{have} is newer than {accepts}: {_line(first)}", evidence={"report.errors": said, "compilers.gcc_default": gcc},
+        return Hit(f"{have} is newer than {accepts}: {report_line(first)}", evidence={"report.errors": said, "compilers.gcc_default": gcc},
                    fix=FixRef(recipe="cuda-toolkit", note="build with an older gcc (export CC and CXX), or install a newer CUDA toolkit"))
     return Hit(
-        f"{have} is newer than {accepts} (gcc <= {limit}): {_line(first)}",
+        f"{have} is newer than {accepts} (gcc <= {limit}): {report_line(first)}",
         evidence={"report.errors": said, "compilers.gcc_default": gcc, "host_gcc_max": limit},
         fix=FixRef(recipe="env", commands=(f"sudo apt-get install {sh(f'gcc-{limit}')} {sh(f'g++-{limit}')}",
                                             f"export CC={sh(f'/usr/bin/gcc-{limit}')} CXX={sh(f'/usr/bin/g++-{limit}')} CUDAHOSTCXX={sh(f'/usr/bin/g++-{limit}')}"),
@@ -226,12 +218,12 @@ def _arch_releases(target: str, kb: KB) -> str:
 def unsupported_arch(facts: Facts, kb: KB) -> Hit | None:
     """nvcc's own "Unsupported gpu architecture 'compute_89'" or "Value 'sm_86' is not defined
     for option 'gpu-architecture'" (see gpu-arch-unsupported-by-toolkit)."""
-    said = _errors(facts, "unsupported-gpu-arch") + _errors(facts, "nvcc-arch-value-not-defined")
+    said = report_errors(facts, "unsupported-gpu-arch") + report_errors(facts, "nvcc-arch-value-not-defined")
     if not said:
         return None
     target = said[0]["arch"]
     return Hit(
-        f"the nvcc that ran cannot compile for {target}{_arch_releases(target, kb)}: {_line(said[0])}",
+        f"the nvcc that ran cannot compile for {target}{_arch_releases(target, kb)}: {report_line(said[0])}",
         evidence={"report.errors": said},
         fix=FixRef(recipe="cuda-toolkit", note=f"use a CUDA toolkit that supports {target} (set CUDA_HOME to it), or drop {target} from TORCH_CUDA_ARCH_LIST"),
     )
@@ -241,11 +233,11 @@ def unsupported_arch(facts: Facts, kb: KB) -> Hit | None:
 def cudnn_undefined_symbol(facts: Facts, kb: KB) -> Hit | None:
     """The loader's "libcudnn...: undefined symbol" (see cudnn-shadowed): one cuDNN
     library resolved against another cuDNN's, i.e. two cuDNN versions in one process."""
-    said = _errors(facts, "cudnn-undefined-symbol")
+    said = report_errors(facts, "cudnn-undefined-symbol")
     if not said:
         return None
     return Hit(
-        f"{said[0]['library']} was loaded with parts of another cuDNN: {_line(said[0])}",
+        f"{said[0]['library']} was loaded with parts of another cuDNN: {report_line(said[0])}",
         evidence={"report.errors": said},
         fix=FixRef(commands=("echo $LD_LIBRARY_PATH   # remove the folder that holds another libcudnn*",),
                    note="Let torch load its own cuDNN (the nvidia-cudnn wheel it pins): take system cuDNN folders out of LD_LIBRARY_PATH/LD_PRELOAD"),
@@ -448,7 +440,7 @@ def conda_cuda_label_contradicted(facts: Facts, kb: KB) -> Hit | None:
     packages = facts.get("conda.packages") if isinstance(facts.get("conda.packages"), dict) else {}
     cases = (("tf-not-built-with-cuda", ("tensorflow-base", "tensorflow"), "tensorflow"), ("jax-no-cuda-jaxlib", ("jaxlib",), "jax"))
     for kind, names, framework in cases:
-        said = _errors(facts, kind)
+        said = report_errors(facts, kind)
         if not said:
             continue
         shown = next(((n, packages[n]) for n in names if isinstance(packages.get(n), dict) and cuda_label(str(packages[n].get("build")))), None)
@@ -481,7 +473,7 @@ def conda_cuda_label_contradicted(facts: Facts, kb: KB) -> Hit | None:
                          note="update conda-forge's jaxlib to a later build or release of its CUDA variant (jaxlib 0.4.34 build 200 was published broken, build 201 fixed it), "
                               "or install pip's jax[cuda12] in a fresh env")
         return Hit(
-            f"{label} is labelled CUDA, but {'TensorFlow says it is not built with CUDA' if framework == 'tensorflow' else 'JAX finds no CUDA backend in it'}: {_line(said[0])}{known}",
+            f"{label} is labelled CUDA, but {'TensorFlow says it is not built with CUDA' if framework == 'tensorflow' else 'JAX finds no CUDA backend in it'}: {report_line(said[0])}{known}",
             evidence={"report.errors": said, "package": {"name": name, **rec}},
             fix=fix,
         )
@@ -495,7 +487,7 @@ def framework_no_kernel_for_cc(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     GPU's compute capability (Paddle's banner: "GPU Compute Capability: 8.6 ... Runtime API
     Version: 10.2"; sm_86 needs CUDA 11.1): that build has no kernel for the GPU (see
     gpu-arch-unsupported-by-framework, which needs the build's target list)."""
-    said = _errors(facts, "no-kernel-image")
+    said = report_errors(facts, "no-kernel-image")
     builds = [i for i in facts["frameworks.installed"] or [] if isinstance(i, dict) and i.get("gpu_build") and i.get("cuda") and not i.get("arch_list")]
     if not said or not builds:
         return None
@@ -511,7 +503,7 @@ def framework_no_kernel_for_cc(facts: Facts, kb: KB) -> Iterable[Hit] | None:
             name = gpu.get("name") or f"GPU {gpu.get('index', 0)}"
             hits.append(Hit(
                 f"{name} (compute capability {cc}, {arch.sm_name(cc)}) has no kernel in this {title} build for CUDA {item['cuda']}: "
-                f"CUDA {item['cuda']} cannot compile for {arch.sm_name(cc)} ({facts.source('frameworks.installed')}); {_line(said[0])}",
+                f"CUDA {item['cuda']} cannot compile for {arch.sm_name(cc)} ({facts.source('frameworks.installed')}); {report_line(said[0])}",
                 evidence={"framework": item["framework"], "cuda": item["cuda"], "gpu": gpu, "report.errors": said},
                 fix=FixRef(note=f"install the {title} build for a CUDA that supports compute capability {cc} (its install page lists one per CUDA)"),
             ))
@@ -531,17 +523,17 @@ def tf_kernels_for_cc_missing(facts: Facts, kb: KB) -> Hit | None:
     (cuda-ptx-unsupported-toolchain) and is left to driver-too-old-for-framework."""
     from fwdoctor.rules.frameworks import _build, installed, label
 
-    warned = _errors(facts, "tf-no-kernels-for-cc")
-    if not warned or _errors(facts, "cuda-ptx-unsupported-toolchain"):
+    warned = report_errors(facts, "tf-no-kernels-for-cc")
+    if not warned or report_errors(facts, "cuda-ptx-unsupported-toolchain"):
         return None
     cc = str(warned[0]["cc"])
     fix = FixRef(commands=("nvidia-smi --query-gpu=name,compute_cap --format=csv",
                            "python -c 'import tensorflow as tf; print(tf.sysconfig.get_build_info())'   # cuda_compute_capabilities"),
                  note=f"install a TensorFlow release built for compute capability {cc} (or NVIDIA's NGC TensorFlow container), "
                       f"or build TensorFlow from source with TF_CUDA_COMPUTE_CAPABILITIES={cc}")
-    failed = [e for kind in ("ptx-jit-invalid", "no-kernel-image") for e in _errors(facts, kind) if e["line"] >= warned[0]["line"]]
+    failed = [e for kind in ("ptx-jit-invalid", "no-kernel-image") for e in report_errors(facts, kind) if e["line"] >= warned[0]["line"]]
     if failed:
-        return Hit(f"TensorFlow has no kernels for compute capability {cc} and the JIT from its PTX failed: {_line(warned[0])}; then {_line(failed[0])}",
+        return Hit(f"TensorFlow has no kernels for compute capability {cc} and the JIT from its PTX failed: {report_line(warned[0])}; then {report_line(failed[0])}",
                    evidence={"report.errors": [warned[0], *failed]}, fix=fix)
     for item in installed(facts) if facts.known("frameworks.installed") else []:
         if item["framework"] != "tensorflow":
@@ -555,7 +547,7 @@ def tf_kernels_for_cc_missing(facts: Facts, kb: KB) -> Hit | None:
         except ValueError:
             continue
         if not verdict:
-            return Hit(f"{label(item)} has nothing a GPU of compute capability {cc} runs ({verdict.how}): {_line(warned[0])}",
+            return Hit(f"{label(item)} has nothing a GPU of compute capability {cc} runs ({verdict.how}): {report_line(warned[0])}",
                        evidence={"report.errors": warned, "framework": dict(item)}, fix=fix)
     return None
 
@@ -601,15 +593,15 @@ def conda_libstdcxx_not_found(facts: Facts, kb: KB) -> Hit | None:
     the env's python's, which loads its env's lib/ first: a newer libstdcxx in that env fixes
     it either way (Wiki-GRx-Gym#6: "The dynamic loader picks up the environment's libstdc++.so.6")."""
     envs = [e for e in facts.get("conda.envs") or [] if isinstance(e, dict)]
-    said = [e for e in _errors(facts, "libstdcxx-version-not-found") if conda_libstdcxx(str(e.get("library") or ""))]
-    cut = [e for e in _errors(facts, "libstdcxx-version-not-found") if _libstdcxx_path_cut(str(e.get("library") or ""))] if envs else []
+    said = [e for e in report_errors(facts, "libstdcxx-version-not-found") if conda_libstdcxx(str(e.get("library") or ""))]
+    cut = [e for e in report_errors(facts, "libstdcxx-version-not-found") if _libstdcxx_path_cut(str(e.get("library") or ""))] if envs else []
     if not said and not cut:
         return None
     error = (said or cut)[0]
     env = envs[0].get("prefix") or envs[0].get("name") if envs else None
     which = f"conda's libstdc++ ({error['library']})" if said else f"the libstdc++ of the report's conda env {env} (report line {envs[0]['line']})"
     return Hit(
-        f"{which} is older than {error.get('required_by') or 'a library'} needs ({error['needed']}): {_line(error)}",
+        f"{which} is older than {error.get('required_by') or 'a library'} needs ({error['needed']}): {report_line(error)}",
         evidence={"report.errors": said or cut, **({"conda.envs": envs} if not said else {})},
         fix=FixRef(commands=("conda install -c conda-forge 'libstdcxx-ng>=12' 'libgcc-ng>=12'   # in that env; conda-forge's newer env names them libstdcxx, libgcc",),
                    note="or rebuild the extension with conda's own compilers (conda install gxx); copying the system's libstdc++ into the env is a workaround"),
@@ -652,15 +644,15 @@ def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
     (jaxlib/cuda_prng_kernels.cc): the driver is older than the CUDA
     that framework's build loads (see driver-too-old-for-framework, which needs the
     driver's version and the build's CUDA; the text names neither)."""
-    said = _errors(facts, "driver-insufficient")
+    said = report_errors(facts, "driver-insufficient")
     # Paddle's own "Cuda error(35)" names Paddle whatever the words after it (doctor/kb/errors.yaml)
-    paddle_lines = {e["line"] for e in _errors(facts, "paddle-cuda-error-35")}
+    paddle_lines = {e["line"] for e in report_errors(facts, "paddle-cuda-error-35")}
     framed = any(e.get("framework") for e in said)
     said = [dict(e, framework="paddle") if e["line"] in paddle_lines else e for e in said]
-    said += [dict(e, framework="paddle") for e in _errors(facts, "paddle-cuda-error-35") if e["line"] not in {s["line"] for s in said}]
+    said += [dict(e, framework="paddle") for e in report_errors(facts, "paddle-cuda-error-35") if e["line"] not in {s["line"] for s in said}]
     # The driver refusing PTX a newer CUDA wrote (cudaErrorUnsupportedPtxVersion): jaxlib's kernels,
     # XLA's or TensorFlow's (issue 26; the row's hook names the framework whose frames surround it).
-    ptx = _errors(facts, "cuda-ptx-unsupported-toolchain")
+    ptx = report_errors(facts, "cuda-ptx-unsupported-toolchain")
     framed = framed or any(e.get("framework") for e in ptx)
     said += ptx
     # whose form it is, else whose frames surround the error (Paddle's: fwdoctor.triage.errors)
@@ -674,7 +666,7 @@ def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
              else f"{title}'s frames around it" if framed else f"{title}'s own wording, \"Cuda error(35)\"")
     what = "the CUDA that wrote the PTX this" if said[0]["kind"] == "cuda-ptx-unsupported-toolchain" else "the CUDA runtime this"
     return Hit(
-        f"the NVIDIA driver is older than {what} {title} build loads: {_line(said[0])} ({where})",
+        f"the NVIDIA driver is older than {what} {title} build loads: {report_line(said[0])} ({where})",
         evidence={"report.errors": said, "report.framework": framework},
         fix=FixRef(commands=("nvidia-smi   # the driver's CUDA, top right",),
                    note=f"upgrade the NVIDIA driver to one that runs the CUDA of this {title} build (its tested-build table), or install a {title} built for the driver's CUDA"),
@@ -730,7 +722,7 @@ def framework_loaded_lib_mismatch(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     """
     from packaging.version import InvalidVersion, Version
 
-    said = [e for kind in _LOADED_LIB_ROWS for e in _errors(facts, kind)]
+    said = [e for kind in _LOADED_LIB_ROWS for e in report_errors(facts, kind)]
     if not said:
         return None
     hits = []
@@ -750,7 +742,7 @@ def framework_loaded_lib_mismatch(facts: Facts, kb: KB) -> Iterable[Hit] | None:
             older = False
         how = "older than" if older else "not compatible with"
         hits.append(Hit(
-            f"{who} loaded {library} {loaded}, {how} the {library} {compiled} it was built with: {_line(error)}",
+            f"{who} loaded {library} {loaded}, {how} the {library} {compiled} it was built with: {report_line(error)}",
             evidence={"report.errors": [error], "library": library, "loaded": loaded, "compiled": compiled},
             fix=FixRef(commands=("ldconfig -p | grep -E 'libcudnn|libcudart'   # the copies the loader can find",
                                  "echo $LD_LIBRARY_PATH   # a folder here is searched first"),
@@ -781,14 +773,14 @@ def ptxas_newer_than_driver(facts: Facts, kb: KB) -> Hit | None:
 
             python -m pip install "nvidia-cuda-nvcc-cu12==12.2.*"
     """
-    said = _errors(facts, "xla-ptxas-newer-than-driver")
+    said = report_errors(facts, "xla-ptxas-newer-than-driver")
     if not said:
         return None
     error = said[0]
     driver_cuda, ptxas = str(error["driver_cuda"]), str(error["ptxas"])
     wheel = f"nvidia-cuda-nvcc-cu{driver_cuda.split('.')[0]}=={driver_cuda}.*"
     return Hit(
-        f"the ptxas XLA runs (CUDA {ptxas}) is newer than the driver's CUDA {driver_cuda}: XLA compiles serially and may emit code the driver cannot load: {_line(error)}",
+        f"the ptxas XLA runs (CUDA {ptxas}) is newer than the driver's CUDA {driver_cuda}: XLA compiles serially and may emit code the driver cannot load: {report_line(error)}",
         evidence={"report.errors": said, "driver.cuda_version": driver_cuda, "ptxas": ptxas},
         fix=FixRef(commands=(f"python -m pip install {sh(wheel)}   # a ptxas no newer than the driver",),
                    note=f"or upgrade the NVIDIA driver to one that supports CUDA {'.'.join(ptxas.split('.')[:2])}"),
@@ -826,7 +818,7 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     # TensorFlow names it on every machine without a loaded driver (a CPU-only host, a container
     # started without the GPUs, WSL's /usr/lib/wsl/lib off the loader path); the errors.yaml row
     # libcuda-so-1-not-found and the container rules speak for it.
-    said = [e for e in _errors(facts, "dlopen-failed") if not _DRIVER_LIBRARY.match(str(e.get("library", "")))]
+    said = [e for e in report_errors(facts, "dlopen-failed") if not _DRIVER_LIBRARY.match(str(e.get("library", "")))]
     if not said:
         return None
     error = said[0]
@@ -834,7 +826,7 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     # On a host that shows no GPU (TensorFlow: "Ignore above cudart dlerror if you do not have
     # a GPU set up"), a missing CUDA library is expected; with a GPU in sight it is the fault.
     gpu = bool(facts.get("gpus.list")) or bool(facts.get("driver.loaded")) or bool(facts.get("report.gpu_expected")) \
-        or bool(_errors(facts, "tf-cannot-dlopen-gpu-libraries"))
+        or bool(report_errors(facts, "tf-cannot-dlopen-gpu-libraries"))
     stem = library.split(".so", 1)[0]
     fix = FixRef(commands=(f"ldconfig -p | grep {sh(stem)}   # which versions the loader sees", "echo $LD_LIBRARY_PATH"),
                  note="install the CUDA and cuDNN that this TensorFlow release was built with (tensorflow.org/install/source#gpu) "
@@ -848,7 +840,7 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
                      note="install the CUDA and cuDNN that this TensorFlow release was built with (tensorflow.org/install/source_windows#gpu) "
                           "and put their bin folders on PATH, then open a new shell; TensorFlow 2.10 was the last release with GPU support on native Windows (use WSL2 after it)")
     return Hit(
-        f"the loader finds no {library} (its CUDA/cuDNN release is not installed, or not on the loader path): {_line(error)}",
+        f"the loader finds no {library} (its CUDA/cuDNN release is not installed, or not on the loader path): {report_line(error)}",
         evidence={"report.errors": said, "library": library},
         fix=fix,
         severity=None if gpu else Severity.WARNING,
@@ -889,7 +881,7 @@ def jax_cuda_lib_unloadable(facts: Facts, kb: KB) -> Hit | None:
             env -u LD_LIBRARY_PATH python -c 'import jax; print(jax.devices())'
             python -m pip install -U "jax[cuda12]"
     """
-    said = _errors(facts, "jax-cuda-lib-unloadable")
+    said = report_errors(facts, "jax-cuda-lib-unloadable")
     if not said:
         return None
     error = said[0]
@@ -897,7 +889,7 @@ def jax_cuda_lib_unloadable(facts: Facts, kb: KB) -> Hit | None:
     wheel = _JAX_LIB_WHEEL.get(library, "nvidia-*")
     return Hit(
         f"JAX's CUDA plugin could not load {library} (the {wheel}-cu12/-cu13 wheel is missing, or an LD_LIBRARY_PATH folder shadows it "
-        f"with another CUDA's libraries), so JAX runs on the CPU: {_line(error)}",
+        f"with another CUDA's libraries), so JAX runs on the CPU: {report_line(error)}",
         evidence={"report.errors": said, "library": library},
         fix=FixRef(commands=("env -u LD_LIBRARY_PATH python -c 'import jax; print(jax.devices())'   # a CudaDevice here: LD_LIBRARY_PATH is the cause",
                              f"python -m pip list 2>/dev/null | grep -i -E 'jax|{wheel}'   # the plugin and the wheel it loads",
@@ -1005,17 +997,17 @@ def tf_cudart_not_found(facts: Facts, kb: KB) -> Hit | None:
         On Linux with TensorFlow >= 2.14: `pip install "tensorflow[and-cuda]"`; before it, the
         CUDA and cuDNN of the release's tested build on the loader path.
     """
-    said = _errors(facts, "tf-cudart-stub-not-found")
-    if not said or any(not _DRIVER_LIBRARY.match(str(e.get("library", ""))) for e in _errors(facts, "dlopen-failed")):
+    said = report_errors(facts, "tf-cudart-stub-not-found")
+    if not said or any(not _DRIVER_LIBRARY.match(str(e.get("library", ""))) for e in report_errors(facts, "dlopen-failed")):
         return None  # cuda_lib_not_found names the library itself
     expected = str(facts.get("report.gpu_expected") or "")
     gpu = bool(facts.get("gpus.list")) or bool(facts.get("driver.loaded")) or bool(expected)
     asked = expected in _TF_GPU_ASKED or (facts.get("report.framework") == "tensorflow" and gpu) \
-        or bool(_errors(facts, "tf-cannot-dlopen-gpu-libraries"))
+        or bool(report_errors(facts, "tf-cannot-dlopen-gpu-libraries"))
     if not asked:
         return None
     return Hit(
-        f"TensorFlow finds no CUDA runtime (libcudart) of the CUDA it was built with, so it registers no GPU: {_line(said[0])}",
+        f"TensorFlow finds no CUDA runtime (libcudart) of the CUDA it was built with, so it registers no GPU: {report_line(said[0])}",
         evidence={"report.errors": said, "report.gpu_expected": expected or None},
         fix=FixRef(commands=("python -m pip install 'tensorflow[and-cuda]'   # Linux, TensorFlow >= 2.14: the CUDA and cuDNN wheels it loads",
                              "ldconfig -p | grep libcudart   # the CUDA runtimes the loader finds"),
@@ -1028,7 +1020,7 @@ def _ib_completion_timeout(facts: Facts) -> Hit | None:
     """NCCL's "NET/IB : Got completion from peer ... with error 12" (status=12,
     IBV_WC_RETRY_EXC_ERR): the queue pair came up over sockets, then no RDMA packet reached
     the peer (S-ERR-NCCL-902); on RoCE most often the GID index (S-ERR-PYTORCH-81628)."""
-    said = _errors(facts, "nccl-ib-completion-timeout")
+    said = report_errors(facts, "nccl-ib-completion-timeout")
     if not said:
         return None
     gid = str((facts.get("nccl.env") or {}).get("NCCL_IB_GID_INDEX") or "") if isinstance(facts.get("nccl.env"), dict) else ""
@@ -1040,7 +1032,7 @@ def _ib_completion_timeout(facts: Facts) -> Hit | None:
                "different switches, a link-local IPv6 GID): set NCCL_IB_GID_INDEX to the RoCE v2 entry of the routable IPv4 address")
     return Hit(
         f"NCCL's InfiniBand/RoCE transfers to a peer timed out (work completion status 12, transport retry counter exceeded): "
-        f"the NICs cannot reach each other over RDMA; {why}; else a link or switch that drops RDMA traffic: {_line(said[0])}",
+        f"the NICs cannot reach each other over RDMA; {why}; else a link or switch that drops RDMA traffic: {report_line(said[0])}",
         evidence={"report.errors": said, "NCCL_IB_GID_INDEX": gid or None},
         fix=FixRef(commands=("show_gids   # on every node: the RoCE v2 GID (VER v2) of the address the nodes reach each other on",
                              "export NCCL_IB_GID_INDEX=3   # that entry's INDEX (3 is common, not universal); or per host in /etc/nccl.conf",
@@ -1082,7 +1074,7 @@ def nccl_ib_connect_failed(facts: Facts, kb: KB) -> Hit | None:
             show_gids   # RoCE: set NCCL_IB_GID_INDEX to the RoCE v2 GID of the routable address
             export NCCL_IB_GID_INDEX=3   # that GID's INDEX, on every node
     """
-    said = _errors(facts, "nccl-ibv-modify-qp-failed")
+    said = report_errors(facts, "nccl-ibv-modify-qp-failed")
     if not said:
         return _ib_completion_timeout(facts)
     error = said[0]
@@ -1098,7 +1090,7 @@ def nccl_ib_connect_failed(facts: Facts, kb: KB) -> Hit | None:
         commands = ("ibv_devinfo -v   # on both nodes: port state and link layer",
                     "show_gids   # RoCE: NCCL_IB_GID_INDEX should name the RoCE v2 GID of the routable address")
     return Hit(
-        f"NCCL could not connect an InfiniBand/RoCE queue pair ({reason}): {why}: {_line(error)}",
+        f"NCCL could not connect an InfiniBand/RoCE queue pair ({reason}): {why}: {report_line(error)}",
         evidence={"report.errors": said},
         fix=FixRef(commands=commands, note="NCCL troubleshooting: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"),
     )
@@ -1128,14 +1120,14 @@ def nccl_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
 
             python -m pip install -U "nvidia-nccl-cu12>=2.26"
     """
-    said = _errors(facts, "nccl-maxsharedmem-exceeds")
+    said = report_errors(facts, "nccl-maxsharedmem-exceeds")
     if not said:
         # NCCL's banner older than the GPU's first release (libs.yaml nccl_arch)
         return nccl_fabric.nccl_older_than_gpu(facts, kb)
     error = said[0]
     return Hit(
         f"the NCCL loaded asks {error['needed']} bytes of shared memory per block, more than this GPU gives ({error['limit']}): "
-        f"it predates the GPU's architecture: {_line(error)}",
+        f"it predates the GPU's architecture: {report_line(error)}",
         evidence={"report.errors": said},
         fix=FixRef(commands=("python -m pip install -U 'nvidia-nccl-cu12>=2.26'   # or a torch / container image that ships NCCL >= 2.26",),
                    note="NCCL 2.26 fixed this for Blackwell GeForce (RTX 50xx); NCCL_DEBUG=INFO prints the NCCL version loaded"),
@@ -1151,12 +1143,12 @@ def image_driver_libs_said(facts: Facts, kb: KB) -> Hit | None:
     """nvidia-container-cli's "mount error: file creation failed: .../libnvidia-ml.so.1: file
     exists" in a report: the image already holds a driver library the runtime mounts from the
     host (see container-image-ships-driver-libs, which `check --image` judges from the image)."""
-    said = _errors(facts, "nvidia-container-cli-lib-exists")
+    said = report_errors(facts, "nvidia-container-cli-lib-exists")
     if not said:
         return None
     lib = said[0].get("lib") or "a driver library"
     return Hit(
-        f"the image ships {lib}, a driver library the NVIDIA container runtime mounts from the host (on WSL2 from /usr/lib/wsl/lib): {_line(said[0])}",
+        f"the image ships {lib}, a driver library the NVIDIA container runtime mounts from the host (on WSL2 from /usr/lib/wsl/lib): {report_line(said[0])}",
         evidence={"report.errors": said},
         fix=FixRef(commands=("RUN rm -f /usr/lib/x86_64-linux-gnu/libcuda.so.* /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.*   # in the Dockerfile",
                              "fwdoctor check --image IMAGE   # lists every driver library the image ships"),
@@ -1223,14 +1215,14 @@ def _from_rows() -> tuple[Rule, ...]:
 
 def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
     def said_by_the_report(facts: Facts, kb: KB) -> Hit | None:
-        said = [e for kind in kinds for e in _errors(facts, kind)]
+        said = [e for kind in kinds for e in report_errors(facts, kind)]
         if not said:
             return None
         from fwdoctor.triage.errors import signatures
 
         sig = signatures().by_id(said[0]["kind"])
         program = sig.program if sig else "a program"
-        return Hit(f"{program} says so in the report: {_line(said[0])}", evidence={"report.errors": said})
+        return Hit(f"{program} says so in the report: {report_line(said[0])}", evidence={"report.errors": said})
 
     said_by_the_report.__doc__ = f"The report's own error text ({', '.join(kinds)}; doctor/kb/errors.yaml) (see {finding_id})."
     return rule(finding_id, needs=("report.errors",))(said_by_the_report)
