@@ -196,8 +196,11 @@ def main() -> int:
         return 0 if not unassigned else 2
     unassigned = [r.key for r in field_reports if r.key not in split["reports"]]
     if unassigned:
-        print(f"not in split.yaml (run --assign): {unassigned}", file=sys.stderr)
-        return 2
+        # reports still being written by a collector: not scored (their part is not decided,
+        # so they may become test reports), and not named here for the same reason
+        print(f"{len(unassigned)} report(s) not in split.yaml yet (run --assign): left out",
+              file=sys.stderr)
+        field_reports = [r for r in field_reports if r.key in split["reports"]]
 
     from click.testing import CliRunner
 
