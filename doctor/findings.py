@@ -141,6 +141,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("framework-loaded-lib-mismatch", "FWD910", E, "frameworks", "a framework loaded an older or incompatible cuDNN/CUDA than it was built with"),
     FindingKind("ptxas-newer-than-driver", "FWD911", W, "frameworks", "the ptxas XLA runs is newer than the driver's CUDA"),
     FindingKind("xla-libdevice-missing", "FWD912", E, "frameworks", "XLA finds no libdevice (nvvm/libdevice/libdevice.10.bc) for a JAX/TensorFlow GPU build"),
+    FindingKind("framework-requirement-conflict", "FWD913", W, "frameworks", "pip says a package is outside a JAX/TensorFlow/Paddle release's own requirement"),
     FindingKind("shm-too-small", "FWD701", W, "runtime", "/dev/shm too small for NCCL"),
     FindingKind("probe-failed", "FWD702", W, "runtime", "a probe could not finish"),
     # NCCL at run time (its transports), not its installed files: rules/fabric.py.

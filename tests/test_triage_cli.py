@@ -49,8 +49,9 @@ def test_json_has_check_shape_plus_fragments(cli, report_file, tmp_path):
 def test_text_lists_fragments_then_the_report(cli, report_file):
     result = cli("triage", report_file(body("01")))
     assert result.exit_code == 1
-    # the error, the GPU the prose names ("Nvidia GeForce RTX 3050 laptop GPU") and nvidia-smi
-    assert result.output.startswith("Recognised 3 environment fragment(s)")
+    # the error, the framework it names (PyTorch), the GPU the prose names ("Nvidia GeForce
+    # RTX 3050 laptop GPU") and nvidia-smi
+    assert result.output.startswith("Recognised 4 environment fragment(s)")
     assert "driver-too-old-for-torch" in result.output and "CUDA 11.4" in result.output
 
 

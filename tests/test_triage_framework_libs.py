@@ -247,7 +247,8 @@ def test_the_kb_says_which_tensorflow_releases_are_cpu_only_on_native_windows(te
     assert fw.gpu_last("tensorflow", "windows").gpu_last == "2.10"
     assert fw.cpu_only_on("tensorflow", "windows", "2.10.1") is False  # compared on major.minor
     assert fw.cpu_only_on("tensorflow", "windows", "2.11.0") is True
-    assert fw.cpu_only_on("jax", "windows", "0.4.30") is None  # no row: not judged
+    assert fw.cpu_only_on("paddle", "windows", "2.6.0") is None  # no row: not judged
+    assert fw.cpu_only_on("jax", "windows", "0.4.30") is True  # "gpu_last: none": JAX never had a native-Windows GPU build
 
 
 @pytest.mark.parametrize("finding_id", ["framework-loaded-lib-mismatch", "ptxas-newer-than-driver", "cuda-lib-not-found", "nccl-ib-connect-failed",

@@ -304,9 +304,12 @@ def test_transformers_env():
 def test_python_prompt_answers():
     text = ">>> import torch\n>>> torch.__version__\n'2.1.0+cu121'\n>>> torch.version.cuda\n'12.1'\n>>> torch.cuda.get_arch_list()\n['sm_50', 'sm_60', 'sm_70', 'sm_75', 'sm_80', 'sm_86', 'sm_90']\n>>> print(torch.version.cuda)\nNone\n"
     frags = repl.find(Lines.of(text))
-    assert [(f.start, f.facts[-1].key, f.facts[-1].value) for f in frags] == [
-        (2, "torch.version", "2.1.0+cu121"), (4, "torch.cuda", "12.1"),
-        (6, "torch.arch_list", ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]), (8, "torch.cuda", None)]
+    # the version's +cu121 tag also states torch's CUDA
+    assert [(f.start, [(x.key, x.value) for x in f.facts]) for f in frags] == [
+        (2, [("torch.installed", True), ("torch.version", "2.1.0+cu121"), ("torch.cuda", "12.1")]),
+        (4, [("torch.cuda", "12.1")]),
+        (6, [("torch.arch_list", ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"])]),
+        (8, [("torch.cuda", None)])]
 
 
 # ----------------------------------------------------------------------------- errors

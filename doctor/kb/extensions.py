@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from fwdoctor.kb import Ctx
 
@@ -93,8 +93,35 @@ class Project:
 
 
 @dataclass(frozen=True)
+class WheelAbiRow:
+    """The C++ ABI flag (`_GLIBCXX_USE_CXX11_ABI`) of PyTorch's own Linux x86_64 wheels (PyPI,
+    download.pytorch.org) of the releases in `torch`, for torch.version.cuda `cuda` (None: any)."""
+
+    torch: SpecifierSet
+    cuda: str | None
+    cxx11_abi: bool
+    source: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ExtensionsKB:
     projects: tuple[Project, ...] = ()
+    wheel_abi: tuple[WheelAbiRow, ...] = ()
+
+    def pytorch_wheel_abi(self, torch: str, cuda: str | None) -> WheelAbiRow | None:
+        """The first row whose releases hold `torch` (its release only: "2.2.0+cu118" is 2.2.0)
+        and whose CUDA, if it names one, is torch's `cuda` ("12.6"); None when no row does,
+        or `torch` is no version. Rows naming a CUDA come before the release's other row."""
+        try:
+            release = Version(Version(torch).base_version)
+        except InvalidVersion:
+            return None
+        for row in self.wheel_abi:
+            if row.cuda is not None and row.cuda != cuda:
+                continue
+            if row.torch.contains(release, prereleases=True):
+                return row
+        return None
 
     def project(self, name: str, version: str | None) -> Project | None:
         want = canonicalize_name(name)
@@ -164,4 +191,11 @@ def from_yaml(data: Any, ctx: Ctx) -> ExtensionsKB:
         if key in seen:
             raise ctx.at("projects").error(f"duplicate row for {p.name} {p.versions}")
         seen.add(key)
-    return ExtensionsKB(tuple(projects))
+    wheel_abi = []
+    for i, row in enumerate(ctx.at("pytorch_wheel_abi").rows(data.get("pytorch_wheel_abi") or [])):
+        c = ctx.at("pytorch_wheel_abi").at(i)
+        cuda = c.field(row, "cuda", str, optional=True)
+        if cuda is not None and not _CC.match(cuda):
+            raise c.at("cuda").error(f"expected torch.version.cuda like 12.6, got {cuda!r}")
+        wheel_abi.append(WheelAbiRow(_spec(c, row, "torch"), cuda, bool(c.field(row, "cxx11_abi", bool)), c.source(row)))
+    return ExtensionsKB(tuple(projects), tuple(wheel_abi))

@@ -77,11 +77,12 @@ class FrameworkRelease:
 @dataclass(frozen=True)
 class PlatformLimit:
     """A platform where a framework's GPU builds stopped: `gpu_last` is the last release
-    (major.minor) with GPU support there; later releases are CPU-only on it."""
+    (major.minor) with GPU support there; later releases are CPU-only on it. None: no release
+    ever had GPU support there (JAX on native Windows)."""
 
     framework: str
     platform: str  # "windows": native Windows, not WSL2
-    gpu_last: str
+    gpu_last: str | None
     source: tuple[str, ...]
 
 
@@ -115,11 +116,17 @@ class CpuFeature:
 
 class FrameworksKB:
     def __init__(self, releases: Iterable[FrameworkRelease], platforms: Iterable[PlatformLimit] = (), cpu_features: Iterable[CpuFeature] = (),
-                 tested: Iterable[TestedBuild] = ()) -> None:
+                 tested: Iterable[TestedBuild] = (), gpu_floors: Mapping[str, tuple[str, tuple[str, ...]]] | None = None) -> None:
         self._releases = sorted(releases, key=lambda r: (r.framework, Version(r.version)))
         self._tested = {(t.framework, t.version): t for t in tested}
         self._platforms = {(p.framework, p.platform): p for p in platforms}
         self._cpu = {(c.framework, c.feature): c for c in cpu_features}
+        self._gpu_floors: dict[str, tuple[str, tuple[str, ...]]] = dict(gpu_floors or {})
+
+    def gpu_floor(self, framework: str) -> tuple[str, tuple[str, ...]] | None:
+        """(compute capability, source keys): the lowest capability any GPU release of
+        `framework` has kernels for (frameworks.yaml `gpu_floor`); None: no row."""
+        return self._gpu_floors.get(framework)
 
     def cpu_feature(self, framework: str, feature: str) -> CpuFeature | None:
         """The row saying `framework`'s prebuilt wheels need `feature` ("avx"); None: no
@@ -161,6 +168,8 @@ class FrameworksKB:
         GPU release (compared on major.minor, so 2.10.1 is still 2.10), False up to it, None
         when the KB has no row or the version does not parse."""
         limit = self.gpu_last(framework, platform)
+        if limit is not None and limit.gpu_last is None:
+            return True  # no release ever had GPU support there
         if limit is None or not version:
             return None
         try:
@@ -190,6 +199,7 @@ def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
     limits: list[PlatformLimit] = []
     features: list[CpuFeature] = []
     tested: list[TestedBuild] = []
+    floors: dict[str, tuple[str, tuple[str, ...]]] = {}
     for framework in FRAMEWORKS:
         fctx = ctx.at(framework)
         section = fctx.mapping(data.get(framework))
@@ -199,9 +209,18 @@ def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
             platform = c.field(row, "platform", str)
             if platform != "windows":
                 raise c.at("platform").error(f"expected windows (native Windows), got {platform!r}")
-            last = c.version(row, "gpu_last")
-            assert last is not None
+            # "none": no release of the framework ever had GPU support on the platform
+            last = None if row.get("gpu_last") == "none" else c.version(row, "gpu_last")
+            if last is None and row.get("gpu_last") != "none":
+                raise c.at("gpu_last").error("expected a release or none")
             limits.append(PlatformLimit(framework, platform, last, c.source(row)))
+        if section.get("gpu_floor") is not None:
+            gctx = fctx.at("gpu_floor")
+            row = gctx.mapping(section["gpu_floor"])
+            floor = gctx.field(row, "cc", str)
+            if not re.fullmatch(r"\d{1,2}\.\d", floor):
+                raise gctx.at("cc").error(f"expected a compute capability like 3.0, got {floor!r}")
+            floors[framework] = (floor, gctx.source(row))
         cctx = fctx.at("cpu_features")
         named: set[str] = set()
         for i, row in enumerate(cctx.rows(section.get("cpu_features") or [])):
@@ -247,7 +266,7 @@ def from_yaml(data: Any, ctx: Ctx) -> FrameworksKB:
                 raise c.error(f"{package} {version} listed twice")
             seen.add((package, version))
             out.append(FrameworkRelease(framework, version, builds, pythons, companion, keys))
-    return FrameworksKB(out, limits, features, tested)
+    return FrameworksKB(out, limits, features, tested, floors)
 
 
 def _pythons(ctx: Ctx, row: Mapping[str, Any]) -> tuple[str, ...]:

@@ -81,6 +81,17 @@ class GpuFamily:
     open_modules: str
     integrated: bool
     source: tuple[str, ...]
+    # The highest version major a release of the last branch carries, where NVIDIA numbered
+    # later releases of that branch past it (Windows: the R340 legacy drivers 341.xx-342.01,
+    # the Tesla parts dropped only with 343.22); None = the branch's own number.
+    last_numbered: int | None = None
+
+    def past_last_branch(self, branch: int) -> bool:
+        """Whether a driver of version major `branch` is newer than every release that runs
+        the family. Pure."""
+        if self.last_branch is None:
+            return False
+        return branch > max(self.last_branch, self.last_numbered or 0)
 
 
 @dataclass(frozen=True)
@@ -228,6 +239,15 @@ class GpuKB:
         override = model.open_modules if model is not None and model.cc == cc else None
         return DriverSupport(family, override or family.open_modules)
 
+    def newest_driver_major(self, cc: str, name: str | None = None) -> int | None:
+        """The highest driver version major that still runs this GPU (its family's last
+        branch, or a later number that branch's releases carry: 342 for the Tesla parts);
+        None when the KB records no last branch (current families). Pure."""
+        support = self.support_for(cc, name)
+        if support is None or support.family.integrated or support.family.last_branch is None:
+            return None
+        return max(support.family.last_branch, support.family.last_numbered or 0)
+
     def driver_problem(self, cc: str, name: str | None, driver: str, flavor: str | None = None) -> DriverProblem | None:
         """Why driver `driver` (module flavour "open"/"proprietary", or None = unknown)
         cannot run this GPU; None when it can or the KB cannot say. Pure."""
@@ -237,7 +257,7 @@ class GpuKB:
             return None
         fam = support.family
         label = f"{name} ({fam.family}, sm_{cc.replace('.', '')})" if name and name != cc else f"sm_{cc.replace('.', '')} ({fam.family})"
-        if fam.last_branch is not None and branch > fam.last_branch:
+        if fam.past_last_branch(branch):
             legacy = " (legacy)" if fam.legacy else ""
             return DriverProblem(
                 "too-new",
@@ -444,12 +464,15 @@ def _families(data: Any, ctx: Ctx) -> tuple[GpuFamily, ...]:
         first, last = bounds["first"][0], bounds["last"][0]
         if first is not None and last is not None and first > last:
             raise at.error(f"first_branch {first} is after last_branch {last}")
+        numbered = at.field(row, "last_numbered", int, optional=True)
+        if numbered is not None and (last is None or numbered < last):
+            raise at.at("last_numbered").error(f"{numbered} is below last_branch {last}")
         open_modules = at.field(row, "open_modules", str)
         if open_modules not in OPEN_MODULES:
             raise at.at("open_modules").error(f"expected one of {', '.join(OPEN_MODULES)}, got {open_modules!r}")
         out.append(GpuFamily(
             name, tuple(str(c) for c in ccs), first, bounds["first"][1], last, bounds["last"][1],
             bool(at.field(row, "legacy", bool, optional=True)), open_modules,
-            bool(at.field(row, "integrated", bool, optional=True)), at.source(row),
+            bool(at.field(row, "integrated", bool, optional=True)), at.source(row), numbered,
         ))
     return tuple(out)

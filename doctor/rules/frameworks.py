@@ -188,6 +188,8 @@ def driver_too_old_for_framework(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     for item in installed(facts):
         cuda = framework_cuda(kb, item)
         if cuda is None:
+            if item.get("gpu_build"):  # a GPU build whose CUDA nobody showed is unknown, not healthy
+                unknown.append(f"{label(item)}: the CUDA its build needs is not shown")
             continue
         runs = driver_runs(kb, driver, cuda, windows)
         if runs is None:
@@ -287,8 +289,21 @@ def cpu_only_why(kb: KB, item: dict[str, Any]) -> str:
     """Why `item` is CPU-only, in words (the KB's last GPU release where it is the platform)."""
     limit = kb.frameworks.gpu_last(str(item.get("framework")), "windows") if item.get("native_windows") else None
     if limit is not None and item.get("gpu_build") is not False:
+        if limit.gpu_last is None:
+            return f"{TITLES.get(limit.framework, limit.framework)} has no GPU build for native Windows"
         return f"{TITLES.get(limit.framework, limit.framework)} {limit.gpu_last} was the last release with GPU support on native Windows"
     return str(item.get("why") or "no GPU support")
+
+
+def native_windows_fix(framework: str) -> FixRef:
+    """The fix for `framework`'s CPU-only build on native Windows: TensorFlow's (2.10, or WSL2);
+    for JAX, which never had a native-Windows GPU build (its installation page's platform table),
+    WSL2's Linux build."""
+    if framework == "tensorflow":
+        return windows_tensorflow_fix()
+    inside = "python3 -m pip install -U 'jax[cuda12]'" if framework == "jax" else f"install {TITLES.get(framework, framework)}'s Linux GPU build"
+    return FixRef(commands=(f"wsl --install   # then, inside WSL2: {inside}",),
+                  note=f"{TITLES.get(framework, framework)} publishes no GPU build for native Windows; use WSL2 (or Linux)")
 
 
 def windows_tensorflow_fix() -> FixRef:
@@ -341,8 +356,8 @@ def framework_cpu_build_on_gpu_host(facts: Facts, kb: KB) -> Iterable[Hit] | Non
         if same:
             build = max(same, key=lambda b: Version(b.cuda or "0"))
             best = (release, build)  # type: ignore[assignment]
-        if item.get("native_windows"):  # TensorFlow >= 2.11 on native Windows (triage's issue-form reader): no CUDA build to install
-            fix = windows_tensorflow_fix()
+        if item.get("native_windows"):  # TensorFlow >= 2.11, JAX on native Windows (triage's readers): no CUDA build to install
+            fix = native_windows_fix(framework)
         elif best is not None:
             fix = install_fix(facts, kb, framework, _major(best[1].cuda), best[0].version, f"install the CUDA {best[1].cuda} build of {TITLES[framework]} {best[0].version}")
         else:

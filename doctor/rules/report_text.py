@@ -354,7 +354,8 @@ _WSL_UNVERSIONED_FIX = FixRef(
     commands=("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH   # for programs that open libcuda.so",),
     note="or, in C:\\Windows\\System32\\lxss\\lib, replace libcuda.so and libcuda.so.1 by links to libcuda.so.1.1 (mklink, as administrator)")
 
-@rule("wsl-libcuda-not-linked", needs=("report.errors",), optional=("platform.wsl", "report.wsl_named", "wsl.linux_driver", "platform.windows_build"))
+@rule("wsl-libcuda-not-linked", needs=("report.errors",),
+      optional=("platform.wsl", "report.wsl_named", "wsl.linux_driver", "platform.windows_build", "driver.nvml_error"))
 def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads ldconfig's "/usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link" and an `ls -l`
@@ -362,10 +363,10 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
         `ls -l /usr/lib/wsl/lib`), in a report from WSL2; the report's own "adding
         /usr/lib/wsl/lib to the LD_LIBRARY_PATH fixes it"; and a program's "libcuda.so: cannot open shared object file" (or cuda-python's
         "Failed to dlopen libcuda.so", cudarc's "Unable to find cuda lib under the names",
-        bitsandbytes' "CUDA SETUP: WARNING! libcuda.so not found!")
+        bitsandbytes' "CUDA SETUP: WARNING! libcuda.so not found!", taichi's "libcuda.so lib not found")
         in a report that says it runs on WSL2; there also CUDA's "CUDA_ERROR_NO_DEVICE" / "no
         CUDA-capable device is detected" (or torch's "No CUDA GPUs are available") where the
-        report shows no CUDA_VISIBLE_DEVICES, no Linux driver inside WSL, no WSL 1 and no
+        report shows no CUDA_VISIBLE_DEVICES, no failing nvidia-smi, no Linux driver inside WSL, no WSL 1 and no
         Windows build before WSL's GPU support: a libcuda other than /usr/lib/wsl/lib's answered
         cuInit (numba/numba#7106; NVIDIA/cuml#5624 and #6218, fixed by /usr/lib/wsl/lib first
         on LD_LIBRARY_PATH).
@@ -387,9 +388,10 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     """
     said = report_errors(facts, "wsl-ldconfig-not-symlink", "wsl-libcuda-plain-file", "wsl-libcuda-plain-file-listed")
     # A program that could not open plain libcuda.so, in a report that says it runs on WSL2.
-    unversioned = [e for e in report_errors(facts, "libcuda-unversioned-cannot-open", "cudarc-libcuda-not-found", "bnb-libcuda-not-found") if e.get("wsl")]
+    unversioned = [e for e in report_errors(facts, "libcuda-unversioned-cannot-open", "cudarc-libcuda-not-found", "bnb-libcuda-not-found",
+                                                 "taichi-libcuda-not-found") if e.get("wsl")]
     # The report's own fix: /usr/lib/wsl/lib put on LD_LIBRARY_PATH (issue 26, chelsea0x3b/cudarc#296).
-    fixed_by_path = report_errors(facts, "wsl-lib-on-ld-library-path-fixes")
+    fixed_by_path = report_errors(facts, "wsl-lib-on-ld-library-path-fixes", "wsl-lib-exported-then-worked")
     no_device = _wsl_no_device(facts, kb)
     if no_device and not fixed_by_path and not unversioned and not said:
         error, wsl = no_device
@@ -406,7 +408,8 @@ def wsl_libcuda_not_linked(facts: Facts, kb: KB) -> Hit | None:
     if fixed_by_path and not unversioned and not said:
         return Hit(
             f"the report says /usr/lib/wsl/lib on LD_LIBRARY_PATH fixes it: the program did not find the driver's libraries "
-            f"where WSL2 keeps them (the unversioned libcuda.so is only there, a copy the loader cache does not index): {report_line(fixed_by_path[0])}",
+            f"where WSL2 keeps them (the unversioned libcuda.so is only there, a copy the loader cache does not index): {report_line(fixed_by_path[0])}"
+            + (f" ({fixed_by_path[0]['worked']})" if fixed_by_path[0].get("worked") else ""),
             evidence={"report.errors": fixed_by_path},
             fix=_WSL_UNVERSIONED_FIX,
         )
@@ -437,6 +440,12 @@ def _wsl_no_device(facts: Facts, kb: KB) -> tuple[dict[str, Any], str] | None:
     # (TensorFlow's "kernel driver does not appear to be running" is no reason here: WSL 2 has
     # no /proc/driver/nvidia/version, so TensorFlow prints it after every failed cuInit there)
     if not said or not (wsl or named) or facts.get("wsl.linux_driver"):
+        return None
+    # nvidia-smi failing in the same report ("couldn't communicate with the NVIDIA driver", an NVML
+    # error: it reads the Windows driver through NVML, not through the libcuda the program loaded):
+    # WSL reaches no GPU at all, which no loader path fixes (Windows Insider builds 21337 and 21343
+    # broke GPU access: microsoft/WSL#6702, #6772, "a known issue for this build").
+    if facts.get("driver.nvml_error"):
         return None
     if isinstance(wsl, dict) and wsl.get("version") == 1:
         return None
@@ -787,7 +796,7 @@ def conda_cuda_pin_conflict(facts: Facts, kb: KB) -> Hit | None:
     return None
 
 
-@rule("cuda-lib-not-found", needs=("report.errors",))
+@rule("cuda-lib-not-found", needs=("report.errors",), optional=("report.cuda_runtime",))
 def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Reads a program's own report that it could not open a CUDA or cuDNN library: the
@@ -825,15 +834,23 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
     tf_lines = {e["line"] for e in report_errors(facts, "dlopen-failed")}
     said = [e for e in report_errors(facts, "cuda-library-cannot-open", "paddle-third-party-library", "tf-unable-to-load-dso", "tf-windows-cuda-dll-not-found",
                                 "cudnn-windows-dll-load-failed", "cudnn-windows-dll-not-located",
+                                # the report's own "zlibwapi.dll not found/missing/找不到" (cuDNN 8.3+ on Windows)
+                                "zlibwapi-dll-not-found-said",
                                 # CTranslate2 (faster-whisper): cuBLAS of the CUDA major its build was made for (errors.yaml)
                                 "ctranslate2-library-not-found",
                                 # Paddle's dynload: "Cannot load cudnn shared library", "Can not find library: libcudnn.so"
-                                "paddle-cudnn-not-loaded", "paddle-cannot-find-library")
+                                "paddle-cudnn-not-loaded", "paddle-cannot-find-library",
+                                # the report's own "libcudart.so.11.0 not found" (a title, a sentence)
+                                "cuda-soname-not-found-said")
             if e["line"] not in tf_lines]
+    # a program's own wording first: the report's "libcudart.so.11.0 not found" may repeat it in prose
+    said.sort(key=lambda e: e["kind"] == "cuda-soname-not-found-said")
     if not said:
         return None
     error = said[0]
     library = str(error.get("library") or "a CUDA library").replace(",so", ".so")
+    if library[:3] == "Lib":  # a title's capital ("Libcudart.so.11.0 not found"): the file is lower case
+        library = "lib" + library[3:]
     if error["kind"] in ("tf-unable-to-load-dso", "paddle-cudnn-not-loaded"):  # "Unable to load cuDNN DSO", "Cannot load cudnn shared library": the soname's stem
         library = "lib" + library.lower()
     # cuDNN 8.3+ on Windows loads zlibwapi.dll (its install guide's "Installing Zlib"): a cuDNN DLL
@@ -858,13 +875,32 @@ def cuda_lib_not_found(facts: Facts, kb: KB) -> Hit | None:
         stem = library.split(".so", 1)[0]
         commands = (f"ldconfig -p | grep {sh(stem)}   # which versions the loader sees",
                     f"find / -name {sh(stem + '.so*')} 2>/dev/null   # a toolkit under /opt, an nvidia-* wheel's site-packages/nvidia/*/lib")
+    # A CUDA runtime of the same major that a framework reports loaded on a later line (Paddle's
+    # "Runtime API Version: 11.2", fwdoctor.triage.cudnn_cuda): the failure was fixed in between
+    # (PaddlePaddle/Paddle#50591: a build step's libcudart.so.11.0, then run_check runs CUDA 11.2).
+    later = _runtime_loaded_after(facts, error, library)
     return Hit(
-        f"the loader finds no {library}: the CUDA/cuDNN release it names is not installed, or its folder is not on {where}: {report_line(error)}",
+        f"the loader finds no {library}: the CUDA/cuDNN release it names is not installed, or its folder is not on {where}: {report_line(error)}"
+        + (f"; report line {later['line']} shows a CUDA {later['cuda']} runtime loaded after it, so this may be fixed" if later else ""),
+        severity=Severity.WARNING if later else None,
         evidence={"report.errors": said, "library": library},
         fix=FixRef(commands=commands, note=f"add the folder that holds {library} to {where}, or install the CUDA/cuDNN release the program was built for"
                    + ("; CTranslate2 4.x loads CUDA 12's cuBLAS, 3.x CUDA 11's (faster-whisper 0.10.1 pins ctranslate2 below 4): "
                       "install the one this machine's CUDA major matches" if error["kind"] == "ctranslate2-library-not-found" else "")),
     )
+
+
+def _runtime_loaded_after(facts: Facts, error: dict[str, Any], library: str) -> dict[str, Any] | None:
+    """The first framework-reported CUDA runtime (report.cuda_runtime) of `library`'s major
+    (libcudart.so.11.0: 11) on a line after `error`'s, if the report shows one."""
+    found = re.match(r"libcudart\.so\.(\d{1,2})", library)
+    if not found:
+        return None
+    for row in facts.get("report.cuda_runtime") or []:
+        if (isinstance(row, dict) and row.get("how") == "the framework's CUDA runtime" and isinstance(row.get("line"), int)
+                and row["line"] > int(error.get("end") or error["line"]) and str(row.get("cuda", "")).split(".")[0] == found.group(1)):
+            return row
+    return None
 
 
 @rule("driver-too-old-for-image", needs=("report.errors",), optional=("driver.version", "driver.cuda_version"))

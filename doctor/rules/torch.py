@@ -118,7 +118,7 @@ def torch_arch_list(facts: Facts, kb: KB) -> tuple[list[str], str]:
 
 
 # --------------------------------------------------------------------------- rules
-@rule("driver-too-old-for-torch", needs=("torch.cuda", "driver.version"), optional=("torch.version", "torch.deep", "python.version", "python.executable", *WINDOWS_KEYS))
+@rule("driver-too-old-for-torch", needs=("torch.cuda", "driver.version"), optional=("torch.version", "torch.deep", "python.version", "python.executable", "gpus.list", "pci.nvidia_gpus", *WINDOWS_KEYS))
 def driver_too_old_for_torch(facts: Facts, kb: KB) -> Hit | None:
     """What it does
         Compares the NVIDIA driver version (/proc/driver/nvidia/version) with the lowest
@@ -161,6 +161,13 @@ def driver_too_old_for_torch(facts: Facts, kb: KB) -> Hit | None:
     if runs:
         return None
     floor = run_floor(kb, cuda, windows)
+    capped = _gpus_capped_below(facts, kb, floor)
+    if capped:
+        # A driver upgrade is no fix where no driver that runs the GPU reaches the floor (a
+        # GeForce 210 ends with R340, CUDA 10.0 needs 411.31): the GPU is the limit, and
+        # gpu-arch-unsupported-by-torch says so (pytorch/pytorch#31876).
+        raise NotCheckable(f"{capped} runs on no NVIDIA driver as new as {floor}, which CUDA {cuda} needs; "
+                           "the GPU, not the driver, is what to change (see gpu-arch-unsupported-by-torch)")
     cuda_v = parse_version(cuda)
     major = cuda_v.major if cuda_v is not None else cuda
     # 11.x on: any driver of the major at the floor; 10.x and older: no minor-version
@@ -183,6 +190,27 @@ def driver_too_old_for_torch(facts: Facts, kb: KB) -> Hit | None:
         evidence=evidence,
         fix=fix,
     )
+
+
+def _gpus_capped_below(facts: Facts, kb: KB, floor: str) -> str | None:
+    """"GeForce 210 (last driver R340)" when every GPU the facts list is of a family whose
+    newest driver is older than `floor`'s major; None when any GPU could run a driver that new,
+    or no GPU's family is known. Pure."""
+    from fwdoctor.kb.gpus import driver_branch
+
+    floor_major = driver_branch(str(floor))
+    gpus = [g for g in (facts.get("gpus.list") or []) if isinstance(g, dict)]
+    if floor_major is None or not gpus:
+        return None
+    pci = facts.get("pci.nvidia_gpus") or []
+    capped = []
+    for gpu in gpus:
+        cc = kb.gpus.cc_for_gpu(gpu, pci)
+        newest = kb.gpus.newest_driver_major(str(cc), gpu.get("name")) if cc else None
+        if newest is None or newest >= floor_major:
+            return None
+        capped.append(f"{gpu.get('name') or 'GPU ' + str(gpu.get('index', '?'))} (its newest driver: {newest}.xx)")
+    return ", ".join(capped)
 
 
 @rule(

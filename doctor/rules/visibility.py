@@ -289,6 +289,10 @@ _NO_DEVICE_KINDS = ("cuda-no-device", "torch-no-cuda-gpus")
 # An NVIDIA image's own entrypoint check ("The NVIDIA Driver was not detected", issue 26): its hook
 # keeps it only where the command that started the container asked for no GPU.
 _NO_GPU_IN_CONTAINER_KINDS = ("no-nvidia-driver", "tf-no-dev-nvidia0", "nvidia-smi-not-found", "ngc-driver-not-detected")
+# issue 26 (containers): Paddle's "CUDA device is not set properly" counts no device for more than one
+# reason (an image whose CUDA the driver cannot run, too: Paddle#33147), so alone it is a warning.
+_WEAK_NO_GPU_KINDS = ("paddle-no-cuda-device",)
+_NO_GPU_IN_CONTAINER_KINDS = (*_NO_GPU_IN_CONTAINER_KINDS, *_WEAK_NO_GPU_KINDS)
 # Driver capabilities without compute, as a report shows them (the rows' hooks keep only those),
 # and nvidia-smi's "CUDA Version: N/A": NVML answered, libcuda was not there.
 _CAPS_KINDS = ("nvidia-driver-capabilities-no-compute", "gpu-request-capabilities-no-compute")
@@ -385,10 +389,13 @@ def container_without_gpus_said(facts: Facts, kb: KB) -> Hit | None:
                                   "docker run --rm --gpus all ubuntu nvidia-smi   # the host's NVIDIA Container Toolkit hands GPUs over")),
                        note="start the container with the GPUs; on a Jetson, with --runtime nvidia; the host needs the NVIDIA Container Toolkit"),
         )
+    weak = all(e.get("kind") in _WEAK_NO_GPU_KINDS for e in said)
     return Hit(
         f"no NVIDIA driver or GPU inside a container ({said[0]['container']}): {_quote(said[0])}; "
-        "it was started without the GPUs (no --gpus, or a device request that leaves out the compute capability)",
+        "it was started without the GPUs (no --gpus, or a device request that leaves out the compute capability)"
+        + ("; `nvidia-smi` in the container settles it: it runs only where the GPUs were handed over" if weak else ""),
         evidence={"report.errors": said},
+        severity=Severity.WARNING if weak else None,
         fix=FixRef(commands=("docker run --gpus all IMAGE ...   # or: podman run --device nvidia.com/gpu=all IMAGE ...",),
                    note="compose: a device reservation with driver nvidia and capabilities [gpu] (and compute, utility where the image "
                         "does not set NVIDIA_DRIVER_CAPABILITIES); Kubernetes: a nvidia.com/gpu limit; the host needs the NVIDIA Container Toolkit"),

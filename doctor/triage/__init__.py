@@ -37,6 +37,17 @@ from fwdoctor.triage import paddle_packages
 from fwdoctor.triage import torch_companions
 from fwdoctor.triage import nccl_symbols
 from fwdoctor.triage import conda_env
+from fwdoctor.triage import build_memory
+from fwdoctor.triage import nccl_nodes
+from fwdoctor.triage import framework_named
+from fwdoctor.triage import nccl_cuda_prose
+from fwdoctor.triage import cudnn_cuda
+from fwdoctor.triage import windows_pip
+from fwdoctor.triage import lib_missing_prose
+from fwdoctor.triage import conda_no_cuda
+from fwdoctor.triage import pip_over_conda
+from fwdoctor.triage import cpu_host
+from fwdoctor.triage import ext_wheels
 from fwdoctor.triage.base import PRIORITY, Fragment
 from fwdoctor.triage.text import Lines
 from fwdoctor.versions import major_minor
@@ -69,6 +80,17 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     torch_companions.find,  # torchvision/torchaudio beside torch in pip list, freeze, `pip show`, pip's "Successfully installed"
     nccl_symbols.find,  # nvidia-nccl-cuNN wheels in pip list / freeze / collect_env: their CUDA majors, beside "undefined symbol: ncclXxx"
     conda_env.find,  # `conda activate X`, conda info's "active env location", conda list's "packages in environment at": the envs in use
+    build_memory.find,  # top / free / /proc/meminfo during an extension build, and the build's MAX_JOBS and commands (issue 26, build-ext)
+    nccl_nodes.find,  # NCCL_DEBUG=INFO logs of several hosts: the "NCCL version 2.x.y" each host loaded
+    framework_named.find,  # "pytorch", "tensorflow-gpu", TensorFlow's log paths: which frameworks the report names (not which release)
+    nccl_cuda_prose.find,  # "found cu11 and cu12 packages", "my nccl depends on CUDA 11.0 ... my system (10.2)": NCCL's CUDA in words
+    cudnn_cuda.find,  # cuDNN archives/packages named with their CUDA, cuDNN copied out of a CUDA folder; the CUDA a program runs
+    windows_pip.find,  # pip asked for jax[cuda*] on native Windows (a C:\ prompt, win_amd64 wheels): JAX has no GPU build there
+    lib_missing_prose.find,  # "it still says there is no cudnn": the report's own words, no loader message quoted
+    conda_no_cuda.find,  # conda/micromamba info's virtual packages without __cuda, beside the solver refusing a CUDA package
+    pip_over_conda.find,  # pip's log uninstalling the torch release a conda list row / conda spec of pytorch shows: pip replaced conda's torch
+    cpu_host.find,  # "CPU cluster", "CPU-only nodes", "cpu集群": the report's host has no GPU (a driver-insufficient error there is no driver)
+    ext_wheels.find,  # prebuilt extension wheels (flash-attn's +cu118torch2.2cxx11abiFALSE, PyG's +pt21cu121, find-links pages): the torch each was built for
 )
 
 # What would establish each key a rule reads: the "not checked" reason names the command.
@@ -105,6 +127,9 @@ UNSHOWN = {
     "topology.nvlink": "which GPUs NVLink joins (`nvidia-smi topo -m`)",
     "torch.companions": "torchvision and torchaudio beside torch (`pip list | grep torch`)",
     "nccl.wheels": "NVIDIA's NCCL wheels and their CUDA majors (`pip list | grep nvidia-nccl`)",
+    "nccl.cuda_majors_said": "the CUDA majors of the NVIDIA wheels installed (`pip list | grep -E 'nvidia-.*-cu[0-9]+'`)",
+    "nccl.cuda_said": "the CUDA the installed NCCL is built for (`apt list --installed | grep nccl`, `pip list | grep nccl`)",
+    "nccl.node_versions": "the NCCL release each node loaded (NCCL_DEBUG=INFO's \"NCCL version\" line from every node)",
     "torch.requires": "the NCCL wheel torch pins (`pip show torch`'s Requires, or `pip list | grep nvidia-nccl`)",
     "pci.acs": "the ACS control bits of the PCIe bridges above the GPUs (`sudo lspci -vvv`, its ACSCtl lines)",
     "platform.cpu": "the CPU's flags (`lscpu`, or `grep -m1 -E '^(model name|flags)' /proc/cpuinfo`)",
@@ -117,6 +142,12 @@ UNSHOWN = {
     "report.cuda_stated": "the installed CUDA (the issue form's \"CUDA/cuDNN version\", or `nvcc -V`)",
     "report.tf_installed_from": "how TensorFlow was installed (the issue form's \"TensorFlow installed from\": pip's binary, source, conda)",
     "conda.envs": "which conda env ran (`conda info`'s active env location, or `echo $CONDA_PREFIX`)",
+    "conda.no_cuda_virtual": "the virtual packages conda's solver saw (`conda info`, or `micromamba info`: is __cuda listed?)",
+    "system.memory": "the memory during the build (`free -g` while it runs, or top's MiB Mem/MiB Swap lines)",
+    "report.ext_build": "the build command and its MAX_JOBS",
+    "report.ext_wheels": "the prebuilt extension wheels installed (`pip list | grep -iE 'flash|mamba|causal|scatter|sparse|detectron'`)",
+    "report.torch_stated": "torch's version (`python -m torch.utils.collect_env`)",
+    "torch.cxx11_abi": "torch's C++ ABI flag (`python -c \"import torch; print(torch._C._GLIBCXX_USE_CXX11_ABI)\"`)",
     "report.errors": "",
 }
 

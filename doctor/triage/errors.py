@@ -23,6 +23,7 @@ from typing import Any, Callable
 from fwdoctor.kb.errors import ErrorsKB, Signature, fill
 from fwdoctor.model import Fact
 from fwdoctor.triage.base import Fragment, gpu_entry
+from fwdoctor.triage.container_shm import shm_context
 from fwdoctor.triage.text import Lines
 from fwdoctor.versions import parse_version
 
@@ -193,6 +194,14 @@ def name_xla_framework_near(hit: Hit) -> bool:
     return True
 
 
+def xla_framework_near(hit: Hit) -> bool:
+    """name_xla_framework_near that stands only where JAX's or TensorFlow's frames or log paths
+    are near: a tool's own text that XLA is one of several callers of (ptxas run by Triton,
+    by MLIR, by XLA) is XLA's only there."""
+    name_xla_framework_near(hit)
+    return hit.data.get("framework") in ("jax", "tensorflow")
+
+
 def not_permission_denied(hit: Hit) -> bool:
     """The match stands unless NCCL said just before that shm_open was denied: then /dev/shm
     is not writable by the user (the row nccl-shm-open-denied), not too small."""
@@ -251,6 +260,25 @@ def libcuda_copy_listed(hit: Hit) -> bool:
             return True
         if _LS.search(line):
             return False
+    return False
+
+
+# Someone saying a suggested fix worked ("it worked!", "that fixed it", "worked for me"), and the
+# same words negated ("it still doesn't work", "did not work"), which do not confirm it.
+_WORKED = re.compile(r"\b(?:it|that|this)(?: one)? (?:worked|works now|fixed it|solved it|did the trick)\b|\bworked for me\b", re.IGNORECASE)
+_NOT_WORKED = re.compile(r"(?:\bnot|n't|\bnever) (?:work|fix|solve)", re.IGNORECASE)
+_CONFIRM_LINES = 15  # the suggestion, the reply's header, the reply
+
+
+def worked_after(hit: Hit) -> bool:
+    """The match (a suggested fix) stands when a line within _CONFIRM_LINES after it says it
+    worked, with no negation on that line; records the words (`worked`: "report line N: text")."""
+    for j in range(hit.i, min(len(hit.norm), hit.i + 1 + _CONFIRM_LINES)):
+        text = hit.norm[j][hit.match.end():] if j == hit.i else hit.norm[j]
+        found = _WORKED.search(text)
+        if found and not _NOT_WORKED.search(text):
+            hit.data["worked"] = f"report line {j + 1}: {found.group(0)}"
+            return True
     return False
 
 
@@ -459,7 +487,9 @@ _DEFAULT_RUNTIME_NVIDIA = re.compile(r"default-runtime['\"]? ?: ?['\"]?nvidia|De
 # nvidia-smi, an NVIDIA image's entrypoint check; or torch.cuda.is_available() answering False.
 _NO_GPU_SEEN = re.compile(r"Found no NVIDIA driver on your system|(?<![\w.])libcuda\.so\.1: cannot open shared object file|no CUDA-capable device"
                           r" is detected|No CUDA GPUs are available|nvidia-smi: (?:command )?not found|/dev/nvidia0 does not exist"
-                          r"|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice|The NVIDIA Driver was not detected", re.IGNORECASE)
+                          r"|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice|The NVIDIA Driver was not detected"
+                          # issue 26 (containers): an application's own GPU probe ("No GPUs detected", "No NVIDIA GPU found")
+                          r"|\bNo (?:NVIDIA |CUDA )?GPUs? (?:were |was )?(?:detected|found)\b", re.IGNORECASE)
 _IS_AVAILABLE = re.compile(r"cuda\.is_available\(\)")
 _ANSWER_FALSE = re.compile(r"^\s{0,8}(?:>>> |Out\[\d{1,5}\]: ?)?False\s{0,8}$|cuda\.is_available\(\)\W{1,12}(?:returns? |is |= ?|-> ?)?False\b")
 _ANSWER_LINES = 4  # from `torch.cuda.is_available()` to its answer: a UserWarning and its source line between
@@ -799,6 +829,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "paddle_frame_near": paddle_frame_near,
     "name_paddle_near": name_paddle_near,
     "name_xla_framework_near": name_xla_framework_near,
+    "xla_framework_near": xla_framework_near,
     "ptxas_really_older": ptxas_really_older,
     "xformers_torch_differs": xformers_torch_differs,
     "xformers_cuda_torch_differs": xformers_cuda_torch_differs,
@@ -806,6 +837,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "wsl_named": wsl_named,
     "wsl_named_elsewhere": wsl_named_elsewhere,
     "libcuda_copy_listed": libcuda_copy_listed,
+    "worked_after": worked_after,
     "container_named": container_named,
     "cdi_engine_shown": cdi_engine_shown,
     "compose_reservation_without_count": compose_reservation_without_count,
@@ -822,6 +854,7 @@ HOOKS: dict[str, Callable[[Hit], bool]] = {
     "torch_missing_in_build": torch_missing_in_build,
     "apple_silicon_named": apple_silicon_named,
     "framework_imported": framework_imported,
+    "shm_context": shm_context,  # issue 26 (containers): NCCL_DEBUG log, nodes, container
 }
 
 

@@ -100,14 +100,15 @@ def undefined_symbol_wheels_of_two_cudas(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-@rule("nccl-shadowed", needs=("report.errors",), optional=("nccl.wheels", "torch.cuda"))
+@rule("nccl-shadowed", needs=("report.errors",), optional=("nccl.wheels", "torch.cuda", "nccl.cuda_majors_said"))
 def undefined_symbol_older_nccl(facts: Facts, kb: KB) -> Hit | None:
     """The loader's "undefined symbol: ncclXxx" (see nccl-shadowed): the libnccl.so.2 loaded
     first is older than the one the library naming it was built against (LD_LIBRARY_PATH, a
     system or container libnccl, another package that loads its own NCCL first). Where the
-    report lists NCCL wheels of two CUDA majors, undefined_symbol_wheels_of_two_cudas says it."""
+    report lists NCCL wheels of two CUDA majors, undefined_symbol_wheels_of_two_cudas says it (or
+    fwdoctor.triage.nccl_cuda_prose, where it says so in words)."""
     said = report_errors(facts, *KINDS)
-    if not said or _other_major_wheels(facts):
+    if not said or _other_major_wheels(facts) or (facts.known("nccl.cuda_majors_said") and not facts.known("nccl.wheels")):
         return None
     symbol = said[0].get("symbol") or "an nccl function"
     return Hit(

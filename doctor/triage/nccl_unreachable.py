@@ -30,9 +30,9 @@ import ipaddress
 import re
 from typing import TYPE_CHECKING, Any
 
-from fwdoctor.model import Facts, FixRef
+from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules import fabric
-from fwdoctor.rules.base import Hit, Rule, rule, sh
+from fwdoctor.rules.base import Hit, Rule, report_errors, report_line, rule, sh
 from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines
 
@@ -206,6 +206,44 @@ def nccl_socket_connect_failed(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
+# NCCL's bare ncclSystemError as torch relays it; fwdoctor.triage.container_shm's hook on its
+# errors.yaml row records where the report names a second node (`nodes`), a container
+# (`container`) and an NCCL_DEBUG log (`nccl_log`).
+_SYSTEM_ERROR_KIND = "nccl-unhandled-system-error"
+
+
+@rule("nccl-socket-connect-failed", needs=("report.errors",), optional=("nccl.bootstrap_ifaces",))
+def system_error_containers_across_nodes(facts: Facts, kb: KB) -> Hit | None:
+    """NCCL's bare "unhandled system error" where the report names a job over several nodes and
+    ranks in containers (see nccl-socket-connect-failed). A container on Docker's default bridge
+    network has only a private 172.17.x.x address, which NCCL's bootstrap advertises and the other
+    node cannot connect to (deepinsight/insightface#1444: two machines, fixed by --network=host;
+    NVIDIA/nccl#331, #929 the same with NCCL_COMM_ID). A warning naming what settles it: the
+    report shows neither NCCL's WARN line nor the address it used. Where it shows an NCCL_DEBUG
+    log, only a bootstrap address on a Docker bridge or a virtual interface counts."""
+    if report_errors(facts, *KINDS):
+        return None  # NCCL's own connect failure is in the report: nccl_socket_connect_failed says it
+    said = [e for e in report_errors(facts, _SYSTEM_ERROR_KIND) if e.get("nodes") and e.get("container")]
+    if not said:
+        return None
+    boot = [b for b in facts.get("nccl.bootstrap_ifaces") or [] if isinstance(b, dict)]
+    bridged = [b for b in boot if (address_kind(str(b.get("address"))) or "").startswith("an address on Docker") or _virtual(str(b.get("iface")))]
+    if said[0].get("nccl_log") and not bridged:
+        return None  # the log is there and shows no bridge address: the WARN line in it names the call
+    shown = f"; this rank bootstrapped on {bridged[0]['iface']}:{bridged[0]['address']}" if bridged else ""
+    return Hit(
+        f"NCCL failed a system call ({report_line(said[0])}) in a job over several nodes ({said[0]['nodes']}) whose ranks run in "
+        f"containers ({said[0]['container']}){shown}: containers on Docker's bridge network advertise a private 172.17.x.x address "
+        "to NCCL's bootstrap, which the other node cannot connect to; the report does not show the address NCCL used",
+        evidence={"report.errors": said, "nccl.bootstrap_ifaces": boot or None},
+        fix=FixRef(commands=("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <the job>   # \"Bootstrap : Using eth0:172.17.0.2\" and the WARN naming the failed call",
+                             "docker run --network=host ...   # on every node: NCCL then advertises the hosts' addresses (Kubernetes: hostNetwork: true)",
+                             "export NCCL_SOCKET_IFNAME=<the interface the nodes reach each other on>   # `ip -brief address` on every node"),
+                   note="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/networking_troubleshooting.html"),
+        severity=Severity.WARNING,
+    )
+
+
 def _addr_of(iface: str, boot: list[dict[str, Any]], facts: Facts) -> str:
     for entry in [*boot, *(s for s in facts.get("nccl.socket_ifaces") or [] if isinstance(s, dict))]:
         if str(entry.get("iface")) == iface:
@@ -213,4 +251,4 @@ def _addr_of(iface: str, boot: list[dict[str, Any]], facts: Facts) -> str:
     return ""
 
 
-RULES: tuple[Rule, ...] = (nccl_socket_connect_failed,)
+RULES: tuple[Rule, ...] = (nccl_socket_connect_failed, system_error_containers_across_nodes)

@@ -5,7 +5,7 @@ report.p2p_disable_cures_hang:
     by setting the variable NCCL_P2P_DISABLE =1 .                          (NVIDIA/nccl#631)
 
 Both must be in the report: a line naming NCCL_P2P_DISABLE with a word of it helping
-(works, fixed, solved, resolved, helps), and a word of the hang anywhere (hang, hung, freeze,
+(works, fixed, solved, resolved, helps) that no "not"/"n't" just before negates, and a word of the hang anywhere (hang, hung, freeze,
 stuck, deadlock). NCCL's answer to that pair is PCIe ACS (or the IOMMU) redirecting
 peer-to-peer traffic (NVIDIA/nccl#631, #199; NCCL's troubleshooting guide), which
 `sudo lspci -vvv` settles; an `env` line that merely sets the variable says nothing.
@@ -40,13 +40,15 @@ _HANG = re.compile(r"\b(?:hangs?|hanging|hung|freez(?:e|es|ing)|froze|frozen|stu
 _IOMMU = re.compile(r"\b(?:(?:intel_|amd_)?iommu\s?=\s?(?:soft|pt|off|0)\b|VT-?d\b|IOMMU\b)", re.IGNORECASE)
 _IOMMU_CURED = re.compile(r"\b(?:resolv(?:ed|es)|solv(?:ed|es)|fix(?:ed|es)|goes well|works now|now works|it works|do(?:es)? work|worked|helped)\b",
                           re.IGNORECASE)
-_NEGATED = re.compile(r"n't\b|\bnot\b|\bno longer\b|\bnever\b", re.IGNORECASE)
+# "didnt work" as typed without the apostrophe (ray-project/ray#30333: "Tried `export
+# NCCL_IB_DISABLE=1` and `export NCCL_P2P_DISABLE=1`, both didnt work") negates as "didn't" does.
+_NEGATED = re.compile(r"n't\b|\b(?:did|does|do|is|was|wo|ca)nt\b|\bnot\b|\bno longer\b|\bnever\b", re.IGNORECASE)
 _NEGATION_REACH = 16  # "doesn't work", "did not help": the negation stands just before the word
 
 
-def _cured(text: str) -> bool:
+def _cured(text: str, words: re.Pattern[str] = _IOMMU_CURED) -> bool:
     """A word of it working on the line, not negated just before it."""
-    return any(not _NEGATED.search(text[max(0, m.start() - _NEGATION_REACH): m.start()]) for m in _IOMMU_CURED.finditer(text))
+    return any(not _NEGATED.search(text[max(0, m.start() - _NEGATION_REACH): m.start()]) for m in words.finditer(text))
 
 
 def find(lines: Lines) -> list[Fragment]:
@@ -59,7 +61,7 @@ def _iommu_change(lines: Lines) -> list[Fragment]:
 
 
 def _p2p_disable(lines: Lines) -> list[Fragment]:
-    cured = next((i for i, t in enumerate(lines.norm) if "NCCL_P2P_DISABLE" in t and _P2P.search(t) and _CURED.search(t)), None)
+    cured = next((i for i, t in enumerate(lines.norm) if "NCCL_P2P_DISABLE" in t and _P2P.search(t) and _cured(t, _CURED)), None)
     return _cure_of_hang(lines, cured, "report.p2p_disable_cures_hang", lambda i: "NCCL_P2P_DISABLE helped")
 
 

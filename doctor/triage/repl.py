@@ -1,13 +1,14 @@
 """What people print from Python: `torch.__version__`, `torch.version.cuda`,
 `torch.cuda.get_arch_list()`, at a `>>>` prompt (answer on the next line) or inline
-("torch.version.cuda: 12.1", "torch.__version__ = 2.1.0+cu121")."""
+("torch.version.cuda: 12.1", "torch.__version__ = 2.1.0+cu121"), also inside a sentence or a
+title; a wheel's local tag ("+cu121") says torch's CUDA."""
 
 from __future__ import annotations
 
 import ast
 import re
 
-from fwdoctor.triage.base import Fragment
+from fwdoctor.triage.base import Fragment, cuda_from_local
 from fwdoctor.triage.text import Lines
 
 _EXPR = {
@@ -23,6 +24,10 @@ _TORCH_VERSION = re.compile(r"(?<!\d)\d+\.\d+[\w.+-]*")
 # parse a 65 KB "[[[[..." until it ran out of stack.
 _MAX_ARCH_LIST = 1000
 _ASK = re.compile(r"^\s*(?:>>>\s*|In \[\d+\]:\s*)(?:print\()?(torch\.__version__|torch\.version\.cuda|torch\.cuda\.get_arch_list\(\))\)?\s*$")
+# Inside a sentence, a quote or a title ('My environment is "torch.__version__  = 2.3.1+cu121"',
+# "# torch.__version__ = 2.2.0+cu118 but ..."): the version that follows "=" or ":" (never a
+# comparison's "=="). Bounded gaps: searched at every position of a line.
+_IN_PROSE = re.compile(r"torch\.__version__\)?\s{0,8}(?::|=(?!=))\s{0,8}[\"'`]?(?P<version>(?<!\d)\d{1,3}\.\d{1,3}[\w.+-]{0,40})")
 
 
 def _value(kind: str, text: str) -> tuple[bool, object]:
@@ -42,6 +47,7 @@ def _value(kind: str, text: str) -> tuple[bool, object]:
         return True, None
     if kind == "cuda" and re.fullmatch(r"\d+\.\d+", bare):
         return True, bare
+    bare = bare.rstrip(".,;") if kind == "version" else bare  # a sentence's full stop is no part of "2.0.1+cpu"
     if kind == "version" and _TORCH_VERSION.fullmatch(bare):
         return True, bare
     return False, None
@@ -59,6 +65,8 @@ def find(lines: Lines) -> list[Fragment]:
             match = _INLINE.match(text)
             if match:
                 answer = (match.group(1), match.group(2), i + 1)
+            elif "__version__" in text and (prose := _IN_PROSE.search(text)):
+                answer = ("torch.__version__", prose.group("version").rstrip(".-"), i + 1)
         if not answer:
             continue
         expr, raw, end = answer
@@ -70,6 +78,9 @@ def find(lines: Lines) -> list[Fragment]:
         if kind == "version":
             frag.add("torch.installed", True)
             frag.add("torch.version", value)
+            settled, cuda = cuda_from_local(str(value))  # a wheel's local tag: "+cu121" is CUDA 12.1
+            if settled:
+                frag.add("torch.cuda", cuda)
         elif kind == "cuda":
             frag.add("torch.cuda", value)
         else:

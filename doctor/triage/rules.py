@@ -24,13 +24,26 @@ from fwdoctor.rules import windows as windows_rules
 from fwdoctor.rules import visibility
 from fwdoctor.rules.toolkit import path_list
 from fwdoctor.rules.base import Hit, Rule, report_errors, report_line, rule, sh
+from fwdoctor.triage.conda_env import conda_libstdcxx
 from fwdoctor.triage import nccl_fabric
 from fwdoctor.triage import rdma
 from fwdoctor.triage import ray_shm
+from fwdoctor.triage import container_shm
 from fwdoctor.triage import nccl_unreachable
 from fwdoctor.triage import nccl_gdr
 from fwdoctor.triage import torch_companions
 from fwdoctor.triage import nccl_symbols
+from fwdoctor.triage import arch_floors
+from fwdoctor.triage import ext_build
+from fwdoctor.triage import build_memory
+from fwdoctor.triage import nccl_nodes
+from fwdoctor.triage import nccl_cuda_prose
+from fwdoctor.triage import conda_cpu_solved
+from fwdoctor.triage import conda_no_cuda
+from fwdoctor.triage import cudnn_cuda
+from fwdoctor.triage import lib_missing_prose
+from fwdoctor.triage import pip_conflicts
+from fwdoctor.triage import ext_wheels
 from fwdoctor.versions import major
 
 if TYPE_CHECKING:
@@ -225,7 +238,8 @@ def unsupported_arch(facts: Facts, kb: KB) -> Hit | None:
     return Hit(
         f"the nvcc that ran cannot compile for {target}{_arch_releases(target, kb)}: {report_line(said[0])}",
         evidence={"report.errors": said},
-        fix=FixRef(recipe="cuda-toolkit", note=f"use a CUDA toolkit that supports {target} (set CUDA_HOME to it), or drop {target} from TORCH_CUDA_ARCH_LIST"),
+        fix=FixRef(recipe="cuda-toolkit", note=f"use a CUDA toolkit that supports {target} (set CUDA_HOME to it), or drop {target} from the build's arch list "
+                        f"(TORCH_CUDA_ARCH_LIST, or the -gencode flags a project's setup.py or CMakeLists.txt fixes)"),
     )
 
 
@@ -271,9 +285,9 @@ def framework_cpu_build_gpu_expected(facts: Facts, kb: KB) -> Iterable[Hit] | No
         title = TITLES.get(item["framework"], item["framework"])
         version = item.get("version") or "?"
         if item.get("native_windows"):
-            from fwdoctor.rules.frameworks import windows_tensorflow_fix
+            from fwdoctor.rules.frameworks import native_windows_fix
 
-            fix = windows_tensorflow_fix()
+            fix = native_windows_fix(item["framework"])
         elif item["framework"] == "paddle":  # paddlepaddle and paddlepaddle-gpu both install the `paddle` module
             fix = FixRef(commands=("python -m pip uninstall -y paddlepaddle paddlepaddle-gpu",
                                    "python -m pip install paddlepaddle-gpu   # the build for your CUDA: https://www.paddlepaddle.org.cn/install/quick"),
@@ -531,7 +545,9 @@ def tf_kernels_for_cc_missing(facts: Facts, kb: KB) -> Hit | None:
                            "python -c 'import tensorflow as tf; print(tf.sysconfig.get_build_info())'   # cuda_compute_capabilities"),
                  note=f"install a TensorFlow release built for compute capability {cc} (or NVIDIA's NGC TensorFlow container), "
                       f"or build TensorFlow from source with TF_CUDA_COMPUTE_CAPABILITIES={cc}")
-    failed = [e for kind in ("ptx-jit-invalid", "no-kernel-image") for e in report_errors(facts, kind) if e["line"] >= warned[0]["line"]]
+    # CUDA_ERROR_INVALID_HANDLE after the warning: the function of the module whose JIT failed
+    # (cuModuleGetFunction, then cuLaunchKernel; tensorflow/tensorflow#99592, doctor/kb/errors.yaml)
+    failed = [e for kind in ("ptx-jit-invalid", "no-kernel-image", "cuda-invalid-handle") for e in report_errors(facts, kind) if e["line"] >= warned[0]["line"]]
     if failed:
         return Hit(f"TensorFlow has no kernels for compute capability {cc} and the JIT from its PTX failed: {report_line(warned[0])}; then {report_line(failed[0])}",
                    evidence={"report.errors": [warned[0], *failed]}, fix=fix)
@@ -552,24 +568,7 @@ def tf_kernels_for_cc_missing(facts: Facts, kb: KB) -> Hit | None:
     return None
 
 
-# Folders a conda installation lives in; a libstdc++ under one of them (or under an env's
-# envs/NAME/lib) is conda's own, the one conda's python loads first (its RPATH $ORIGIN/../lib).
-_CONDA_DIRS = frozenset({"anaconda", "anaconda3", "miniconda", "miniconda3", "miniforge", "miniforge3", "mambaforge",
-                         "micromamba", ".conda", "conda", "envs"})
-
-
-# ... and the names installers and pyenv give them ("anaconda3-2023.03", "miniforge3-22.11.1-4",
-# "Miniconda3-py39"), micromamba's newer root prefix (~/.local/share/mamba), pixi's envs (.pixi).
-_CONDA_DIR_STARTS = ("anaconda", "miniconda", "miniforge", "mambaforge", "micromamba")
-_CONDA_DIRS_MORE = frozenset({"mamba", ".pixi", "conda_prefix"})  # "$CONDA_PREFIX/lib/libstdc++.so.6" as pasted
 _ELIDED = frozenset({"...", "\u2026"})  # "…/libstdc++.so.6": the reporter cut the path
-
-
-def conda_libstdcxx(path: str) -> bool:
-    """Whether the loader's `path` is a libstdc++ inside a conda installation or env."""
-    parts = [p for p in path.replace("\\", "/").split("/") if p and p not in (".", "..")]
-    return bool(parts) and parts[-1].startswith("libstdc++.so") and \
-        any(p.lower() in _CONDA_DIRS or p.lower() in _CONDA_DIRS_MORE or p.lower().startswith(_CONDA_DIR_STARTS) for p in parts[:-1])
 
 
 def _libstdcxx_path_cut(path: str) -> bool:
@@ -634,16 +633,34 @@ def cuda_pointers_disagree(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-@rule("driver-too-old-for-framework", needs=("report.errors",), optional=("report.framework",))
+# The frameworks whose builds load their own CUDA runtime (their "driver insufficient" is theirs).
+_CUDA_FRAMEWORKS = ("tensorflow", "jax", "paddle")
+
+
+def _only_framework_named(facts: Facts) -> str | None:
+    """The one framework of _CUDA_FRAMEWORKS a report names (fwdoctor.triage.framework_named),
+    when it names no other GPU framework (torch included): then the CUDA runtime that met the
+    driver is that framework's ("Using TensorFlow backend.", "conda install tensorflow-gpu")."""
+    named = facts.get("report.frameworks_named")
+    if not isinstance(named, list) or len(named) != 1:
+        return None
+    return str(named[0]) if named[0] in _CUDA_FRAMEWORKS else None
+
+
+@rule("driver-too-old-for-framework", needs=("report.errors",), optional=("report.framework", "report.frameworks_named", "report.cpu_only_host", "driver.version"))
 def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
     """The CUDA runtime's "CUDA driver version is insufficient for CUDA runtime version" in a
     report filed with TensorFlow's or JAX's issue form, or printed among Paddle's frames
     ("(at /paddle/paddle/fluid/platform/gpu_info.cc:78)"), or in Paddle's own words ("Cuda
     error(35), ..."), or the driver's "the provided PTX was compiled with an unsupported
     toolchain" (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) among JAX's, TensorFlow's or Paddle's frames
-    (jaxlib/cuda_prng_kernels.cc): the driver is older than the CUDA
-    that framework's build loads (see driver-too-old-for-framework, which needs the
-    driver's version and the build's CUDA; the text names neither)."""
+    (jaxlib/cuda_prng_kernels.cc), or in a report that names that framework and no other
+    ("Using TensorFlow backend.", "conda install tensorflow-gpu"): the driver is older than the
+    CUDA that framework's build loads (see driver-too-old-for-framework, which needs the
+    driver's version and the build's CUDA; the text names neither).
+    Not where the report says its host is CPU-only ("CPU cluster", "cpu集群") and shows no
+    driver: the CUDA runtime says the same (error 35) when there is no driver at all
+    (fwdoctor.triage.cpu_host), and no id states "a GPU build on a host without a GPU"."""
     said = report_errors(facts, "driver-insufficient")
     # Paddle's own "Cuda error(35)" names Paddle whatever the words after it (doctor/kb/errors.yaml)
     paddle_lines = {e["line"] for e in report_errors(facts, "paddle-cuda-error-35")}
@@ -656,14 +673,19 @@ def framework_driver_insufficient(facts: Facts, kb: KB) -> Hit | None:
     framed = framed or any(e.get("framework") for e in ptx)
     said += ptx
     # whose form it is, else whose frames surround the error (Paddle's: fwdoctor.triage.errors)
-    framework = facts.get("report.framework") or next((e["framework"] for e in said if e.get("framework")), None)
-    if not said or framework not in ("tensorflow", "jax", "paddle"):
+    framework = (facts.get("report.framework") or next((e["framework"] for e in said if e.get("framework")), None)
+                 or (_only_framework_named(facts) if said else None))
+    if not said or framework not in _CUDA_FRAMEWORKS:
         return None
+    if facts.get("report.cpu_only_host") and not facts.get("driver.version"):
+        return None  # no driver at all reads the same (error 35); the text shows none
     from fwdoctor.kb.frameworks import TITLES
 
     title = TITLES.get(framework, framework)
     where = (f"{title}'s issue form, {facts.source('report.framework')}" if facts.get("report.framework")
-             else f"{title}'s frames around it" if framed else f"{title}'s own wording, \"Cuda error(35)\"")
+             else f"{title}'s frames around it" if framed
+             else f"{title}'s own wording, \"Cuda error(35)\"" if paddle_lines
+             else f"the report names {title} and no other framework, {facts.source('report.frameworks_named')}")
     what = "the CUDA that wrote the PTX this" if said[0]["kind"] == "cuda-ptx-unsupported-toolchain" else "the CUDA runtime this"
     return Hit(
         f"the NVIDIA driver is older than {what} {title} build loads: {report_line(said[0])} ({where})",
@@ -1188,12 +1210,18 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       *rdma.KINDS,
                       # fwdoctor.triage.ray_shm reads it (shm-too-small: only below the KB's /dev/shm floor)
                       *ray_shm.KINDS,
+                      # fwdoctor.triage.container_shm reads it (shm-too-small as a warning: a worker's SIGBUS, size not shown)
+                      *container_shm.KINDS,
                       # fwdoctor.triage.nccl_unreachable reads these (nccl-socket-connect-failed: the address tried, the bootstrap interface)
                       *nccl_unreachable.KINDS,
                       # fwdoctor.triage.nccl_gdr reads it (nccl-gdr-module-missing: silent beside "GPU Direct RDMA (DMABUF) enabled")
                       *nccl_gdr.KINDS,
                       # fwdoctor.triage.nccl_symbols reads it (nccl-shadowed, or nccl-cuda-mismatch beside NCCL wheels of two CUDA majors)
-                      *nccl_symbols.KINDS})
+                      *nccl_symbols.KINDS,
+                      # fwdoctor.triage.ext_build reads it (a setup.py's CUDA floor: ext-cuda-unsupported-by-project, torch-toolkit-mismatch)
+                      *ext_build.KINDS,
+                      # fwdoctor.triage.pip_conflicts reads it (framework-requirement-conflict: the version re-checked)
+                      *pip_conflicts.KINDS})
 
 
 def _from_rows() -> tuple[Rule, ...]:
@@ -1229,13 +1257,23 @@ def _generic(finding_id: str, kinds: tuple[str, ...]) -> Rule:
 
 
 RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_too_old, sm_incompatible, torch_no_kernel_below_every_release, unsupported_gnu, unsupported_arch, cudnn_undefined_symbol,
-                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_request_without_cuda_build, conda_cuda_libs_of_other_major, conda_cuda_label_contradicted, framework_no_kernel_for_cc, tf_kernels_for_cc_missing,
+                           framework_cpu_build_gpu_expected, conda_cpu_pytorch_gpu_expected, conda_request_without_cuda_build, conda_cuda_libs_of_other_major, conda_cuda_label_contradicted, framework_no_kernel_for_cc, tf_kernels_for_cc_missing, *arch_floors.RULES,
                            conda_libstdcxx_not_found, cuda_pointers_disagree, framework_driver_insufficient,
                            framework_loaded_lib_mismatch, ptxas_newer_than_driver, cuda_lib_not_found, jax_cuda_lib_unloadable, tf_built_for_other_cuda, tf_cudart_not_found, nccl_ib_connect_failed, nccl_gpu_unsupported,
                            *driver_rules.REPORT_RULES, *hardware.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
                            *rdma.RULES, *ray_shm.RULES, *nccl_unreachable.RULES, *nccl_gdr.RULES,
                            *nccl_symbols.RULES,  # "undefined symbol: ncclXxx": an older NCCL in the process
-                           *torch_companions.RULES)  # torchvision/torchaudio listed beside a torch they were not built for
+                           *nccl_nodes.RULES,  # NCCL logs of several hosts with different NCCL releases
+                           *nccl_cuda_prose.RULES,  # the report says in words which CUDA its NCCL is built for
+                           *conda_no_cuda.RULES,  # conda info without __cuda beside the solver refusing a CUDA package
+                           *conda_cpu_solved.RULES,  # conda asked for a CUDA pytorch; the torch shown is a CPU build
+                           *torch_companions.RULES,  # torchvision/torchaudio listed beside a torch they were not built for
+                           *ext_wheels.RULES,  # a prebuilt extension wheel (flash-attn, PyG, detectron2) for another torch, CUDA or C++ ABI
+                           *ext_build.RULES,  # a setup.py refusing CUDA_HOME's nvcc below its floor (issue 26, build-ext)
+                           *build_memory.RULES,  # memory exhausted (top, free) while an extension compiled (issue 26, build-ext)
+                           *cudnn_cuda.RULES,  # a cuDNN archive/package/copy for another CUDA major than the program runs
+                           *lib_missing_prose.RULES,  # the report's own words: the program finds no cuDNN (a warning)
+                           *pip_conflicts.RULES)  # pip: a framework's own requirement broken by a later install
 
 # Finding ids whose regular rule sees only part of what the error text speaks of, so that
 # fwdoctor.triage.judge runs the rows' rule even where the regular one was checked on the
@@ -1252,4 +1290,6 @@ _ROW_RULES = _from_rows()
 # tf_kernels_for_cc_missing likewise: TensorFlow's failed JIT beats the regular rule's "compute_90
 # PTX runs on a 12.0 GPU" (RTX 50 GPUs under TensorFlow 2.16-2.20 fail with CUDA_ERROR_INVALID_PTX).
 TEXT_RULES: tuple[Rule, ...] = (*(r for r in _ROW_RULES if r.id in _TEXT_OVER_FACTS), conda_cuda_label_contradicted, tf_kernels_for_cc_missing)
-RULES = (*RULES, *_ROW_RULES)
+# container_shm's warnings come last: a row that shows the size or names the failed call
+# (nccl-shm-segment, dataloader-bus-error-shm) raises shm-too-small first (judge keeps one per id).
+RULES = (*RULES, *_ROW_RULES, *container_shm.RULES)
