@@ -137,7 +137,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind("ptxas-too-old-for-xla", "FWD906", E, "frameworks", "the ptxas XLA would use is missing or too old"),
     FindingKind("framework-packages-mismatched", "FWD907", E, "frameworks", "jax, jaxlib and the CUDA plugin are from different releases"),
     FindingKind("framework-gpu-unused", "FWD908", E, "frameworks", "a GPU build sees no GPU or fails its first GPU op (--deep)"),
-    FindingKind("framework-libs-shadowed", "FWD909", E, "frameworks", "LD_LIBRARY_PATH loads a cuDNN/NCCL a framework does not accept"),
+    FindingKind("framework-libs-shadowed", "FWD909", E, "frameworks", "LD_LIBRARY_PATH loads a CUDA library (cuDNN, NCCL, nvJitLink ...) a framework's wheels do not accept"),
     FindingKind("framework-loaded-lib-mismatch", "FWD910", E, "frameworks", "a framework loaded an older or incompatible cuDNN/CUDA than it was built with"),
     FindingKind("ptxas-newer-than-driver", "FWD911", W, "frameworks", "the ptxas XLA runs is newer than the driver's CUDA"),
     FindingKind("xla-libdevice-missing", "FWD912", E, "frameworks", "XLA finds no libdevice (nvvm/libdevice/libdevice.10.bc) for a JAX/TensorFlow GPU build"),

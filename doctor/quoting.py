@@ -169,6 +169,10 @@ def dockerfile_value(value: str, what: str = "value") -> str:
     _refuse_line_breaks(value, what, "a Dockerfile line")
     if not value or any(ch.isspace() for ch in value):
         raise QuotingError(f"{what} {_show(value)} is empty or holds white space, which a Dockerfile value cannot")
+    if "\\" in value:
+        # Dockerfile's escape character: at a line's end it joins the next line into this
+        # instruction; no image reference or build-context path needs one
+        raise QuotingError(f"{what} {_show(value)} holds a backslash, Dockerfile's escape character")
     return value
 
 

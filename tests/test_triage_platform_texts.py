@@ -150,7 +150,8 @@ CUINIT_NO_DEVICE = ("2020-12-29 10:10:44.476602: E tensorflow/stream_executor/cu
 def test_cuda_seeing_no_device_is_cuda_visible_devices_hides_gpus(cli, tmp_path):
     # since issue 26's visibility work a finding id states it (tests/test_rules_visibility.py)
     entries, findings, shown = triaged(cli, tmp_path, CUINIT_NO_DEVICE)
-    assert "cuda-no-device" in entries and findings.get("cuda-visible-devices-hides-gpus") == "error"
+    # a warning: the report does not show the variable, which is only the likeliest cause
+    assert "cuda-no-device" in entries and findings.get("cuda-visible-devices-hides-gpus") == "warning"
     assert "report line 1" in shown and "CUDA_VISIBLE_DEVICES" in shown and "nvidia-smi -L" in shown
 
 
@@ -202,7 +203,10 @@ what's been downloaded from conda install command.
 
 def test_a_cuda_library_of_another_release_names_the_soname_and_the_symbol(cli, tmp_path):
     entries, findings, shown = triaged(cli, tmp_path, CUSPARSE_12_FOR_11)
-    entry = assert_noted_without_error(entries, findings, shown, "cuda-lib-symbol-of-other-release")
+    entry = entries["cuda-lib-symbol-of-other-release"]
+    # conda's nvidia channel put the other release there (conda-cuda-libs-mismatch's case), not
+    # LD_LIBRARY_PATH: framework-libs-shadowed (the row's finding) stays quiet
+    assert "framework-libs-shadowed" not in findings, findings
     assert (entry["soname"], entry["symbol"]) == ("libcusparse.so.11", "cusparseSpSM_analysis")
     assert entry["library"].endswith("/torch/lib/libtorch_cuda_cu.so")
     assert "cudnn-undefined-symbol" not in entries and "cudnn-shadowed" not in findings

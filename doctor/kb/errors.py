@@ -4,7 +4,8 @@ fwdoctor.triage.errors, which is only an interpreter of these rows.
 A row: `id` (the `report.errors` kind it writes), `program` (who prints it), `pattern` (a
 Python regex, linear: no nested quantifiers, bounded gaps; its named groups are the values
 the text names and go into the entry as they are), optional `ignorecase`, `wrapped` (also
-found on a line joined with the next one: a terminal wrapped the message), `hook` (a named
+found on a line joined with the next one: a terminal wrapped the message; fwdoctor.triage.errors
+now reads every row so, and the flag only records that the row's examples need it), `hook` (a named
 post-processing step of fwdoctor.triage.errors.HOOKS, for what a regex cannot say linearly),
 `facts` (fact key -> value; a string "{group}" is that group's value, "... {group} ..." is
 formatted; a fact whose group did not match is left out), `findings` (the finding ids the

@@ -177,10 +177,11 @@ def driver_library_mismatch(facts: Facts, kb: KB) -> Hit | None:
     )
 
 
-def _gpus_on_host(facts: Facts, kb: KB) -> list[tuple[str, str, str]]:
+def _gpus_on_host(facts: Facts, kb: KB, unknown: list[str] | None = None) -> list[tuple[str, str, str]]:
     """(label, cc, name) for every GPU the facts show: gpus.list entries (CC as reported,
     else from the name, else from the PCI id at its slot), then PCI devices no entry
-    covers (a GPU the driver ignores is on the bus but absent from NVML's list)."""
+    covers (a GPU the driver ignores is on the bus but absent from NVML's list). A listed
+    GPU whose capability nothing tells is named in `unknown`, when given."""
     listed = facts.get("gpus.list") or []
     pci = facts.get("pci.nvidia_gpus") or []
     seen: set[str] = set()
@@ -197,6 +198,8 @@ def _gpus_on_host(facts: Facts, kb: KB) -> list[tuple[str, str, str]]:
             model = kb.gpus.model_for_pci_id(str(dev.get("device_id", ""))) if dev else None
         if cc:
             out.append((bus or f"GPU {gpu.get('index')}", str(cc), model.name if model else name))
+        elif unknown is not None:
+            unknown.append(f"{name or bus or 'GPU ' + str(gpu.get('index'))} (compute capability unknown)")
     for dev in pci:
         slot = str(dev.get("slot", ""))
         if normalize_slot(slot) in seen:
@@ -204,6 +207,8 @@ def _gpus_on_host(facts: Facts, kb: KB) -> list[tuple[str, str, str]]:
         model = kb.gpus.model_for_pci_id(str(dev.get("device_id", "")))
         if model is not None:
             out.append((slot, model.cc, model.name))
+        elif unknown is not None:
+            unknown.append(f"{slot} [10de:{str(dev.get('device_id', '')).removeprefix('0x')}] (a PCI id the KB does not know)")
     return out
 
 
@@ -263,12 +268,21 @@ def driver_gpu_unsupported(facts: Facts, kb: KB) -> Hit | None:
         return _legacy_hit(notices, driver, facts.source("driver.legacy_notices")) if notices else None
     flavor = facts.get("driver.module_flavor")
     problems = []
-    for where, cc, name in _gpus_on_host(facts, kb):
+    unknown: list[str] = []  # GPUs the KB cannot judge: with no problem found, not checked
+    for where, cc, name in _gpus_on_host(facts, kb, unknown):
         problem = kb.gpus.driver_problem(cc, name or None, driver, flavor)
         if problem is not None:
             problems.append((where, problem))
+        elif kb.gpus.support_for(cc, name or None) is None:
+            unknown.append(f"{name or where} (no driver-support data for compute capability {cc})")
     if not problems:
-        return _legacy_hit(notices, driver, facts.source("driver.legacy_notices")) if notices else None
+        if notices:
+            return _legacy_hit(notices, driver, facts.source("driver.legacy_notices"))
+        if unknown:
+            raise NotCheckable(f"not judged against driver {driver}: {', '.join(unknown)}")
+        if driver_branch(str(driver)) is None and (facts.get("gpus.list") or facts.get("pci.nvidia_gpus")):
+            raise NotCheckable(f"driver version {driver!r} names no driver branch")
+        return None
     where, first = problems[0]
     more = f" (and {len(problems) - 1} more GPU{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
     branch = first.branch

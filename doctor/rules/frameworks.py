@@ -19,7 +19,7 @@ from fwdoctor import arch
 from fwdoctor.kb.frameworks import TITLES
 from fwdoctor.model import Facts, FixRef
 from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule, sh
-from fwdoctor.rules.torch import WINDOWS_KEYS, driver_runs, run_floor, windows_driver
+from fwdoctor.rules.torch import WINDOWS_KEYS, driver_runs, run_floor, unjudged_gpus, windows_driver
 from fwdoctor.versions import major_minor, parse_version
 
 if TYPE_CHECKING:
@@ -190,6 +190,10 @@ def driver_too_old_for_framework(facts: Facts, kb: KB) -> Iterable[Hit] | None:
         if cuda is None:
             if item.get("gpu_build"):  # a GPU build whose CUDA nobody showed is unknown, not healthy
                 unknown.append(f"{label(item)}: the CUDA its build needs is not shown")
+            elif item.get("gpu_build") is None and not cpu_only(kb, item) and not _runs_if_gpu_build(kb, item, driver, windows):
+                # a report that names the release only (TensorFlow's issue template): a CPU
+                # build needs no driver, a GPU build might need a newer one
+                unknown.append(f"{label(item)}: whether it is a GPU build (and for which CUDA) is not shown")
             continue
         runs = driver_runs(kb, driver, cuda, windows)
         if runs is None:
@@ -214,6 +218,11 @@ def driver_too_old_for_framework(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     if unknown and not hits:
         raise NotCheckable("; ".join(unknown))
     return hits
+
+
+def _runs_if_gpu_build(kb: KB, item: dict[str, Any], driver: str, windows: bool) -> bool:
+    """Whether `driver` runs `item` even if it is a GPU build: its CUDA is shown and meets the floor."""
+    return bool(item.get("cuda")) and driver_runs(kb, driver, str(item["cuda"]), windows) is True
 
 
 @rule("gpu-arch-unsupported-by-framework", needs=("frameworks.installed", "gpus.list"), optional=("pci.nvidia_gpus", "driver.version", "python.version", "python.executable"))
@@ -245,9 +254,10 @@ def gpu_arch_unsupported_by_framework(facts: Facts, kb: KB) -> Iterable[Hit] | N
     # gpu_arch_unsupported_by_torch: a fleet reuses "fine" across GPU UUIDs).
     with_cc = [(g, cc) for g in gpus if (cc := kb.gpus.cc_for_gpu(g, pci))]
     hits, unknown = [], []
-    for item in installed(facts):
-        if not item.get("gpu_build"):
-            continue
+    judged = False
+    # A build not known to be CPU-only (gpu_build None: a report naming the release only) is
+    # judged too: covered, it is fine either way; not covered, it is unknown, not an error.
+    for item in [i for i in installed(facts) if i.get("gpu_build") or (i.get("gpu_build") is None and not cpu_only(kb, i))]:
         targets = item.get("arch_list")
         build = _build(kb, item)
         if not targets and build is not None and build.arch_list:
@@ -257,9 +267,21 @@ def gpu_arch_unsupported_by_framework(facts: Facts, kb: KB) -> Iterable[Hit] | N
             continue
         if not with_cc:
             raise NotCheckable("no GPU's compute capability is known (gpus.list has no cc)")
-        parsed = arch.parse_targets(list(targets))
+        try:
+            parsed = arch.parse_targets(list(targets))
+        except ValueError as exc:
+            unknown.append(f"{label(item)}'s GPU target list is unreadable ({exc})")
+            continue
+        judged = True
         for found, cc in with_cc:
-            if arch.runs_on(parsed, str(cc)):
+            try:
+                if arch.runs_on(parsed, str(cc)):
+                    continue
+            except ValueError:
+                unknown.append(f"{found.get('name') or 'a GPU'}: compute capability {cc!r} is not a version")
+                continue
+            if item.get("gpu_build") is None:
+                unknown.append(f"{label(item)}: whether it is a GPU build is not shown (its GPU build has no kernel for compute capability {cc})")
                 continue
             gpu = {**found, "cc": cc}
             hits.append(
@@ -269,7 +291,9 @@ def gpu_arch_unsupported_by_framework(facts: Facts, kb: KB) -> Iterable[Hit] | N
                     fix=FixRef(note=f"build {TITLES[item['framework']]} from source for compute capability {gpu['cc']}, or run it on a GPU it targets"),
                 )
             )
-    if unknown and not hits and len(unknown) == len([i for i in installed(facts) if i.get("gpu_build")]):
+    if judged:  # a GPU whose capability is unknown was judged against no build
+        unknown += [f"{name}: compute capability unknown" for name in unjudged_gpus(gpus, with_cc)]
+    if unknown and not hits:
         raise NotCheckable("; ".join(unknown))
     return hits
 
@@ -728,16 +752,25 @@ def framework_libs_shadowed(facts: Facts, kb: KB) -> Iterable[Hit] | None:
     """What it does
         Reports an LD_LIBRARY_PATH or LD_PRELOAD libcudnn/libnccl (cudnn.ld_first,
         nccl.ld_first) whose version is outside what a framework installed with its CUDA
-        wheels requires (nvidia-cudnn-cuNN, nvidia-nccl-cuNN).
+        wheels requires (nvidia-cudnn-cuNN, nvidia-nccl-cuNN). In a pasted report it also
+        reads the loader's "undefined symbol: __nvJitLinkComplete_12_4, version
+        libnvJitLink.so.12" for any CUDA library of the nvidia-* wheels (nvJitLink,
+        cuSPARSE, cuBLAS ...) beside the folder it came from (ldd, or a CUDA toolkit first
+        on LD_LIBRARY_PATH): an error; with no folder shown, a warning naming the check.
 
     Why is this bad?
         The dynamic loader takes the LD_LIBRARY_PATH copy before the framework's own wheels:
         JAX's install page says to unset LD_LIBRARY_PATH for this reason; TensorFlow logs
-        "Loaded runtime CuDNN library: X but source was compiled with: Y".
+        "Loaded runtime CuDNN library: X but source was compiled with: Y"; torch's pip
+        builds fail at import when a system CUDA's older libnvJitLink.so.12 is loaded for
+        the wheel's libcusparse.so.12 (pytorch/pytorch#141063, #152783). The `_12_4` of
+        such a symbol names the CUDA release whose library first has it.
 
     Example
         LD_LIBRARY_PATH=/usr/local/cuda/lib64 holding libcudnn 8.9.7 with jax[cuda12] 0.10.2
         (nvidia-cudnn-cu12 >=9.8,<10.0): invalid. With LD_LIBRARY_PATH unset: valid.
+        LD_LIBRARY_PATH=/usr/local/cuda-12.3/lib64 under a torch 2.5 cu124 wheel ("undefined
+        symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12"): invalid.
 
     Fix
         Unset LD_LIBRARY_PATH (and LD_PRELOAD) for the framework's process, or drop the

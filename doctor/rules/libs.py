@@ -184,6 +184,7 @@ def cuda_mismatch(facts: Facts, kb: KB, lib: Library) -> list[Hit]:
     site = torch_site(facts)
     hits: list[Hit] = []
     unchecked: list[str] = []
+    unreferenced: list[str] = []  # copies whose user's CUDA major is unknown
     compared = 0
     for inst in installs(facts, lib):
         # Who loads this copy: torch loads the pip wheels of its environment and whatever
@@ -202,6 +203,11 @@ def cuda_mismatch(facts: Facts, kb: KB, lib: Library) -> list[Hit]:
         else:
             ref, why = tk_major, f"it is used by {tk_why}"
         if ref is None:
+            # Nobody known to use it (a CPU torch, no torch, no active toolkit) is fine; a user
+            # whose CUDA is unknown leaves this copy unjudged, not healthy.
+            missing = _unknown_reference(facts, toolkit_side=not (is_torch_side or is_first))
+            if missing:
+                unreferenced.append(f"{describe(inst)}: {missing}")
             continue
         majors, how = _supported_majors(inst, kb, lib)
         if majors is None:
@@ -226,7 +232,22 @@ def cuda_mismatch(facts: Facts, kb: KB, lib: Library) -> list[Hit]:
         if torch_major is None and tk_major is None and installs(facts, lib):
             active = "no active CUDA toolkit" if facts.known("cuda.active") else f"cuda.active unknown ({facts.why('cuda.active')})"
             raise NotCheckable(f"no CUDA major to compare with: {torch_why}; {active}")
+    if not hits and (unchecked or unreferenced):  # one copy judged fine, another not judged
+        raise NotCheckable("; ".join(unchecked + unreferenced))
     return hits
+
+
+def _unknown_reference(facts: Facts, toolkit_side: bool) -> str | None:
+    """Why the CUDA major a copy is held to is unknown, or None where nobody uses it: torch is a
+    CPU build or absent (torch's side), no toolkit is active (the build side)."""
+    if toolkit_side:
+        if not facts.known("cuda.active"):
+            return f"the CUDA of the toolkit builds use is unknown (cuda.active: {facts.why('cuda.active')})"
+        active = facts["cuda.active"]
+        return f"the active toolkit's CUDA version is unreadable ({active.get('version')!r})" if isinstance(active, dict) and active else None
+    if torch_absent(facts) or (facts.known("torch.cuda") and facts["torch.cuda"] is None):
+        return None
+    return f"the CUDA torch was built for is unknown (torch.cuda: {facts.why('torch.cuda')})"
 
 
 def _mismatch_fix(facts: Facts, kb: KB, lib: Library, inst: dict[str, Any], want: int) -> FixRef:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fwdoctor.model import Facts, FixRef
-from fwdoctor.rules.base import Hit, Rule, rule
+from fwdoctor.rules.base import Hit, NotCheckable, Rule, rule
 
 
 if TYPE_CHECKING:
@@ -52,6 +52,14 @@ def shm_too_small(facts: Facts, kb: KB) -> Hit | None:
     count = _gpu_count(facts)
     container = facts.get("system.container") is True
     if not container and (count is None or count < 2):
+        # Small is a problem in a container or beside several GPUs: with either unknown (a
+        # report's `df -h /dev/shm` alone), "fine" would be a guess.
+        if count is None:
+            raise NotCheckable(f"/dev/shm is {size // (1024 * 1024)} MiB, below {floor // (1024 * 1024)} MiB, and how many GPUs "
+                               f"this host has is unknown ({facts.why('gpus.list')}; `nvidia-smi -L`)")
+        if not facts.known("system.container"):
+            raise NotCheckable(f"/dev/shm is {size // (1024 * 1024)} MiB, below {floor // (1024 * 1024)} MiB, and whether this "
+                               f"runs in a container is unknown ({facts.why('system.container')}; `ls /.dockerenv`)")
         return None
     where = "in a container" if container else f"on a host with {count} GPUs"
     if container and count:

@@ -641,16 +641,20 @@ def gpu_arch_unsupported_by_toolkit(facts: Facts, kb: KB) -> Iterable[Hit] | Non
     xy = _xy(version)
     by_cc: dict[str, list[dict[str, Any]]] = {}
     pci = facts.get("pci.nvidia_gpus") or []
+    no_cc: list[str] = []
     for gpu in gpus:
         # NVML reports the CC; the /proc and PCI fallbacks do not, so look the model up.
         cc = gpu.get("cc") or kb.gpus.cc_for_gpu(gpu, pci)
         if cc:
             by_cc.setdefault(str(cc), []).append(gpu)
+        else:
+            no_cc.append(str(gpu.get("name") or f"GPU {gpu.get('index', '?')}"))
     if not by_cc:
         names = ", ".join(str(g.get("name")) for g in gpus)
         raise NotCheckable(f"no compute capability known for {names}")
     hits: list[Hit] = []
-    unknown: list[str] = []
+    # a GPU of unknown capability is not judged: with no other GPU failing, not checked
+    unknown: list[str] = [f"{name} (compute capability unknown)" for name in no_cc]
     for cc, group in by_cc.items():
         try:
             supported = kb.cuda.nvcc_supports(version, cc)
@@ -680,7 +684,8 @@ def gpu_arch_unsupported_by_toolkit(facts: Facts, kb: KB) -> Iterable[Hit] | Non
     if hits:
         return hits
     if unknown:
-        raise NotCheckable(f"no data for CUDA {xy} and compute capability {', '.join(unknown)}")
+        raise NotCheckable(f"GPUs not judged against CUDA {xy}'s nvcc: {', '.join(unknown)}" if no_cc else
+                           f"no data for CUDA {xy} and compute capability {', '.join(unknown)}")
     return None
 
 

@@ -262,15 +262,21 @@ def gpu_arch_unsupported_by_torch(facts: Facts, kb: KB) -> Iterable[Hit] | None:
         parsed = arch.parse_targets(targets)
     except ValueError as exc:
         raise NotCheckable(f"torch arch list from {origin} is unreadable: {exc}") from None
+    # A GPU whose capability is unknown or unreadable is not judged; with no GPU failing,
+    # the verdict is "not checked" (naming it), never "fine" (STYLE: an unknown never looks healthy).
+    unknown = unjudged_gpus(gpus, with_cc)
     bad: dict[str, list[dict]] = {}
     for gpu, cc in with_cc:
         try:
             verdict = arch.runs_on(parsed, str(cc))
         except ValueError:
+            unknown.append(f"{gpu.get('name') or 'GPU ' + str(gpu.get('index', '?'))} (compute capability {cc!r} is not a version)")
             continue
         if not verdict:
             bad.setdefault(str(cc), []).append({**gpu, "cc": cc})
     if not bad:
+        if unknown:
+            raise NotCheckable(f"compute capability unknown for {', '.join(unknown)}")
         return None
     version = facts.get("torch.version") or "?"
     every_cc = sorted({str(cc) for _, cc in with_cc}, key=arch.cc_key)
@@ -340,12 +346,14 @@ def gpu_below_every_wheel_of_release(facts: Facts, kb: KB) -> Iterable[Hit] | No
     if not with_cc:
         raise NotCheckable("no GPU's compute capability is known (gpus.list has no cc)")
     lowest = min((t for v in wheels for t in arch.parse_targets(list(v.arch_list or ()))), key=lambda t: arch.cc_key(t.cc))
+    unknown = unjudged_gpus(gpus, with_cc)
     hits = []
     for gpu, cc in with_cc:
         try:
             if any(arch.runs_on(list(v.arch_list or ()), str(cc)) for v in wheels):
                 continue
         except ValueError:
+            unknown.append(f"{gpu.get('name') or 'GPU ' + str(gpu.get('index', '?'))} (compute capability {cc!r} is not a version)")
             continue
         name = gpu.get("name") or "GPU"
         builds = ", ".join(v.variant for v in wheels)
@@ -357,7 +365,16 @@ def gpu_below_every_wheel_of_release(facts: Facts, kb: KB) -> Iterable[Hit] | No
                        note=f"no official torch {version} wheel runs on compute capability {cc}: use a GPU the wheels support, "
                             f"or build torch from source with TORCH_CUDA_ARCH_LIST={cc} and a CUDA toolkit that still compiles for {arch.sm_name(str(cc))}"),
         ))
+    if not hits and unknown:
+        raise NotCheckable(f"compute capability unknown for {', '.join(unknown)}")
     return hits
+
+
+def unjudged_gpus(gpus: list[dict[str, Any]], with_cc: list[tuple[dict[str, Any], Any]]) -> list[str]:
+    """The GPUs of `gpus` left out of `with_cc` (no capability reported, none found by name or
+    PCI id), by name: what a rule that judges GPUs by capability could not judge."""
+    judged = {id(gpu) for gpu, _ in with_cc}
+    return [str(g.get("name") or f"GPU {g.get('index', '?')}") for g in gpus if id(g) not in judged]
 
 
 def _gpu_present(facts: Facts) -> bool | None:

@@ -102,7 +102,10 @@ def cuda_visible_devices_hides_gpus(facts: Facts, kb: KB) -> Hit | None:
     if value is None or not gpus:
         return None  # unset: every GPU; no GPU at all: no-gpu says so
     shown = visible_gpus(str(value), gpus)
-    if shown is None or shown:
+    if shown is None:
+        # a GPU UUID where gpus.list has none, or a MIG instance gpus.list does not hold
+        raise NotCheckable(f"CUDA_VISIBLE_DEVICES={str(value)!r} names a GPU UUID or MIG instance that gpus.list cannot be matched against (`nvidia-smi -L` lists both)")
+    if shown:
         return None
     first = ", ".join(f"{g.get('index')}" for g in gpus)
     return Hit(
@@ -251,10 +254,18 @@ def container_started_without_gpus(facts: Facts, kb: KB) -> Hit | None:
     nodes = [str(n) for n in listed]
     pci = facts.get("pci.nvidia_gpus") or []
     driver = facts.get("driver.version")
-    if not pci and not driver:
-        return None  # no NVIDIA GPU behind this container: no-gpu says so
-    host = (f"{len(pci)} NVIDIA GPU(s) on the PCI bus" if pci else "no GPU listed on the PCI bus") + (f", NVIDIA driver {driver} loaded" if driver else "")
     gpu_nodes = [n for n in nodes if _GPU_NODE.fullmatch(n)]
+    if not pci and not driver:
+        if facts.known("pci.nvidia_gpus") or facts.known("driver.version") or (gpu_nodes and "nvidia-uvm" in nodes):
+            return None  # no NVIDIA GPU behind this container (no-gpu says so), or every node is here
+        # Neither the PCI bus nor a driver shown (a report's `ls /dev` alone): "no GPU behind it"
+        # would be a guess, and so would "started without them".
+        raise NotCheckable(f"whether the host has an NVIDIA GPU is unknown (pci.nvidia_gpus: {facts.why('pci.nvidia_gpus')}; "
+                           f"driver.version: {facts.why('driver.version')})")
+    host = (f"{len(pci)} NVIDIA GPU(s) on the PCI bus" if pci else "no GPU listed on the PCI bus") + (f", NVIDIA driver {driver} loaded" if driver else "")
+    if not gpu_nodes and not driver and not facts.known("driver.version"):
+        raise NotCheckable(f"whether the host's NVIDIA driver is loaded is unknown (driver.version: {facts.why('driver.version')}), "
+                           "so a container without GPU device nodes cannot be told from a host without a driver")
     if not gpu_nodes and not driver:
         # GPUs on the bus and no NVIDIA module loaded (a container sees the host's
         # /proc/driver/nvidia and /sys/module): the host has no driver, and the runtime
@@ -337,7 +348,8 @@ def visible_devices_hide_gpus(facts: Facts, kb: KB) -> Hit | None:
     host"): no GPU there for the variable to hide. Nor, unless the report shows the variable,
     in a report from WSL: there a libcuda other than WSL's own (/usr/lib/wsl/lib) answers
     cuInit with CUDA_ERROR_NO_DEVICE (numba/numba#7106, NVIDIA/cuml#5624, NVIDIA/cuml#6218;
-    fwdoctor.rules.report_text.wsl_libcuda_not_linked says so)."""
+    fwdoctor.rules.report_text.wsl_libcuda_not_linked says so). An error where the report
+    shows the variable, a warning where it does not."""
     said = _said(facts, _NO_DEVICE_KINDS)
     if not said or _said(facts, _NO_KERNEL_DRIVER_KINDS):
         return None
@@ -361,6 +373,9 @@ def visible_devices_hide_gpus(facts: Facts, kb: KB) -> Hit | None:
         fix=FixRef(commands=("nvidia-smi -L   # the GPUs and their indices, from 0", "echo \"${CUDA_VISIBLE_DEVICES-unset}\"", "grep -rn CUDA_VISIBLE_DEVICES .   # a script that sets it"),
                    note="unset CUDA_VISIBLE_DEVICES or set it to indices nvidia-smi -L lists (a one-GPU machine has only 0); "
                         "in a container, also check it was started with the GPUs (--gpus all)"),
+        # unshown, the variable is the likeliest cause, not a shown one: a container without
+        # its GPUs or a GPU that fell off the bus read the same
+        severity=Severity.ERROR if shown is not None else Severity.WARNING,
     )
 
 

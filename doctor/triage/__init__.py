@@ -36,6 +36,7 @@ from fwdoctor.triage import nccl_gdr
 from fwdoctor.triage import paddle_packages
 from fwdoctor.triage import torch_companions
 from fwdoctor.triage import nccl_symbols
+from fwdoctor.triage import cuda_libs_shadowed
 from fwdoctor.triage import conda_env
 from fwdoctor.triage import build_memory
 from fwdoctor.triage import nccl_nodes
@@ -79,6 +80,7 @@ PARSERS: tuple[Callable[[Lines], list[Fragment]], ...] = (
     paddle_packages.find,  # paddlepaddle-gpu in pip list / install commands (its .post112 or cu126 index: the CUDA), Paddle's summary_env.py
     torch_companions.find,  # torchvision/torchaudio beside torch in pip list, freeze, `pip show`, pip's "Successfully installed"
     nccl_symbols.find,  # nvidia-nccl-cuNN wheels in pip list / freeze / collect_env: their CUDA majors, beside "undefined symbol: ncclXxx"
+    cuda_libs_shadowed.find,  # LD_LIBRARY_PATH values, ldd lines, nvidia-nvjitlink/cusparse/cublas wheels, beside "undefined symbol: X, version libY.so.N"
     conda_env.find,  # `conda activate X`, conda info's "active env location", conda list's "packages in environment at": the envs in use
     build_memory.find,  # top / free / /proc/meminfo during an extension build, and the build's MAX_JOBS and commands (issue 26, build-ext)
     nccl_nodes.find,  # NCCL_DEBUG=INFO logs of several hosts: the "NCCL version 2.x.y" each host loaded

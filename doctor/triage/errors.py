@@ -1,8 +1,9 @@
 """Error and warning texts that state facts, from the program that printed them: an
 interpreter of the signature rows of doctor/kb/errors.yaml (fwdoctor.kb.errors).
 
-For each line, each row's pattern is searched (with `wrapped`, also on the line joined with
-the next, counted once where the message starts); its named groups, and what the row's named
+For each line, each row's pattern is searched on the line, on each cell of a markdown table's
+row, else on the line joined with the next (a message wrapped by a terminal or a mail client,
+counted once where the message starts; every row, whatever its `wrapped` says); its named groups, and what the row's named
 hook adds, become one entry of `report.errors` ({"kind", "line", "end", "text", ...groups}),
 which the triage rules (fwdoctor.triage.rules) read, and the row's `facts` become facts of
 the report. A row with no finding carries a `note` (what a correct tool would say), kept in
@@ -16,6 +17,7 @@ say how a program's text reads, not what is compatible), validated like every KB
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -24,7 +26,7 @@ from fwdoctor.kb.errors import ErrorsKB, Signature, fill
 from fwdoctor.model import Fact
 from fwdoctor.triage.base import Fragment, gpu_entry
 from fwdoctor.triage.container_shm import shm_context
-from fwdoctor.triage.text import Lines
+from fwdoctor.triage.text import Lines, unquoted
 from fwdoctor.versions import parse_version
 
 _MAX_NAME = 200  # a library's file name or path, or a GPU's name, is never longer
@@ -56,13 +58,22 @@ def driver_cuda_from_found(hit: Hit) -> bool:
     return True
 
 
+# What ends the text in front of a GPU's name: torch's "UserWarning:", and what a log or a
+# table puts before a message ("12:34:56,789 - ", "[2024-09-03 12:34:56] ERROR ",
+# "host:81234:81234 [3] ", "| error | "); after the last ':', '|' or ']' come only the rest of
+# a time and a level word.
+_LOG_HEAD = re.compile(r"[:|\]]")
+_LOG_LEAD = re.compile(r"^(?:\d{1,9}(?:[.,]\d{1,9})?\s{0,4}(?:-\s{1,4})?)?(?:(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL)\b\s{0,4}:?\s{0,4})?")
+
+
 def torch_gpu_and_arch_list(hit: Hit) -> bool:
     # The GPU's name is what precedes the message back to the last ':'. One pattern
     # "(?:^|[:\s])([^:\n]*?) with CUDA capability ..." started at every blank and ran its lazy
     # name to the end of the line: a 65 KB line of blanks took minutes.
     sm = hit.data.pop("sm")
-    raw = hit.text[: hit.match.start()].rsplit(":", 1)[-1][-_MAX_NAME:]
+    raw = _LOG_HEAD.split(hit.text[: hit.match.start()])[-1][-_MAX_NAME:]
     name = re.sub(r"^.*(?:UserWarning|Warning|warn\(|^\s*)\s*:?\s*", "", raw).strip(" :'\"")
+    name = _LOG_LEAD.sub("", name)
     cc = f"{sm[:-1]}.{sm[-1]}"
     targets: list[str] = []
     for j in range(hit.i, min(len(hit.norm), hit.i + 4)):
@@ -97,9 +108,15 @@ def loader_path(hit: Hit) -> bool:
     """The path (or file name) the loader names just before the match (": undefined symbol",
     ": version `X' not found"), as `library`, when there is one."""
     word = _word_before(hit.text, hit.match.start(), "._/+-~")
-    if word:
+    if word and not _after_break(hit, hit.match.start() - len(word)):
         hit.data["library"] = word
     return True
+
+
+def _after_break(hit: Hit, at: int) -> bool:
+    """True when offset `at` is the start of a line that follows one broken at a terminal's
+    width (see _TERMINAL_WIDTHS): a word starting there may have begun on that line."""
+    return at == 0 and hit.text is hit.norm[hit.i] and hit.i > 0 and len(hit.norm[hit.i - 1]) in _TERMINAL_WIDTHS
 
 
 def not_tensorrt(hit: Hit) -> bool:
@@ -883,50 +900,131 @@ def find(lines: Lines) -> list[Fragment]:
     out: list[Fragment] = []
     norm = lines.norm
     rows = signatures().signatures
+    ahead: dict[int, bool] = {}  # row -> whether its pattern is found on the next line (asked by the join)
     for i, text in enumerate(norm):
+        here, ahead = ahead, {}
         if not text:
             continue
-        for sig in rows:
-            frag = _read(sig, norm, i, text)
+        raw = unquoted(lines.raw[i].rstrip("\r\n"))
+        line = _Line(norm, i, text, _cells(text), len(raw), raw[-1:].isspace())
+        for r, sig in enumerate(rows):
+            frag = _read(sig, line, here.get(r), lambda: ahead.setdefault(r, bool(sig.pattern.search(norm[i + 1]))))
             if frag is not None:
                 out.append(frag)
     return out
 
 
-def _read(sig: Signature, norm: tuple[str, ...], i: int, text: str) -> Fragment | None:
-    number = i + 1
-    if sig.wrapped:
-        match, end, where = _wrapped(sig.pattern, norm, i)
-        matches = [match] if match else []
+# A markdown table's row ("| error | RuntimeError: ... |"): its cells are read one by one too,
+# so a pattern anchored at a line's start or end, and a value at the end of the message, read
+# the cell as the line it was pasted from. nvidia-smi's box lines are framed the same way;
+# their cells are no error texts, and no row reads them.
+_TABLE_ROW = re.compile(r"^\s{0,3}\|(.{1,4000})\|\s*$")
+
+
+def _cells(text: str) -> tuple[str, ...]:
+    framed = _TABLE_ROW.match(text)
+    if framed is None:
+        return ()
+    return tuple(cell.strip() for cell in re.split(r"(?<!\\)\|", framed.group(1)) if cell.strip())
+
+
+# Where a terminal wraps a line it breaks it at its width, mid-word; an e-mail client or a
+# browser at a blank. A line exactly as long as a common terminal width is taken as broken
+# there: joined with the next as it was (with a blank only where one sits at the break). Any
+# other line is joined with a blank and, where it is long enough to have been broken at a
+# narrower terminal's width, also without one: where both read the message and name a value
+# differently ("2015" or "201 5"), the text does not settle it, and that value is left out
+# (unknown), never guessed.
+_TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
+_HARD_WRAP_MIN = 60
+
+
+_JOIN_SPAN = 1000  # characters each side of a break the join reads: a message and the words around it
+
+
+@dataclass(frozen=True)
+class _Line:
+    """Line i as the rows read it: its table cells, and its width as written (without a quote
+    marker) and whether it ends in a blank there."""
+
+    norm: tuple[str, ...]
+    i: int
+    text: str
+    cells: tuple[str, ...] = ()
+    width: int = 0
+    ends_blank: bool = False
+
+
+def _read(sig: Signature, line: _Line, found: bool | None = None, next_found: Callable[[], bool] | None = None) -> Fragment | None:
+    """The row's entry for line i: the row on the line itself, on each of its table cells,
+    else on the line joined with the next (a message wrapped at the terminal's width, counted
+    once: on the line where it starts, and only by a match that runs across the break).
+    `found` False: the pattern is known not to be on the line (asked by the line before)."""
+    norm, i, text, width = line.norm, line.i, line.text, line.width
+    for where in (*line.cells, *([text] if found is not False else [])):  # a table row's cells first: a value there ends at its cell
+        hit = _hit(sig, norm, i, where, i + 1, None)
+        if hit is not None:
+            if where is text and width in _TERMINAL_WIDTHS and i + 1 < len(norm) and norm[i + 1].strip():
+                _drop_values_at_break(hit, len(text))
+            return _fragment(sig, text, hit)
+    if i + 1 >= len(norm) or not norm[i + 1] or (next_found() if next_found else sig.pattern.search(norm[i + 1])):
+        return None
+    head, tail = norm[i].rstrip(), norm[i + 1].strip()
+    blank = line.ends_blank or norm[i + 1][:1].isspace()  # the break fell on a blank
+    if width in _TERMINAL_WIDTHS:
+        joins = [" " if blank else ""]
     else:
-        where, end = text, number
-        matches = sig.pattern.finditer(text) if sig.hook else [m for m in [sig.pattern.search(text)] if m]
-    for match in matches:
-        hit = Hit(match, where, norm, i, end)
-        if sig.hook and not HOOKS[sig.hook](hit):
+        joins = [" ", ""] if len(head) >= _HARD_WRAP_MIN else [" "]
+    if not blank and width in _TERMINAL_WIDTHS and len(head) >= _HARD_WRAP_MIN:
+        joins.append(" ")  # tried only where the join as broken reads nothing
+    head, tail = head[-_JOIN_SPAN:], tail[:_JOIN_SPAN]
+    hits: list[Hit] = []
+    for n, joiner in enumerate(joins):
+        if hits and (width in _TERMINAL_WIDTHS or n >= 2):
+            break
+        hit = _hit(sig, norm, i, head + joiner + tail, i + 2, len(head))
+        if hit is not None:
+            hits.append(hit)
+    if not hits:
+        return None
+    hit = hits[0]
+    for other in hits[1:]:
+        for key in [k for k in hit.data if k in other.data and other.data[k] != hit.data[k]]:
+            del hit.data[key]
+        hit.facts = [fact for fact in hit.facts if fact in other.facts]
+    return _fragment(sig, text, hit)
+
+
+def _drop_values_at_break(hit: Hit, end: int) -> None:
+    """A value that runs to the end of a line broken at a terminal's width may go on at the
+    start of the next line ("Network is" / "unreachable"): it is left out (unknown)."""
+    for name in hit.match.re.groupindex:
+        if hit.match.group(name) is not None and hit.match.end(name) >= end:
+            hit.data.pop(name, None)
+
+
+def _hit(sig: Signature, norm: tuple[str, ...], i: int, where: str, end: int, seam: int | None) -> Hit | None:
+    """The first match of the row in `where` its hook keeps (with `seam`: only a match that
+    starts before that offset and ends after it, i.e. runs across the joined lines)."""
+    for match in sig.pattern.finditer(where):
+        if seam is not None and not match.start() < seam < match.end():
             continue
-        frag = _one(number, sig, text, hit)
-        for key, template in sig.facts.items():
-            try:
-                frag.add(key, fill(template, hit.data))
-            except KeyError:  # the text did not name that value: the fact stays unknown
-                continue
-        for key, value, line in hit.facts:
-            frag.add(key, value, line)
-        return frag
+        hit = Hit(match, where, norm, i, end)
+        if not sig.hook or HOOKS[sig.hook](hit):
+            return hit
     return None
 
 
-def _wrapped(pattern: re.Pattern[str], norm: tuple[str, ...], i: int) -> tuple[re.Match[str] | None, int, str]:
-    """`pattern` on line i, or on line i joined with the next one (a message wrapped at the
-    terminal's width), counted once: on the line where it starts. (match, last line, text searched)."""
-    match = pattern.search(norm[i])
-    if match or i + 1 >= len(norm):
-        return match, i + 1, norm[i]
-    if pattern.search(norm[i + 1]):
-        return None, i + 1, norm[i]
-    joined = norm[i].rstrip() + " " + norm[i + 1].strip()
-    return pattern.search(joined), i + 2, joined
+def _fragment(sig: Signature, text: str, hit: Hit) -> Fragment:
+    frag = _one(hit.i + 1, sig, text, hit)
+    for key, template in sig.facts.items():
+        try:
+            frag.add(key, fill(template, hit.data))
+        except KeyError:  # the text did not name that value: the fact stays unknown
+            continue
+    for key, value, line in hit.facts:
+        frag.add(key, value, line)
+    return frag
 
 
 def _one(number: int, sig: Signature, text: str, hit: Hit) -> Fragment:

@@ -33,6 +33,7 @@ from fwdoctor.triage import nccl_unreachable
 from fwdoctor.triage import nccl_gdr
 from fwdoctor.triage import torch_companions
 from fwdoctor.triage import nccl_symbols
+from fwdoctor.triage import cuda_libs_shadowed
 from fwdoctor.triage import arch_floors
 from fwdoctor.triage import ext_build
 from fwdoctor.triage import build_memory
@@ -1218,6 +1219,8 @@ _HANDLED = frozenset({"nvml-mismatch", "nvrm-api-mismatch", "driver-too-old", "c
                       *nccl_gdr.KINDS,
                       # fwdoctor.triage.nccl_symbols reads it (nccl-shadowed, or nccl-cuda-mismatch beside NCCL wheels of two CUDA majors)
                       *nccl_symbols.KINDS,
+                      # fwdoctor.triage.cuda_libs_shadowed reads it (framework-libs-shadowed: an error only beside the folder that won)
+                      *cuda_libs_shadowed.KINDS,
                       # fwdoctor.triage.ext_build reads it (a setup.py's CUDA floor: ext-cuda-unsupported-by-project, torch-toolkit-mismatch)
                       *ext_build.KINDS,
                       # fwdoctor.triage.pip_conflicts reads it (framework-requirement-conflict: the version re-checked)
@@ -1263,6 +1266,7 @@ RULES: tuple[Rule, ...] = (nvml_mismatch, image_driver_libs_said, driver_cuda_to
                            *driver_rules.REPORT_RULES, *hardware.REPORT_RULES, *platform.REPORT_RULES, *visibility.REPORT_RULES, *windows_rules.REPORT_RULES, *nccl_fabric.RULES,
                            *rdma.RULES, *ray_shm.RULES, *nccl_unreachable.RULES, *nccl_gdr.RULES,
                            *nccl_symbols.RULES,  # "undefined symbol: ncclXxx": an older NCCL in the process
+                           *cuda_libs_shadowed.RULES,  # "undefined symbol: X, version libnvJitLink.so.12": a system CUDA's library before the wheel's
                            *nccl_nodes.RULES,  # NCCL logs of several hosts with different NCCL releases
                            *nccl_cuda_prose.RULES,  # the report says in words which CUDA its NCCL is built for
                            *conda_no_cuda.RULES,  # conda info without __cuda beside the solver refusing a CUDA package

@@ -38,10 +38,18 @@ _PROMPT = re.compile(
 )
 
 
+# Typographic quotes ASCII programs never print: a blog, a word processor, GitHub's own
+# rendering copied back, or a glibc in a UTF-8 locale ("version ‘GLIBCXX_3.4.30’ not found")
+# turn "can't" into "can’t" and 'x' into ‘x’. NFKC keeps them; every reader expects ASCII.
+_TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+                              "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"'})
+
+
 def normalize(line: str) -> str:
-    """NFKC (full-width "：（）１" -> ":()1", NBSP -> space), tabs -> spaces, no terminal
-    colours, no CI log stamp, no quote marker, no trailing blanks."""
-    text = unicodedata.normalize("NFKC", line).replace("\t", "    ").replace("\r", "")
+    """NFKC (full-width "：（）１" -> ":()1", NBSP -> space), typographic quotes -> ASCII
+    (’ -> ', “ -> "), tabs -> spaces, no terminal colours, no CI log stamp, no quote marker,
+    no trailing blanks."""
+    text = unicodedata.normalize("NFKC", line).translate(_TYPOGRAPHIC).replace("\t", "    ").replace("\r", "")
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     text = _CI_STAMP.sub("", text, count=1)
@@ -82,6 +90,11 @@ def _fenced(line: str) -> str:
         return normalize(line)
     rest = line[fence.end():].strip()
     return normalize(rest) if " " in rest else ""
+
+
+def unquoted(line: str) -> str:
+    """The line as written without its leading markdown quote markers ("> ", "> > ")."""
+    return _QUOTE.sub("", line, count=1)
 
 
 def command(line: str) -> str | None:
