@@ -12,7 +12,10 @@ Run as a script it prints the counts and the failing pairs:
 from __future__ import annotations
 
 import re
-from re import _parser as sre_parse  # the stdlib parser (sre_parse is deprecated)
+try:
+    from re import _parser as sre_parse  # the stdlib parser (sre_parse is deprecated from 3.11)
+except ImportError:  # Python 3.10
+    import sre_parse  # type: ignore[no-redef]
 from typing import Any, Callable
 
 Damage = Callable[[str, Any], "str | None"]

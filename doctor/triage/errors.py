@@ -896,18 +896,66 @@ def _signatures(path: Path) -> ErrorsKB:
     return kb_errors.from_yaml(data, Ctx("errors.yaml", "", local), frozenset(HOOKS))
 
 
+try:
+    from re import _parser as _sre_parse  # the stdlib's own pattern parser (3.11+)
+except ImportError:  # Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+
+@lru_cache(maxsize=None)
+def _required(pattern: re.Pattern[str]) -> tuple[str, bool]:
+    """The longest run of literal characters at the pattern's top level (6 or more), which
+    every match holds, and whether it compares case-insensitively: a line without it cannot
+    match, so the row's regex is not run there. ("", False) where there is none, or where the
+    parser of this Python is not the one expected: every line is then searched."""
+    try:
+        parsed = list(_sre_parse.parse(pattern.pattern, pattern.flags))
+        literal = _sre_parse.LITERAL
+    except Exception:  # noqa: BLE001 - a private parser that changed: no shortcut, same result
+        return "", False
+    best, run = "", []
+    for op, arg in parsed:
+        if op is literal:
+            run.append(chr(arg))
+            continue
+        best, run = max(best, "".join(run), key=len), []
+    best = max(best, "".join(run), key=len)
+    icase = bool(pattern.flags & re.IGNORECASE)
+    if len(best) < 6:
+        return "", False
+    return (best.lower() if icase else best), icase
+
+
+def _holds(sig: Signature, text: str, low: str) -> bool:
+    """Whether `text` (`low`: the same, lower-cased) may hold a match of the row."""
+    need, icase = _required(sig.pattern)
+    return not need or need in (low if icase else text)
+
+
 def find(lines: Lines) -> list[Fragment]:
     out: list[Fragment] = []
     norm = lines.norm
     rows = signatures().signatures
+    needs = [_required(sig.pattern) for sig in rows]
     ahead: dict[int, bool] = {}  # row -> whether its pattern is found on the next line (asked by the join)
     for i, text in enumerate(norm):
         here, ahead = ahead, {}
         if not text:
             continue
         raw = unquoted(lines.raw[i].rstrip("\r\n"))
-        line = _Line(norm, i, text, _cells(text), len(raw), raw[-1:].isspace())
+        low = text.lower()
+        line = _Line(norm, i, text, _cells(text), len(raw), raw[-1:].isspace(), low)
+        # the text a match of any row must lie in: this line, or it joined with the next
+        after = norm[i + 1].strip() if i + 1 < len(norm) else ""
+        head = text.rstrip()  # as _read joins them
+        spans = (text, head + " " + after, head + after) if after else (text,)
+        spans_low = tuple(span.lower() for span in spans)
+        joinable = len(text) >= _WRAP_MIN
         for r, sig in enumerate(rows):
+            need, icase = needs[r]
+            within = (spans_low if icase else spans) if joinable or sig.wrapped else (spans_low[:1] if icase else spans[:1])
+            if need and not any(need in span for span in within):
+                continue  # the row's literal phrase is nowhere it could match: the usual case
             frag = _read(sig, line, here.get(r), lambda: ahead.setdefault(r, bool(sig.pattern.search(norm[i + 1]))))
             if frag is not None:
                 out.append(frag)
@@ -937,6 +985,11 @@ def _cells(text: str) -> tuple[str, ...]:
 # (unknown), never guessed.
 _TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
 _HARD_WRAP_MIN = 60
+# A line shorter than this was not broken by any client or terminal (they wrap at 72 columns
+# or more, at the last blank before it): not joined, except for a row marked `wrapped`, whose
+# message spans two lines as printed (a prompt and its answer). It keeps the join off most
+# lines of a report, where trying every row on every joined pair tripled the reading time.
+_WRAP_MIN = 40
 
 
 _JOIN_SPAN = 1000  # characters each side of a break the join reads: a message and the words around it
@@ -953,6 +1006,7 @@ class _Line:
     cells: tuple[str, ...] = ()
     width: int = 0
     ends_blank: bool = False
+    low: str = ""  # text, lower-cased once for every row's quick test (_holds)
 
 
 def _read(sig: Signature, line: _Line, found: bool | None = None, next_found: Callable[[], bool] | None = None) -> Fragment | None:
@@ -961,13 +1015,14 @@ def _read(sig: Signature, line: _Line, found: bool | None = None, next_found: Ca
     once: on the line where it starts, and only by a match that runs across the break).
     `found` False: the pattern is known not to be on the line (asked by the line before)."""
     norm, i, text, width = line.norm, line.i, line.text, line.width
-    for where in (*line.cells, *([text] if found is not False else [])):  # a table row's cells first: a value there ends at its cell
+    here = _holds(sig, text, line.low)  # without the row's literal phrase the line (and its cells) cannot match
+    for where in (*line.cells, *([text] if found is not False else [])) if here else ():  # a table row's cells first: a value there ends at its cell
         hit = _hit(sig, norm, i, where, i + 1, None)
         if hit is not None:
             if where is text and width in _TERMINAL_WIDTHS and i + 1 < len(norm) and norm[i + 1].strip():
                 _drop_values_at_break(hit, len(text))
             return _fragment(sig, text, hit)
-    if i + 1 >= len(norm) or not norm[i + 1] or (next_found() if next_found else sig.pattern.search(norm[i + 1])):
+    if i + 1 >= len(norm) or not norm[i + 1] or (len(text) < _WRAP_MIN and not sig.wrapped) or (next_found() if next_found else sig.pattern.search(norm[i + 1])):
         return None
     head, tail = norm[i].rstrip(), norm[i + 1].strip()
     blank = line.ends_blank or norm[i + 1][:1].isspace()  # the break fell on a blank
@@ -978,6 +1033,10 @@ def _read(sig: Signature, line: _Line, found: bool | None = None, next_found: Ca
     if not blank and width in _TERMINAL_WIDTHS and len(head) >= _HARD_WRAP_MIN:
         joins.append(" ")  # tried only where the join as broken reads nothing
     head, tail = head[-_JOIN_SPAN:], tail[:_JOIN_SPAN]
+    need, icase = _required(sig.pattern)
+    if need:  # the phrase, whole in the joined text or across the break, else no join can match
+        h, t = (head.lower(), tail.lower()) if icase else (head, tail)
+        joins = [j for j in joins if need in h[-len(need):] + j + t[:len(need)] or need in h or need in t]
     hits: list[Hit] = []
     for n, joiner in enumerate(joins):
         if hits and (width in _TERMINAL_WIDTHS or n >= 2):
