@@ -52,6 +52,9 @@ class Signature:
     note: str | None
     examples: tuple[Example, ...]
     source: tuple[str, ...]
+    # the longest literal phrase every match holds (required_literal): a line without it is
+    # not searched; computed here so that the compiled KB cache keeps it
+    literal: tuple[str, bool] = ("", False)
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def from_yaml(data: Any, ctx: Ctx, hooks: frozenset[str] | None = None) -> Error
         if not examples:
             raise at.at("examples").error("every signature has at least one verbatim real example")
         rows.append(Signature(sig_id, at.field(row, "program", str), pattern, bool(at.field(row, "wrapped", bool, optional=True)),
-                              hook, dict(facts), findings, note, tuple(examples), source))
+                              hook, dict(facts), findings, note, tuple(examples), source, required_literal(pattern)))
     return ErrorsKB(tuple(rows))
 
 
@@ -146,3 +149,32 @@ def fill(value: Any, groups: Mapping[str, Any]) -> Any:
     if isinstance(value, list):
         return [fill(v, groups) for v in value]
     return value
+
+
+try:
+    from re import _parser as _sre_parse  # the stdlib's own pattern parser (3.11+)
+except ImportError:  # Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+
+def required_literal(pattern: re.Pattern[str]) -> tuple[str, bool]:
+    """The longest run of literal characters at the pattern's top level (6 or more), which
+    every match holds, lower-cased where the pattern ignores case, and whether it does:
+    fwdoctor.triage.errors runs a row's regex only on text holding it. ("", False) where there
+    is none, or where this Python's parser is not the one expected (every line is searched)."""
+    try:
+        parsed = list(_sre_parse.parse(pattern.pattern, pattern.flags))
+        literal = _sre_parse.LITERAL
+    except Exception:  # noqa: BLE001 - a private parser that changed: no shortcut, same result
+        return "", False
+    best, run = "", []
+    for op, arg in parsed:
+        if op is literal:
+            run.append(chr(arg))
+            continue
+        best, run = max(best, "".join(run), key=len), []
+    best = max(best, "".join(run), key=len)
+    if len(best) < 6:
+        return "", False
+    icase = bool(pattern.flags & re.IGNORECASE)
+    return (best.lower() if icase else best), icase

@@ -896,39 +896,9 @@ def _signatures(path: Path) -> ErrorsKB:
     return kb_errors.from_yaml(data, Ctx("errors.yaml", "", local), frozenset(HOOKS))
 
 
-try:
-    from re import _parser as _sre_parse  # the stdlib's own pattern parser (3.11+)
-except ImportError:  # Python 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
-
-
-@lru_cache(maxsize=None)
-def _required(pattern: re.Pattern[str]) -> tuple[str, bool]:
-    """The longest run of literal characters at the pattern's top level (6 or more), which
-    every match holds, and whether it compares case-insensitively: a line without it cannot
-    match, so the row's regex is not run there. ("", False) where there is none, or where the
-    parser of this Python is not the one expected: every line is then searched."""
-    try:
-        parsed = list(_sre_parse.parse(pattern.pattern, pattern.flags))
-        literal = _sre_parse.LITERAL
-    except Exception:  # noqa: BLE001 - a private parser that changed: no shortcut, same result
-        return "", False
-    best, run = "", []
-    for op, arg in parsed:
-        if op is literal:
-            run.append(chr(arg))
-            continue
-        best, run = max(best, "".join(run), key=len), []
-    best = max(best, "".join(run), key=len)
-    icase = bool(pattern.flags & re.IGNORECASE)
-    if len(best) < 6:
-        return "", False
-    return (best.lower() if icase else best), icase
-
-
 def _holds(sig: Signature, text: str, low: str) -> bool:
     """Whether `text` (`low`: the same, lower-cased) may hold a match of the row."""
-    need, icase = _required(sig.pattern)
+    need, icase = sig.literal
     return not need or need in (low if icase else text)
 
 
@@ -936,7 +906,7 @@ def find(lines: Lines) -> list[Fragment]:
     out: list[Fragment] = []
     norm = lines.norm
     rows = signatures().signatures
-    needs = [_required(sig.pattern) for sig in rows]
+    needs = [sig.literal for sig in rows]
     ahead: dict[int, bool] = {}  # row -> whether its pattern is found on the next line (asked by the join)
     for i, text in enumerate(norm):
         here, ahead = ahead, {}
@@ -1033,7 +1003,7 @@ def _read(sig: Signature, line: _Line, found: bool | None = None, next_found: Ca
     if not blank and width in _TERMINAL_WIDTHS and len(head) >= _HARD_WRAP_MIN:
         joins.append(" ")  # tried only where the join as broken reads nothing
     head, tail = head[-_JOIN_SPAN:], tail[:_JOIN_SPAN]
-    need, icase = _required(sig.pattern)
+    need, icase = sig.literal
     if need:  # the phrase, whole in the joined text or across the break, else no join can match
         h, t = (head.lower(), tail.lower()) if icase else (head, tail)
         joins = [j for j in joins if need in h[-len(need):] + j + t[:len(need)] or need in h or need in t]
