@@ -554,3 +554,29 @@ def test_values_stay_raw_in_facts_and_are_escaped_by_the_renderers(cli, tmp_path
     assert "\x1b" not in markdown and "\x07" not in markdown
     line = next(x for x in markdown.splitlines() if "[a](http://e)" in x)
     assert "`" in line  # report text only inside code spans, where GitHub renders no link
+
+
+# torch.utils.cpp_extension's own line on the CUDA_HOME it builds with, where torch sees no GPU.
+# build-ext/b50b-warpctc-cuda-home-path-list-cannot-find-lcudart.md (SeanNaren/warp-ctc#153, a
+# development report): the value is a path list, so -I/-L get ':/usr/local/cuda-9.0:...'.
+CPP_EXT_LIST = ("-bash-4.2# python setup.py install\n"
+                "No CUDA runtime is found, using CUDA_HOME=':/usr/local/cuda-9.0:/usr/local/cuda-8.0'\n"
+                "running install\n")
+
+
+@pytest.mark.parametrize("text", [CPP_EXT_LIST, CPP_EXT_LIST.replace("\n", "\r\n"),
+                                  "".join("> " + line + "\n" for line in CPP_EXT_LIST.splitlines()),
+                                  CPP_EXT_LIST.replace("No CUDA", "#28 2.876 No CUDA")])  # a BuildKit log line
+def test_cpp_extensions_cuda_home_line_is_read_and_a_path_list_is_judged(cli, tmp_path, text):
+    assert facts_of(envdump.find, text)["cuda.pointers"]["cuda_home"] == ":/usr/local/cuda-9.0:/usr/local/cuda-8.0"
+    assert "cuda-home-invalid" in findings(cli, tmp_path, text)
+
+
+def test_cpp_extensions_cuda_home_line_with_one_folder_is_no_finding(cli, tmp_path):
+    # the usual line (a docker build of an extension, no GPU there): one folder, nothing wrong
+    text = "#28 2.876 No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'\n"
+    assert facts_of(envdump.find, text)["cuda.pointers"]["cuda_home"] == "/usr/local/cuda"
+    assert "cuda-home-invalid" not in findings(cli, tmp_path, text)
+    # an export later in the text is what the shell set: it wins over torch's line
+    both = text + "export CUDA_HOME=/usr/local/cuda-12.4\n"
+    assert facts_of(envdump.find, both)["cuda.pointers"]["cuda_home"] == "/usr/local/cuda-12.4"

@@ -28,6 +28,11 @@ _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Z_][A-Z0-9_]{0,63})=(.*)$")
 _ROOT = re.compile(r"cuda(?:-\d{1,2}\.\d{1,2})?")
 _NCCL = re.compile(r"NCCL_[A-Z0-9_]{1,60}")
 _MAX_ENTRIES = 200  # entries of one PATH-like value read; a real PATH has a few dozen
+# torch.utils.cpp_extension's own word on the CUDA_HOME it will build with, printed (logged from
+# torch 2.x) by _find_cuda_home wherever torch sees no GPU: the build machine, a docker build,
+# a login node. It names the value torch took, a path list included (pytorch/pytorch
+# torch/utils/cpp_extension.py: "No CUDA runtime is found, using CUDA_HOME='%s'").
+_CPP_EXT_HOME = re.compile(r"No CUDA runtime is found, using CUDA_HOME='(?P<home>[^']{1,400})'")
 
 
 def _toolkit_root(entry: str, below: tuple[str, ...]) -> str | None:
@@ -59,6 +64,11 @@ def find(lines: Lines) -> list[Fragment]:
     visible: str | None = None
     for i, text in enumerate(lines.norm):
         if "=" not in text:
+            continue
+        said = _CPP_EXT_HOME.search(text) if "No CUDA runtime" in text else None
+        if said and said.group("home").startswith(("/", ":")):
+            pointers.setdefault("cuda_home", said.group("home").rstrip("/") or said.group("home")[:1])
+            numbers.append(i + 1)
             continue
         match = _ASSIGN.match(text)
         if not match:
