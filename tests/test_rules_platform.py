@@ -142,3 +142,32 @@ def test_lscpu_flags_without_avx_judge_the_regular_rule_where_the_report_shows_t
     assert facts["platform.cpu"] == {"model": "Intel(R) Xeon(R) CPU X5690 @ 3.47GHz", "flags": None}
     facts, _ = triage("Architecture:        aarch64\nCPU op-mode(s):      64-bit\nModel name:          Neoverse-N1\n")
     assert facts["platform.cpu"] is None
+
+
+# tensorflow/b50b-tf114-q9650-no-avx-flags-illegal-instruction.md (tensorflow/tensorflow#46496,
+# a development report): only `flags` lines of /proc/cpuinfo (no processor/vendor_id rows), a
+# bare "Illegal instruction (core dumped)", TensorFlow named in the prose around them.
+Q9650_FLAGS = ("flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush dts acpi mmx "
+               "fxsr sse sse2 ht tm pbe syscall nx lm constant_tsc arch_perfmon pebs bts rep_good nopl cpuid aperfmperf "
+               "pni dtes64 monitor ds_cpl vmx smx est tm2 ssse3 cx16 xtpr pdcm sse4_1 lahf_lm pti tpr_shadow vnmi\n")
+SIGILL_TF = ("On a Intel Q9659 cpu that does not support AVX instructions, I have a `Illegal instruction (core dumped)`.\n\n"
+             "```\n" + Q9650_FLAGS * 2 + "```\n\nStarting with v1.6, TensorFlow binaries use AVX instructions.\n")
+
+
+def test_flags_lines_alone_are_read_and_a_bare_sigill_beside_one_named_framework_is_its_missing_avx(test_kb):
+    facts, _ = triage(SIGILL_TF)
+    assert facts["platform.cpu"] == {"model": None, "flags": []}
+    assert "cpu-lacks-avx" in ids(SIGILL_TF, test_kb)
+    assert "cpu-lacks-avx" in ids(SIGILL_TF.replace("\n", "\r\n"), test_kb)
+
+
+@pytest.mark.parametrize("change", [
+    lambda t: t.replace(" vnmi", " avx vnmi"),                         # the flags show AVX: another cause
+    lambda t: t.replace("TensorFlow", "my program"),                   # no framework named
+    lambda t: t + "I also tried PaddlePaddle and jax.\n",              # several frameworks: whose SIGILL?
+    lambda t: t.replace("flags\t\t:", "flags\t\t: x"),                 # not an x86 flag list any more? still one: fpu, sse2 stay
+])
+def test_a_bare_sigill_is_not_called_missing_avx_without_all_three(test_kb, change):
+    text = change(SIGILL_TF)
+    expected = "flags\t\t: x" in text  # the last case keeps all three: still the finding
+    assert ("cpu-lacks-avx" in ids(text, test_kb)) is expected

@@ -138,10 +138,11 @@ def glibc_too_old(facts: Facts, kb: KB) -> Hit | None:
 
 
 # ----------------------------------------------------------------------------- report-side twins
-@rule("cpu-lacks-avx", needs=("report.errors",), optional=("platform.cpu",))
+@rule("cpu-lacks-avx", needs=("report.errors",), optional=("platform.cpu", "report.frameworks_named"))
 def cpu_lacks_avx_said(facts: Facts, kb: KB) -> Hit | None:
     """jaxlib's CPU check ("built using AVX instructions, which your CPU ... do not support"),
-    or TensorFlow/Paddle/jaxlib killed by SIGILL right after its import (see cpu-lacks-avx).
+    or TensorFlow/Paddle/jaxlib killed by SIGILL right after its import (see cpu-lacks-avx), or
+    a bare SIGILL where the report's own CPU flags lack AVX and it names one such framework.
     jaxlib's macOS build says the same of an x86 Python under Rosetta: that is
     python-arch-mismatch's."""
     if report_errors(facts, "x86-python-on-apple-silicon"):
@@ -156,6 +157,12 @@ def cpu_lacks_avx_said(facts: Facts, kb: KB) -> Hit | None:
         if isinstance(cpu, dict) and "avx" in (cpu.get("flags") or ()):
             return None  # the report's own flags show AVX: the SIGILL has another cause
         said = [e for e in report_errors(facts, "illegal-instruction") if e.get("framework") in _NAMES and kb.frameworks.cpu_feature(str(e["framework"]), "avx")]
+        if not said and isinstance(cpu, dict) and cpu.get("flags") is not None:
+            # the report's own flags show no AVX: the SIGILL is the framework's where the
+            # report names one AVX-built framework and no other (fwdoctor.triage.framework_named)
+            named = facts.get("report.frameworks_named")
+            if isinstance(named, list) and len(named) == 1 and named[0] in _NAMES and kb.frameworks.cpu_feature(str(named[0]), "avx"):
+                said = [dict(e, framework=named[0]) for e in report_errors(facts, "illegal-instruction")]
         if not said:
             return None
         name = _NAMES[said[0]["framework"]]

@@ -34,6 +34,13 @@ def simd_flags(value: str) -> list[str]:
     return [flag for flag in SIMD_FLAGS if flag in words]
 
 
+def _x86_flag_list(value: str) -> bool:
+    """Whether a "flags" value is an x86 CPU's flag list (fpu ... sse2 ..., a dozen or more
+    words), not some other tool's "flags:" line."""
+    words = value.split()
+    return len(words) >= 12 and "fpu" in words and "sse2" in words
+
+
 def find(lines: Lines) -> list[Fragment]:
     rows: list[tuple[int, str, str]] = []
     for i, text in enumerate(lines.norm):
@@ -42,7 +49,8 @@ def find(lines: Lines) -> list[Fragment]:
         match = _ROW.match(text)
         if match:
             rows.append((i, match.group("key").strip().lower(), match.group("value").strip()))
-    marks = [i for i, key, _ in rows if key in _LSCPU_KEYS or key in _CPUINFO_KEYS]
+    # `grep flags /proc/cpuinfo` alone: a flags row that is an x86 flag list marks itself
+    marks = [i for i, key, value in rows if key in _LSCPU_KEYS or key in _CPUINFO_KEYS or (key == "flags" and _x86_flag_list(value))]
     if not marks:
         return []
     model = flags = arch = None
