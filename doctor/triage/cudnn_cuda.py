@@ -25,6 +25,7 @@ from fwdoctor.model import Facts, FixRef
 from fwdoctor.rules.base import Hit, Rule, rule, sh
 from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines
+from fwdoctor.versions import major as version_major
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -106,8 +107,7 @@ def _copied_from_cuda_dir(text: str) -> tuple[str, str] | None:
 
 
 def _major(release: Any) -> int | None:
-    head = str(release or "").split(".")[0]
-    return int(head) if head.isdigit() else None
+    return version_major(str(release)) if release is not None else None
 
 
 def _in_use(facts: Facts) -> tuple[int, str] | None:

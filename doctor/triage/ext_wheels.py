@@ -20,12 +20,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from packaging.version import InvalidVersion, Version
-
 from fwdoctor.model import Facts, FixRef, Severity
 from fwdoctor.rules.base import Hit, rule
 from fwdoctor.triage.base import Fragment
 from fwdoctor.triage.text import Lines
+from fwdoctor.versions import major as version_major, release
 
 if TYPE_CHECKING:
     from fwdoctor.kb import KB
@@ -131,11 +130,8 @@ def find(lines: Lines) -> list[Fragment]:
 
 
 def _series(version: str | None) -> tuple[int, int] | None:
-    try:
-        release = Version(str(version)).release
-    except InvalidVersion:
-        return None
-    return (release[0], release[1] if len(release) > 1 else 0)
+    parts = release(version)
+    return (parts[0], parts[1] if len(parts) > 1 else 0) if parts else None
 
 
 def _pytorch_wheel(version: str) -> bool:
@@ -160,7 +156,7 @@ def _judge(wheel: dict[str, Any], torch: str, torch_cuda: str | None, abi: bool 
     have, want = _series(torch), _series(wheel["torch"])
     if have and want and have != want:
         return f"{built}, but torch {torch} is installed", Severity.WARNING if said else Severity.ERROR, ()
-    major = int(torch_cuda.split(".")[0]) if torch_cuda and torch_cuda.split(".")[0].isdigit() else None
+    major = version_major(torch_cuda)
     wheel_major = _cuda_major(wheel.get("cuda"))
     if major and wheel_major and major != wheel_major:
         return (f"{built} with CUDA {wheel_major}.x, but torch {torch} is built for CUDA {torch_cuda}",

@@ -45,6 +45,8 @@ _MAX_LINE = 600  # prose sentences; a longer line is a log or a listing, not rea
 _TWO_TAGS = re.compile(r"\bcu(?P<a>1\d|[89]\d?)\b[^\n]{0,12}?(?:\band\b|&|\+|/|,)\s{0,3}cu(?P<b>1\d|[89]\d?)\b(?P<rest>[^\n]{0,60})", re.IGNORECASE)
 _PACKAGES = re.compile(r"\b(?:packages?|wheels?|libs|librar(?:y|ies)|related|versions)\b", re.IGNORECASE)
 _HAVING = re.compile(r"\b(?:found|find|have|has|had|installed|there (?:are|were|is)|both|mixed|contains?|pulled|brought)\b", re.IGNORECASE)
+
+
 def _version(name: str) -> str:
     """A CUDA version as prose writes it: "11.0", "(10.2)", "( 8 )"."""
     return r"\(?\s{0,2}(?P<" + name + r">\d{1,2}(?:\.\d{1,2})?)\s{0,2}\)?"
